@@ -1,0 +1,1 @@
+"""The runtime: platform adapters, scheduler, delivery and the command line."""

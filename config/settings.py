@@ -1,0 +1,95 @@
+"""Paperboy's settings: declared once, with defaults, overridden by the environment.
+
+Every setting is a `Setting` in `SETTINGS`; `load_settings()` reads them from the
+environment (and from a `.env` file, which is the only other place secrets may come
+from) and fails with one line naming the variable when a value is malformed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB = Path("db") / "paperboy.db"
+
+
+class SettingsError(ValueError):
+    """A setting has a value Paperboy cannot use. The message names the variable."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    env: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = str
+    secret: bool = False
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise ValueError("must be a positive whole number")
+    return number
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("db_path", "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path),
+    Setting(
+        "digest_size",
+        "PAPERBOY_DIGEST_SIZE",
+        5,
+        "Papers per subscribed topic in one digest.",
+        _positive_int,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path = DEFAULT_DB
+    digest_size: int = 5
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """Parse a `.env` file: `KEY=value` lines, `#` comments, optional quotes."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, dotenv: Path | None = Path(".env")
+) -> Settings:
+    """Build Settings from defaults, then `.env`, then the environment (which wins)."""
+    source: dict[str, str] = read_dotenv(dotenv) if dotenv else {}
+    source.update(os.environ if environ is None else environ)
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = source.get(setting.env)
+        if raw is None or raw == "":
+            values[setting.name] = setting.default
+            continue
+        try:
+            values[setting.name] = setting.parse(raw)
+        except ValueError as exc:
+            shown = "(hidden)" if setting.secret else repr(raw)
+            raise SettingsError(f"{setting.env}={shown} is not valid: {exc}") from None
+    return Settings(**values)

@@ -1,0 +1,99 @@
+"""Query functions for papers, their aliases (external ids) and ingest runs.
+
+Rows go in and come out as plain dicts; the list columns (`links`, `keywords`,
+`authors`, `sources`) are Python lists here and JSON text in SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from sqlite_utils import Database
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+JSON_COLUMNS = ("links", "keywords", "authors", "sources")
+MIN_PREFIX = 4
+
+
+def _encode(row: Row) -> Row:
+    return {
+        key: json.dumps(value, ensure_ascii=False) if key in JSON_COLUMNS else value
+        for key, value in row.items()
+    }
+
+
+def decode(row: Row) -> Row:
+    """A stored row with its JSON list columns decoded."""
+    decoded = dict(row)
+    for key in JSON_COLUMNS:
+        if isinstance(decoded.get(key), str):
+            decoded[key] = json.loads(decoded[key])
+    return decoded
+
+
+def get_paper(db: Database, paper_id: str) -> Row | None:
+    rows = list(db.query("select * from papers where id = ?", [paper_id]))
+    return decode(rows[0]) if rows else None
+
+
+def paper_id_for_alias(db: Database, alias: str) -> str | None:
+    rows = list(db.query("select paper_id from paper_aliases where alias = ?", [alias]))
+    return str(rows[0]["paper_id"]) if rows else None
+
+
+def insert_paper(db: Database, row: Row) -> None:
+    db["papers"].insert(_encode(row))
+
+
+def update_paper(db: Database, paper_id: str, changes: Row) -> None:
+    db["papers"].update(paper_id, _encode(changes))
+
+
+def add_alias(db: Database, alias: str, paper_id: str) -> None:
+    db.execute(
+        "insert or ignore into paper_aliases (alias, paper_id) values (?, ?)", [alias, paper_id]
+    )
+
+
+def resolve_paper(db: Database, ref: str) -> Row | None:
+    """A paper by id, by external id (OpenReview or arXiv id), or by a unique id prefix."""
+    ref = ref.strip()
+    if not ref:
+        return None
+    found = get_paper(db, ref) or get_paper(db, ref.lower())
+    if found:
+        return found
+    aliased = paper_id_for_alias(db, ref)
+    if aliased:
+        return get_paper(db, aliased)
+    if len(ref) >= MIN_PREFIX:
+        escaped = ref.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = list(
+            db.query(
+                "select id from papers where id like ? escape '\\' limit 2", [escaped + "%"]
+            )
+        )
+        if len(rows) == 1:
+            return get_paper(db, rows[0]["id"])
+    return None
+
+
+def count_papers(db: Database) -> int:
+    return int(next(db.query("select count(*) as n from papers"))["n"])
+
+
+def record_ingest(db: Database, row: Row) -> None:
+    db["ingests"].insert(_encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)})
+
+
+def last_ingest(db: Database) -> Row | None:
+    rows = list(db.query("select * from ingests order by id desc limit 1"))
+    if not rows:
+        return None
+    row = dict(rows[0])
+    row["files"] = json.loads(row["files"])
+    return row

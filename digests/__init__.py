@@ -1,0 +1,1 @@
+"""The platform-agnostic core of Paperboy. It never imports slack_bolt or discord."""

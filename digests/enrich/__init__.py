@@ -1,0 +1,1 @@
+"""Enrichment of title-less abstracts: display titles, TL;DRs and links."""

@@ -1,0 +1,58 @@
+"""Find the links in an abstract and say what each one is."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)")
+_BARE_URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
+_CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "huggingface.co", "codeberg.org")
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str
+    kind: str  # code | arxiv | openreview | reference | project
+    text: str = ""
+
+
+def classify(url: str, text: str = "") -> str:
+    host = re.sub(r"^https?://(www\.)?", "", url).split("/", 1)[0].lower()
+    if host in _CODE_HOSTS:
+        return "code"
+    if host.endswith("arxiv.org"):
+        # A Markdown link whose text is not the URL cites prior work, not this paper.
+        return "reference" if text and text != url else "arxiv"
+    if host.endswith("openreview.net"):
+        return "openreview"
+    return "project"
+
+
+def _clean(url: str) -> str:
+    return url.rstrip(".,;:!?'\"")
+
+
+def extract_links(abstract: str) -> list[Link]:
+    """All links in `abstract`, Markdown ones first, in order, without duplicates."""
+    links: list[Link] = []
+    seen: set[str] = set()
+
+    def add(url: str, text: str = "") -> None:
+        url = _clean(url)
+        if url and url not in seen:
+            seen.add(url)
+            links.append(Link(url, classify(url, text), text))
+
+    for match in _MD_LINK.finditer(abstract):
+        add(match.group(2), match.group(1))
+    for match in _BARE_URL.finditer(_MD_LINK.sub(" ", abstract)):
+        add(match.group(0))
+    return links
+
+
+def code_url(links: list[Link]) -> str | None:
+    return next((link.url for link in links if link.kind == "code"), None)

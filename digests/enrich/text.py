@@ -1,0 +1,187 @@
+"""Turn abstract markup (Markdown links and emphasis, LaTeX) into readable plain text.
+
+Abstracts arrive with `[text](url)` links, `*emphasis*`, `{braces}` and inline maths
+such as `$\\tilde{\\mathcal{O}}(\\sqrt{eH^5N})$` or `\\(\\hat{\\pi}_{\\text{ref}}\\)`.
+`plain_text()` keeps the words and renders the maths with Unicode, so it reads
+sensibly anywhere and carries no markup that a chat platform would interpret.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+
+log = logging.getLogger(__name__)
+
+GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε",
+    "varepsilon": "ε", "zeta": "ζ", "eta": "η", "theta": "θ", "vartheta": "θ",
+    "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ",
+    "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "upsilon": "υ", "phi": "φ",
+    "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ", "Delta": "Δ",
+    "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ", "Phi": "Φ",
+    "Psi": "Ψ", "Omega": "Ω",
+}  # fmt: skip
+SYMBOLS = {
+    "propto": "∝", "approx": "≈", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
+    "neq": "≠", "times": "×", "cdot": "·", "infty": "∞", "in": "∈", "sum": "Σ",
+    "prod": "Π", "to": "→", "rightarrow": "→", "leftarrow": "←", "mid": "|",
+    "sim": "~", "log": "log", "exp": "exp", "min": "min", "max": "max",
+    "partial": "∂", "nabla": "∇", "ell": "ℓ", "pm": "±", "ldots": "…", "dots": "…",
+    "cdots": "⋯", "star": "*", "ast": "*", "%": "%", "&": "&", "_": "_", "#": "#",
+    "$": "$", "{": "(", "}": ")", ",": " ", ";": " ", "!": "", "quad": " ", "qquad": " ",
+    "left": "", "right": "", "big": "", "Big": "", "bigg": "", "Bigg": "",
+}  # fmt: skip
+# Commands that decorate one argument: the argument is kept, with an accent if any.
+ACCENTS = {"tilde": "\u0303", "hat": "\u0302", "bar": "\u0304", "dot": "\u0307", "vec": "\u20d7"}
+KEEP_ARGUMENT = {
+    "text", "textbf", "textit", "texttt", "mathrm", "mathbf", "mathit", "mathcal",
+    "mathbb", "mathsf", "mathtt", "boldsymbol", "operatorname", "underline", "emph",
+    "overline", "widetilde", "widehat", "textrm", "textsc", "mathscr", "mathfrak",
+}  # fmt: skip
+
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)")
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+_EMPHASIS = re.compile(r"(?<![\w*_])(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?![\w*_])")
+_CODE = re.compile(r"`([^`\n]+)`")
+_SPACES = re.compile(r"[ \t\u00a0]+")
+
+
+def _braced(text: str, start: int) -> tuple[str, int]:
+    """Return the `{...}` group (or single token) at `start` and the index after it."""
+    while start < len(text) and text[start] == " ":
+        start += 1
+    if start >= len(text):
+        return "", start
+    if text[start] != "{":
+        if text[start] == "\\":
+            match = re.match(r"\\([A-Za-z]+|.)", text[start:])
+            assert match is not None
+            return match.group(0), start + match.end()
+        return text[start], start + 1
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] == "{":
+            depth += 1
+        elif text[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : index], index + 1
+    return text[start + 1 :], len(text)
+
+
+def latex_to_text(source: str) -> str:
+    """Render a fragment of LaTeX maths as readable Unicode text."""
+    out: list[str] = []
+    index = 0
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            match = re.match(r"\\([A-Za-z]+|.)", source[index:])
+            if match is None:  # a trailing backslash
+                index += 1
+                continue
+            name = match.group(1)
+            index += match.end()
+            if name in ACCENTS or name in KEEP_ARGUMENT or name == "sqrt" or name == "frac":
+                argument, index = _braced(source, index)
+                inner = latex_to_text(argument)
+                if name == "frac":
+                    denominator, index = _braced(source, index)
+                    out.append(f"({inner})/({latex_to_text(denominator)})")
+                elif name == "sqrt":
+                    out.append(f"√({inner})")
+                elif name in ACCENTS and inner:
+                    out.append(inner + ACCENTS[name] if len(inner) == 1 else inner)
+                else:
+                    out.append(inner)
+            elif name in GREEK:
+                out.append(GREEK[name])
+            elif name in SYMBOLS:
+                out.append(SYMBOLS[name])
+            else:
+                out.append(name)
+        elif char in "_^":
+            argument, index = _braced(source, index + 1)
+            rendered = latex_to_text(argument)
+            out.append(char + (rendered if len(rendered) <= 1 else "{" + rendered + "}"))
+        elif char in "{}":
+            index += 1
+        else:
+            out.append(char)
+            index += 1
+    text = "".join(out)
+    # Subscripts and superscripts of one plain token read fine without braces.
+    text = re.sub(r"([_^])\{([\w.]+)\}", r"\1\2", text)
+    return unicodedata.normalize("NFC", text)
+
+
+def _math(match: re.Match[str]) -> str:
+    body = next(group for group in match.groups() if group is not None)
+    return latex_to_text(body)
+
+
+def plain_text(markup: str) -> str:
+    """Markdown and LaTeX in, readable single-spaced plain text out.
+
+    Links keep their text (or their URL when the text is the URL itself); emphasis
+    markers, code ticks and grouping braces go; maths becomes Unicode.
+    """
+    text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), markup)
+    text = _MATH_SPAN.sub(_math, text)
+    # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
+    text = re.sub(
+        r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text
+    )
+    text = re.sub(r"\\([%&#_$])", r"\1", text)
+    text = _CODE.sub(r"\1", text)
+    for _ in range(2):  # nested emphasis such as ***bold italic***
+        text = _EMPHASIS.sub(r"\2", text)
+    text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _SPACES.sub(" ", text.replace("\n", " "))
+    return text.strip()
+
+
+def name_key(text: str) -> str:
+    """A name reduced to lowercase letters and digits: "Alpha-DPO" -> "alphadpo"."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(char for char in folded if char.isalnum())
+
+
+def split_camel(name: str) -> str:
+    """Split a method name into its word parts: "AlphaDPO" -> "Alpha DPO", "L-PPO" -> "L PPO"."""
+    spaced = re.sub(r"[-_/]+", " ", name)
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", spaced)
+    spaced = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", " ", spaced)
+    return _SPACES.sub(" ", spaced).strip()
+
+
+_ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|et al|etc|vs|cf|Fig|Eq|Sec|resp|approx|w\.r\.t)\.$", re.I)
+
+
+def sentences(text: str) -> list[str]:
+    """Split plain text into sentences, keeping "e.g." and "et al." inside theirs."""
+    pieces = re.split(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])", text)
+    merged: list[str] = []
+    for piece in pieces:
+        if merged and _ABBREVIATIONS.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    return [sentence.strip() for sentence in merged if sentence.strip()]
+
+
+def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
+    """Trim `text` to at most `limit` characters at a word boundary, marking the cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - len(ellipsis) + 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    else:
+        cut = cut[: limit - len(ellipsis)]
+    return cut.rstrip(" ,;:-–—(") + ellipsis

@@ -1,0 +1,311 @@
+"""Display titles, method names and TL;DRs for abstracts that come without a title.
+
+The rules, in order:
+- A method is named where the abstract introduces one: "we propose AlphaDPO, ...",
+  "... called Flow-of-Options (FoO)", "... named MaxEnt RL with Diffusion Policy
+  (MaxEntDP)", "We term this as Layer-Wise PPO (L-PPO)". When several names are
+  introduced, the one the abstract repeats most wins (the method, not a concept
+  defined on the way).
+- The title is "Name: what it is", the "what" being the expansion of the name, or
+  the phrase that introduces it ("an adaptive preference optimization framework").
+- With no method named, the title is a headline cut from the key sentence, the one
+  that states the contribution ("We propose ...", "We show that ...").
+- The TL;DR is that key sentence, trimmed to about 200 characters at a word boundary.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from digests.enrich.text import plain_text, sentences, shorten
+
+log = logging.getLogger(__name__)
+
+TITLE_LIMIT = 120
+DESCRIPTOR_LIMIT = 100
+TLDR_LIMIT = 200
+
+# Field-wide acronyms that abstracts define in passing: never a paper's method name.
+GENERIC_ACRONYMS = frozenset(
+    """rl drl deeprl llm llms vlm vlms mdp mdps pomdp pomdps dqn dqns marl irl sft td moe
+    dro ntk ml ai gpu gpus rlhf dpo ppo sac moo kl omrl fedrl qrl rm rms gan gans cnn cnns
+    rnn rnns gnn gnns nlp cv sgd mcts lp qa bc gp gps vae vaes lstm mlp mlps vit bert gpt
+    sde sdes ode odes pde pdes fbsdes ood iid nn dnn dnns api cpu tpu ucb lc""".split()
+)
+
+_VERB = (
+    r"propose|proposes|introduce|introduces|present|presents|develop|develops|devise|"
+    r"devises|establish|establishes|design|designs|put forward|puts forward"
+)
+# The verb needs its subject ("we", "this paper", "to propose") close by, so that
+# "novel designs" or "the present work" do not count.
+_CONTRIBUTION = re.compile(
+    rf"\b(?:we|paper|work|study|article|authors|to)(?:\s+(?!we\b)[\w-]+){{0,2}}?\s+(?:{_VERB})\b",
+    re.I,
+)
+_NAMING = re.compile(
+    r"\b(?:called|named|termed|dubbed|coined|denoted as|referred to as|"
+    r"(?:term|call|name) (?:this|it)(?: as)?)\s+",
+    re.I,
+)
+_FINDING = re.compile(r"\b(?:we|paper|work)\s+(?:\w+\s+)?(?:show|prove|demonstrate|find)s? that\b")
+_INVESTIGATE = re.compile(r"\bto (?:investigate|study|understand|analy[sz]e) (?=how|whether|what)")
+_ACRONYM_IN_PARENS = re.compile(r"\(([^()\s]{2,24})\)")
+_NAME_AT_START = re.compile(r"^[\s“\"]*([A-Za-z0-9][\w\-]*\w|[A-Z])[”\"]?(?=(\s*[,.(;:])|\s*$|\s+\w)")
+_APPOSITIVE_NAME = re.compile(r",\s+([A-Za-z0-9][\w\-]*\w),")
+
+_LEADING_FILLER = re.compile(
+    r"^(?:(?:a|an|the|our|this|these|such|such a|novel|new|simple|yet|effective|"
+    r"and|more|two|several|generic|unified|principled|approach,)\s+)+",
+    re.I,
+)
+_TRAILING_STOPWORDS = re.compile(
+    r"(?:\s+(?:of|the|a|an|and|or|to|for|with|in|on|by|that|which|from|as|at|into|"
+    r"its|their|our|is|are|can|while|based|over|between|under))+$",
+    re.I,
+)
+_CLAUSE_BREAKS = re.compile(
+    r",|;|:| — | – | which | whereby | where | while | by (?=\w+ing\b)| via | aimed at |"
+    r" designed to | in order to | to address| to tackle| to overcome| so that | thereby "
+)
+_ANAPHORIC = re.compile(r"^(?:this|these|it|they|that)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Derived:
+    title: str
+    method: str | None
+    long_name: str | None
+    tldr: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    name: str
+    long_name: str | None
+    descriptor: str | None
+    sentence_index: int
+    position: int
+
+
+def is_name_like(token: str, *, loose: bool = False) -> bool:
+    """Does `token` look like a method's name ("AlphaDPO", "L-PPO", "Digi-Q")?
+
+    `loose` also accepts one capitalised word ("Rewarped"), for places where the
+    syntax already says a name follows ("we develop Rewarped, a ...").
+    """
+    if not 2 <= len(token) <= 30 or " " in token:
+        return token.isupper() and len(token) == 1 and loose
+    if token.casefold() in GENERIC_ACRONYMS or token.rstrip("s").casefold() in GENERIC_ACRONYMS:
+        return False
+    letters = [c for c in token if c.isalpha()]
+    if not letters:
+        return False
+    uppers = sum(c.isupper() for c in token)
+    if uppers >= 2 or (uppers >= 1 and any(c.isdigit() for c in token)):
+        return True
+    if any(c.isupper() for c in token[1:]):
+        return True
+    return loose and token[0].isupper() and token[1:].islower()
+
+
+def _count(name: str, text: str) -> int:
+    return len(re.findall(rf"(?<![\w-]){re.escape(name)}(?!\w)", text))
+
+
+def tidy_phrase(phrase: str, limit: int = DESCRIPTOR_LIMIT) -> str:
+    """Cut a noun phrase down to a headline: no parentheticals, no trailing clause.
+
+    A "that ..." clause stays when the whole phrase still fits in `limit`. The result
+    ends on a whole word and never on a dangling "of"/"the"/"and".
+    """
+    phrase = re.sub(r"\s*\([^()]*\)", "", phrase).strip(" ,.;:“”\"'")
+    phrase = re.sub(r"^to use\s+", "", phrase, flags=re.I)
+    phrase = _LEADING_FILLER.sub("", phrase)
+    match = _CLAUSE_BREAKS.search(phrase)
+    if match and len(phrase[: match.start()].split()) >= 2:
+        phrase = phrase[: match.start()]
+    head, that, _ = phrase.partition(" that ")
+    if that and len(phrase) > limit and len(head.split()) >= 2:
+        phrase = head
+    if len(phrase) > limit:
+        phrase = phrase[:limit].rsplit(" ", 1)[0]
+    phrase = _TRAILING_STOPWORDS.sub("", phrase.strip(" ,.;:-–—")).strip(" ,.;:-–—")
+    return phrase[:1].upper() + phrase[1:] if phrase[:1].islower() else phrase
+
+
+def _long_form_before(window: str, end: int) -> str | None:
+    """The phrase between the trigger and "(ACR)", e.g. "a personalized FedRL framework"."""
+    before = window[:end]
+    # Only the last clause leads up to the acronym.
+    before = re.split(rf",|;|:|\b(?:called|named|termed|as|{_VERB})\b", before, flags=re.I)[-1]
+    before = re.sub(r"\s*\([^()]*\)", "", before).strip(" *“”\"")
+    before = _LEADING_FILLER.sub("", before)
+    return before if 1 <= len(before.split()) <= 12 else None
+
+
+def _candidates_in(sentence: str, index: int) -> list[_Candidate]:
+    """Names introduced in one sentence, closest to their trigger first."""
+    found: list[_Candidate] = []
+    triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
+    triggers += [(m, "naming") for m in _NAMING.finditer(sentence)]
+    for trigger, kind in sorted(triggers, key=lambda pair: pair[0].start()):
+        window = sentence[trigger.end() :]
+        offset = trigger.end()
+        options: list[tuple[int, _Candidate]] = []
+        for acr in _ACRONYM_IN_PARENS.finditer(window):
+            name = acr.group(1).strip("*")
+            if not is_name_like(name):
+                continue
+            long_name = _long_form_before(window, acr.start())
+            options.append(
+                (acr.start(), _Candidate(name, long_name, None, index, offset + acr.start()))
+            )
+        start = _NAME_AT_START.match(window)
+        if start:
+            name = start.group(1)
+            follows = window[start.end() :]
+            ends_here = bool(re.match(r"\s*(?:[,.(;:]|$)", follows))
+            loose = ends_here and (kind == "naming" or follows.lstrip().startswith(","))
+            # "named MaxEnt RL with Diffusion Policy (MaxEntDP)": the acronym is the name.
+            if (ends_here or not options) and is_name_like(name, loose=loose):
+                expansion = re.match(r"\s*\(([A-Z][^()]{4,80})\)", follows)
+                long_name = expansion.group(1) if expansion else None
+                if long_name and len(re.findall(r"\b[A-Z]", long_name)) < 2:
+                    long_name = None
+                descriptor = None
+                appositive = re.match(r"\s*(?:\([^()]*\))?\s*,\s*(.+)", follows)
+                if appositive and re.match(r"(?:a|an|the)\s", appositive.group(1), re.I):
+                    descriptor = appositive.group(1)
+                if kind == "naming" and descriptor is None:
+                    descriptor = _phrase_before_naming(sentence[: trigger.start()])
+                    if descriptor is not None and len(descriptor.split()) < 3:
+                        after = re.match(r"\s*,?\s*((?:to|for)\s.+)", follows)
+                        if after:
+                            descriptor = f"{descriptor} {after.group(1)}"
+                options.append(
+                    (
+                        start.start(1),
+                        _Candidate(name, long_name, descriptor, index, offset + start.start(1)),
+                    )
+                )
+        for appositive_match in _APPOSITIVE_NAME.finditer(window):
+            name = appositive_match.group(1)
+            if is_name_like(name):
+                # "introduces Sub-optimal Data Pre-training, SDP, an approach ..."
+                before = window[: appositive_match.start()].strip()
+                title_case = len(re.findall(r"\b[A-Z]", before)) >= 2
+                long_name = before if title_case and len(before.split()) <= 8 else None
+                descriptor = None if long_name else _phrase_before_naming(before)
+                position = appositive_match.start(1)
+                options.append(
+                    (position, _Candidate(name, long_name, descriptor, index, offset + position))
+                )
+        if options:
+            found.append(min(options, key=lambda pair: pair[0])[1])
+    return found
+
+
+def _phrase_before_naming(before: str) -> str | None:
+    """The noun phrase that a "called X" or ", X," names: "a scalable protocol"."""
+    before = before.rstrip(" ,")
+    verb = None
+    for verb in _CONTRIBUTION.finditer(before):
+        pass
+    if verb is not None:
+        before = before[verb.end() :]
+    else:
+        determiners = list(re.finditer(r"\b(?:a|an|the)\s", before, re.I))
+        if not determiners:
+            return None
+        before = before[determiners[-1].start() :]
+    phrase = before.strip()
+    return phrase or None
+
+
+def _method(text: str, sents: list[str]) -> _Candidate | None:
+    candidates = [c for i, s in enumerate(sents) for c in _candidates_in(s, i)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (_count(c.name, text), -c.position - 10_000 * c.sentence_index))
+
+
+def _contribution(sents: list[str]) -> tuple[int, str] | None:
+    """The first sentence that states the contribution, and the words after its verb."""
+    for pattern in (_CONTRIBUTION, _FINDING, _INVESTIGATE):
+        for index, sentence in enumerate(sents):
+            match = pattern.search(sentence)
+            if match and not _ANAPHORIC.match(sentence[match.end() :].strip()):
+                return index, sentence[match.end() :].strip()
+    return None
+
+
+def _key_sentence(sents: list[str], method: _Candidate | None) -> str:
+    """The sentence for the TL;DR: the one introducing the method, if it says enough."""
+    if method is not None:
+        sentence = sents[method.sentence_index]
+        if _CONTRIBUTION.search(sentence) and len(sentence) >= 60:
+            return sentence
+    found = _contribution(sents)
+    if found is not None:
+        return sents[found[0]]
+    if method is not None:
+        return sents[method.sentence_index]
+    return sents[0] if sents else ""
+
+
+def _headline(sents: list[str]) -> str:
+    found = _contribution(sents)
+    if found is not None:
+        phrase = tidy_phrase(found[1])
+        if len(phrase.split()) >= 2:
+            return phrase
+    return tidy_phrase(sents[0]) if sents else ""
+
+
+def _finish_title(title: str) -> str:
+    title = title.strip()
+    if len(title) > TITLE_LIMIT:
+        title = title[:TITLE_LIMIT].rsplit(" ", 1)[0]
+        title = _TRAILING_STOPWORDS.sub("", title).rstrip(" ,;:-–—")
+    return title
+
+
+_PREAMBLE = re.compile(
+    r"^(?!we\b|this\b|our\b)(?:[^;()]|\([^()]*\)){0,160}?,\s+"
+    r"(?=(?:we|this paper|this work|our|in this)\b)",
+    re.I,
+)
+
+
+def tldr_from(sentence: str) -> str:
+    """A key sentence as a TL;DR: lead-in phrases dropped, about 200 characters at most."""
+    sentence = _PREAMBLE.sub("", sentence)
+    sentence = re.sub(r"^(?:In this (?:paper|work|study)|Here)\s*,?\s+", "", sentence, flags=re.I)
+    sentence = sentence[:1].upper() + sentence[1:]
+    return shorten(sentence, TLDR_LIMIT)
+
+
+def derive(abstract: str) -> Derived:
+    """Derive the method name, display title and TL;DR of an abstract (Markdown/LaTeX ok)."""
+    text = plain_text(abstract)
+    sents = sentences(text)
+    method = _method(text, sents)
+    if method is not None:
+        descriptor = method.long_name or method.descriptor
+        described = tidy_phrase(descriptor) if descriptor else ""
+        if described.casefold() == method.name.casefold():
+            described = ""
+        title = f"{method.name}: {described}" if described else method.name
+    else:
+        title = _headline(sents)
+    title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
+    tldr = tldr_from(_key_sentence(sents, method) or text)
+    return Derived(
+        title=title,
+        method=method.name if method else None,
+        long_name=tidy_phrase(method.long_name) if method and method.long_name else None,
+        tldr=tldr,
+    )

@@ -1,0 +1,6 @@
+"""Reading paper lists (seed text, CSV/TSV, JSON Lines, arXiv Atom) into the store."""
+
+from digests.ingest.errors import IngestError
+from digests.ingest.pipeline import IngestSummary, ingest_files
+
+__all__ = ["IngestError", "IngestSummary", "ingest_files"]

@@ -1,0 +1,42 @@
+"""Which reader a file needs: from its extension, else from its first bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMATS = ("seed", "csv", "tsv", "jsonl", "arxiv")
+
+_BY_SUFFIX = {
+    ".txt": "seed",
+    ".md": "seed",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".xml": "arxiv",
+    ".atom": "arxiv",
+}
+
+
+def sniff(text: str) -> str:
+    """The format that the content looks like."""
+    head = text.lstrip()
+    if head.startswith("<"):
+        return "arxiv"
+    if head.startswith(("{", "[")):
+        return "jsonl"
+    first = head.split("\n", 1)[0].lower()
+    if "abstract" in first or "summary" in first:
+        if "\t" in first:
+            return "tsv"
+        if "," in first:
+            return "csv"
+    return "seed"
+
+
+def detect_format(path: Path, text: str) -> str:
+    """A known extension decides (so a `.csv` without an abstract column is an error,
+    not prose); otherwise the content does."""
+    return _BY_SUFFIX.get(path.suffix.lower()) or sniff(text)

@@ -1,0 +1,14 @@
+"""Bundled sample data: the ICML 2025 and ICLR 2025 abstract lists (no titles)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+SAMPLE_FILES = ("icml2025.txt", "iclr2025.txt")
+
+
+def sample_paths() -> list[Path]:
+    """Paths of the bundled paper lists, wherever the package is installed."""
+    root = resources.files(__name__)
+    return [Path(str(root.joinpath(name))) for name in SAMPLE_FILES]

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The project's single entry point: the README, CI and developers all run these.
+
+    python3 tasks.py demo    # set up (once) and run the demo on the bundled papers
+    python3 tasks.py test    # set up (once), then lint, type-check and run the tests
+    python3 tasks.py lint    # ruff check, ruff format --check, mypy
+    python3 tasks.py bench   # the benchmarks under bench/
+    python3 tasks.py fmt     # ruff format and fix
+
+It needs nothing but Python 3.11+: it makes `.venv/` and installs the project with
+its dev extras there, again only when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".paperboy-install-stamp"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def _run(*cmd: str | Path) -> None:
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
+def ensure_env() -> None:
+    """Create .venv and install the project into it, unless it is up to date."""
+    if sys.version_info < (3, 11):
+        sys.exit(f"Paperboy needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return
+    if not (BIN / "python").exists():
+        print("Creating .venv ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("Installing Paperboy and its dev tools into .venv ...", flush=True)
+    _run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    _run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    STAMP.write_text(wanted)
+
+
+def lint() -> None:
+    _run(BIN / "ruff", "check", ".")
+    _run(BIN / "ruff", "format", "--check", ".")
+    _run(BIN / "mypy")
+
+
+def main(argv: list[str]) -> None:
+    task = argv[0] if argv else "help"
+    rest = argv[1:]
+    if task in ("help", "-h", "--help"):
+        print(__doc__)
+        return
+    ensure_env()
+    if task == "demo":
+        _run(BIN / "paperboy", "demo", *rest)
+    elif task == "test":
+        lint()
+        _run(BIN / "python", "-m", "pytest", *rest)
+    elif task == "lint":
+        lint()
+    elif task == "fmt":
+        _run(BIN / "ruff", "format", ".")
+        _run(BIN / "ruff", "check", "--fix", ".")
+    elif task == "bench":
+        _run(BIN / "python", "-m", "bench", *rest)
+    elif task == "install":
+        pass
+    else:
+        sys.exit(f"unknown task {task!r}; try: python3 tasks.py help")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
