@@ -123,7 +123,9 @@ def main(log_level: str) -> None:
 )
 @click.option("--venue", default=None, help='Venue and year for files without them: "ICLR 2021".')
 @db_option
-def ingest(paths: tuple[Path, ...], fmt: str | None, venue: str | None, db_path: Path | None) -> None:
+def ingest(
+    paths: tuple[Path, ...], fmt: str | None, venue: str | None, db_path: Path | None
+) -> None:
     """Add the papers in PATHS (seed text, CSV/TSV, JSON Lines, arXiv Atom) to the store.
 
     All files load in one transaction: if any file is malformed, nothing is stored.

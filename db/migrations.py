@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
+
+log = logging.getLogger(__name__)
 
 migrations = Migrations("paperboy")
 
 
 @migrations()
 def m001_papers(db: Database) -> None:
-    db["papers"].create(
+    db.table("papers").create(
         {
             "id": str,
             "venue": str,
@@ -38,19 +42,19 @@ def m001_papers(db: Database) -> None:
         not_null={"abstract", "abstract_text", "title", "added_at"},
         defaults={"title_derived": 0, "links": "[]", "keywords": "[]", "authors": "[]"},
     )
-    db["papers"].create_index(["added_at"])
-    db["paper_aliases"].create(
+    db.table("papers").create_index(["added_at"])
+    db.table("paper_aliases").create(
         {"alias": str, "paper_id": str},
         pk="alias",
         foreign_keys=[("paper_id", "papers", "id")],
     )
-    db["paper_aliases"].create_index(["paper_id"])
-    db["papers"].enable_fts(
+    db.table("paper_aliases").create_index(["paper_id"])
+    db.table("papers").enable_fts(
         ["title", "names", "keywords", "abstract_text"],
         create_triggers=True,
         tokenize="porter unicode61 remove_diacritics 2",
     )
-    db["ingests"].create(
+    db.table("ingests").create(
         {
             "id": int,
             "started_at": str,

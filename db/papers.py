@@ -46,11 +46,11 @@ def paper_id_for_alias(db: Database, alias: str) -> str | None:
 
 
 def insert_paper(db: Database, row: Row) -> None:
-    db["papers"].insert(_encode(row))
+    db.table("papers").insert(_encode(row))
 
 
 def update_paper(db: Database, paper_id: str, changes: Row) -> None:
-    db["papers"].update(paper_id, _encode(changes))
+    db.table("papers").update(paper_id, _encode(changes))
 
 
 def add_alias(db: Database, alias: str, paper_id: str) -> None:
@@ -73,9 +73,7 @@ def resolve_paper(db: Database, ref: str) -> Row | None:
     if len(ref) >= MIN_PREFIX:
         escaped = ref.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = list(
-            db.query(
-                "select id from papers where id like ? escape '\\' limit 2", [escaped + "%"]
-            )
+            db.query("select id from papers where id like ? escape '\\' limit 2", [escaped + "%"])
         )
         if len(rows) == 1:
             return get_paper(db, rows[0]["id"])
@@ -87,7 +85,9 @@ def count_papers(db: Database) -> int:
 
 
 def record_ingest(db: Database, row: Row) -> None:
-    db["ingests"].insert(_encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)})
+    db.table("ingests").insert(
+        _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)}
+    )
 
 
 def last_ingest(db: Database) -> Row | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import unicodedata
 
 from digests.enrich.text import plain_text
+
+log = logging.getLogger(__name__)
 
 ID_PREFIX = "p"
 ID_HEX_DIGITS = 10

@@ -80,8 +80,11 @@ def format_results(results: list[Result], query: str, width: int = 88) -> str:
             meta.append(str(result["url"]))
         lines.append("    " + " · ".join(meta))
         if result.get("tldr"):
-            lines.extend(textwrap.wrap(result["tldr"], width, initial_indent="    ",
-                                       subsequent_indent="    "))
+            lines.extend(
+                textwrap.wrap(
+                    result["tldr"], width, initial_indent="    ", subsequent_indent="    "
+                )
+            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

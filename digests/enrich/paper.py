@@ -19,7 +19,7 @@ Row = dict[str, Any]
 
 
 def _title_prefix_name(title: str) -> str | None:
-    """"MaxEntDP: ..." -> "MaxEntDP": titles often lead with the method's name."""
+    """ "MaxEntDP: ..." -> "MaxEntDP": titles often lead with the method's name."""
     head, colon, _ = title.partition(":")
     head = head.strip()
     return head if colon and is_name_like(head) else None

@@ -131,9 +131,7 @@ def plain_text(markup: str) -> str:
     text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), markup)
     text = _MATH_SPAN.sub(_math, text)
     # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
-    text = re.sub(
-        r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text
-    )
+    text = re.sub(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text)
     text = re.sub(r"\\([%&#_$])", r"\1", text)
     text = _CODE.sub(r"\1", text)
     for _ in range(2):  # nested emphasis such as ***bold italic***
@@ -158,7 +156,9 @@ def split_camel(name: str) -> str:
     return _SPACES.sub(" ", spaced).strip()
 
 
-_ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|et al|etc|vs|cf|Fig|Eq|Sec|resp|approx|w\.r\.t)\.$", re.I)
+_ABBREVIATIONS = re.compile(
+    r"\b(e\.g|i\.e|et al|etc|vs|cf|Fig|Eq|Sec|resp|approx|w\.r\.t)\.$", re.I
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -180,8 +180,5 @@ def shorten(text: str, limit: int, ellipsis: str = "…") -> str:
         return text
     cut = text[: limit - len(ellipsis) + 1]
     space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    else:
-        cut = cut[: limit - len(ellipsis)]
+    cut = cut[:space] if space > limit // 2 else cut[: limit - len(ellipsis)]
     return cut.rstrip(" ,;:-–—(") + ellipsis

@@ -29,10 +29,12 @@ TLDR_LIMIT = 200
 
 # Field-wide acronyms that abstracts define in passing: never a paper's method name.
 GENERIC_ACRONYMS = frozenset(
-    """rl drl deeprl llm llms vlm vlms mdp mdps pomdp pomdps dqn dqns marl irl sft td moe
-    dro ntk ml ai gpu gpus rlhf dpo ppo sac moo kl omrl fedrl qrl rm rms gan gans cnn cnns
-    rnn rnns gnn gnns nlp cv sgd mcts lp qa bc gp gps vae vaes lstm mlp mlps vit bert gpt
-    sde sdes ode odes pde pdes fbsdes ood iid nn dnn dnns api cpu tpu ucb lc""".split()
+    (  # noqa: SIM905
+        "rl drl deeprl llm llms vlm vlms mdp mdps pomdp pomdps dqn dqns marl irl sft td moe "
+        "dro ntk ml ai gpu gpus rlhf dpo ppo sac moo kl omrl fedrl qrl rm rms gan gans cnn "
+        "cnns rnn rnns gnn gnns nlp cv sgd mcts lp qa bc gp gps vae vaes lstm mlp mlps vit "
+        "bert gpt sde sdes ode odes pde pdes fbsdes ood iid nn dnn dnns api cpu tpu ucb lc "
+    ).split()
 )
 
 _VERB = (
@@ -53,7 +55,9 @@ _NAMING = re.compile(
 _FINDING = re.compile(r"\b(?:we|paper|work)\s+(?:\w+\s+)?(?:show|prove|demonstrate|find)s? that\b")
 _INVESTIGATE = re.compile(r"\bto (?:investigate|study|understand|analy[sz]e) (?=how|whether|what)")
 _ACRONYM_IN_PARENS = re.compile(r"\(([^()\s]{2,24})\)")
-_NAME_AT_START = re.compile(r"^[\s“\"]*([A-Za-z0-9][\w\-]*\w|[A-Z])[”\"]?(?=(\s*[,.(;:])|\s*$|\s+\w)")
+_NAME_AT_START = re.compile(
+    r"^[\s“\"]*([A-Za-z0-9][\w\-]*\w|[A-Z])[”\"]?(?=(\s*[,.(;:])|\s*$|\s+\w)"
+)
 _APPOSITIVE_NAME = re.compile(r",\s+([A-Za-z0-9][\w\-]*\w),")
 
 _LEADING_FILLER = re.compile(
@@ -141,7 +145,7 @@ def _long_form_before(window: str, end: int) -> str | None:
     before = window[:end]
     # Only the last clause leads up to the acronym.
     before = re.split(rf",|;|:|\b(?:called|named|termed|as|{_VERB})\b", before, flags=re.I)[-1]
-    before = re.sub(r"\s*\([^()]*\)", "", before).strip(" *“”\"")
+    before = re.sub(r"\s*\([^()]*\)", "", before).strip(' *“”"')
     before = _LEADING_FILLER.sub("", before)
     return before if 1 <= len(before.split()) <= 12 else None
 
@@ -211,10 +215,9 @@ def _candidates_in(sentence: str, index: int) -> list[_Candidate]:
 def _phrase_before_naming(before: str) -> str | None:
     """The noun phrase that a "called X" or ", X," names: "a scalable protocol"."""
     before = before.rstrip(" ,")
-    verb = None
-    for verb in _CONTRIBUTION.finditer(before):
-        pass
-    if verb is not None:
+    verbs = list(_CONTRIBUTION.finditer(before))
+    if verbs:
+        verb = verbs[-1]
         before = before[verb.end() :]
     else:
         determiners = list(re.finditer(r"\b(?:a|an|the)\s", before, re.I))
@@ -229,7 +232,9 @@ def _method(text: str, sents: list[str]) -> _Candidate | None:
     candidates = [c for i, s in enumerate(sents) for c in _candidates_in(s, i)]
     if not candidates:
         return None
-    return max(candidates, key=lambda c: (_count(c.name, text), -c.position - 10_000 * c.sentence_index))
+    return max(
+        candidates, key=lambda c: (_count(c.name, text), -c.position - 10_000 * c.sentence_index)
+    )
 
 
 def _contribution(sents: list[str]) -> tuple[int, str] | None:

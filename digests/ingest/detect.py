@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("seed", "csv", "tsv", "jsonl", "arxiv")
 

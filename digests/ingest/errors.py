@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger(__name__)
+
 
 class IngestError(Exception):
     """A source file cannot be read. `str()` is the one-line message for the user."""

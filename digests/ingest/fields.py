@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from digests.ingest.errors import IngestError
 from digests.records import PaperRecord
+
+log = logging.getLogger(__name__)
 
 # Accepted field names, first match wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -56,9 +59,7 @@ def _list(value: Any) -> list[str]:
     return [item.strip() for item in items if item and item.strip()]
 
 
-def record_from_row(
-    row: Mapping[str, Any], *, source: str, path: str, line: int
-) -> PaperRecord:
+def record_from_row(row: Mapping[str, Any], *, source: str, path: str, line: int) -> PaperRecord:
     """Build a record from normalised keys. The abstract may be empty (the row is skipped)."""
     year_value = pick(row, "year")
     year: int | None = None

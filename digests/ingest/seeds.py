@@ -44,7 +44,7 @@ def parse_seed(text: str, *, source: str, path: str) -> list[PaperRecord]:
     venue: tuple[str, int] | None = None
     if found:
         _, line_count, first = found[0]
-        if len(found) > 1 and _is_header(first, line_count):
+        if _is_header(first, line_count) and (len(found) > 1 or parse_venue(first)):
             venue = parse_venue(first)
             found = found[1:]
             log.debug("%s: header %r gives venue %s", path, first, venue)

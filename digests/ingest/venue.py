@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
+
+log = logging.getLogger(__name__)
 
 _HEADER = re.compile(
     r"^\s*(?P<venue>[A-Za-z][A-Za-z&\-]*(?:\s+[A-Z][A-Za-z&\-]*)*?)\s*[-'’]?\s*(?P<year>(?:19|20)\d\d)\b"

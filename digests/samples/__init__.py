@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 SAMPLE_FILES = ("icml2025.txt", "iclr2025.txt")
 

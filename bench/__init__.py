@@ -1,0 +1,1 @@
+"""Benchmarks, run with `python3 tasks.py bench`. They need ../shared/corpora."""

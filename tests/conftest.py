@@ -1,0 +1,66 @@
+"""Shared fixtures: a fresh in-memory database, the shared corpus, and no network."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from db import open_db
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "digests" / "samples"
+SHARED = ROOT.parent / "shared"
+ICLR2021 = SHARED / "corpora" / "iclr2021-openreview.tsv"
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection off this machine fails the test (fakes listen on loopback)."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        host = address[0] if isinstance(address, tuple) else None
+        if isinstance(host, str):
+            try:
+                loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                pytest.fail(f"network access to {host!r} is not allowed in tests")
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def fresh_db() -> Database:
+    return open_db(":memory:")
+
+
+@pytest.fixture
+def seed_paths() -> list[Path]:
+    return [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"]
+
+
+@pytest.fixture
+def iclr2021() -> Path:
+    if not ICLR2021.is_file():
+        pytest.skip("../shared/corpora/iclr2021-openreview.tsv is not here (a user's clone)")
+    return ICLR2021
+
+
+def seed_abstracts() -> list[str]:
+    """The 38 bundled abstracts, in file order (ICML first)."""
+    from digests.ingest.seeds import parse_seed
+
+    records = []
+    for name in ("icml2025.txt", "iclr2025.txt"):
+        text = (SAMPLES / name).read_text(encoding="utf-8")
+        records.extend(parse_seed(text, source=name, path=name))
+    return [record.abstract for record in records]

@@ -1,0 +1,116 @@
+"""The `paperboy` command line, end to end through click."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)  # no stray .env, and db/paperboy.db lands here
+    monkeypatch.delenv("PAPERBOY_DB", raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str, **env: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(main, list(args), env=env or None, catch_exceptions=False)
+
+    return invoke
+
+
+def test_demo_ingests_and_shows_lookups(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run("demo")
+    assert result.exit_code == 0, result.output
+    assert "38 added" in result.output
+    assert "AlphaDPO: Adaptive preference optimization framework" in result.output
+    assert (tmp_path / "db" / "paperboy.db").exists()
+    again = run("demo")
+    assert "0 added" in again.output and "Nothing new" in again.output
+
+
+def test_ingest_find_show_with_db_option(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "x.db")
+    result = run("ingest", *map(str, seed_paths), "--db", db)
+    assert result.exit_code == 0
+    assert "38 papers read from 2 files: 38 added, 0 merged, 0 skipped" in result.output
+    found = run("find", "alpha", "dpo", "--json", "--limit", "3", "--db", db)
+    results = json.loads(found.output)
+    assert results[0]["title"].startswith("AlphaDPO")
+    assert {"id", "title", "venue", "year", "tldr", "abstract", "url", "score"} <= set(results[0])
+    shown = run("show", results[0]["id"][:6], "--db", db)
+    assert shown.exit_code == 0
+    assert "TL;DR:" in shown.output and "ICML 2025" in shown.output
+    as_json = json.loads(run("show", results[0]["id"], "--json", "--db", db).output)
+    assert as_json["id"] == results[0]["id"] and as_json["sources"] == ["icml2025.txt"]
+
+
+def test_db_from_environment(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    env_db = tmp_path / "env.db"
+    run("ingest", str(seed_paths[0]), PAPERBOY_DB=str(env_db))
+    assert env_db.exists()
+    assert not (tmp_path / "db" / "paperboy.db").exists()
+
+
+def test_find_with_no_match_says_so(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run("find", "?!?", "--db", str(tmp_path / "e.db"))
+    assert result.exit_code == 0
+    assert result.output.strip() == "No matches for '?!?'."
+    readable = run("find", "zzzqqq", "--db", str(tmp_path / "e.db"))
+    assert "No matches" in readable.output
+
+
+def test_bad_file_is_one_line_exit_2_and_nothing_stored(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "b.db")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("title,url\nT,http://x\n")
+    result = run("ingest", str(bad), "--db", db)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: {bad}:1: has no 'abstract' column (columns: title, url)"
+    ]
+    assert "Traceback" not in result.output
+    assert "0 papers" not in run("find", "x", "--db", db).output
+
+
+def test_missing_file_is_a_clear_error(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run("ingest", str(tmp_path / "nope.txt"), "--db", str(tmp_path / "n.db"))
+    assert result.exit_code == 2
+    assert "nope.txt: no such file" in result.output
+
+
+def test_unknown_paper_id(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run("show", "pzzzzzz", "--db", str(tmp_path / "s.db"))
+    assert result.exit_code == 1
+    assert "no paper with id 'pzzzzzz'" in result.output
+
+
+def test_bad_setting_is_named(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run("find", "x", PAPERBOY_DIGEST_SIZE="many")
+    assert result.exit_code == 2
+    assert "PAPERBOY_DIGEST_SIZE='many' is not valid" in result.output
+
+
+def test_unopenable_database_is_a_clear_error(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    result = run("find", "x", "--db", str(folder))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_unexpected_failure_is_one_line(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from digests import lookup
+
+    def boom(*args: object) -> None:
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(lookup, "find", boom)
+    result = run("find", "x")
+    assert result.exit_code == 1
+    assert result.output.startswith("error: unexpected failure (KeyError")
+    assert "Traceback" not in result.output

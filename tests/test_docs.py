@@ -1,0 +1,35 @@
+"""The README matches the code: quickstart, commands and settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bot.cli import main
+from config.settings import SETTINGS
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def quickstart_commands() -> list[str]:
+    section = README.split("## Quickstart", 1)[1]
+    block = re.search(r"```\w*\n(.*?)```", section, re.S)
+    assert block
+    return [
+        line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")
+    ]
+
+
+def test_quickstart_has_exactly_two_commands() -> None:
+    commands = [line.split("#")[0].strip() for line in quickstart_commands()]
+    assert commands == ["python3 tasks.py demo", "python3 tasks.py test"]
+
+
+def test_every_command_is_documented() -> None:
+    for name in main.commands:
+        assert f"`paperboy {name}" in README, name
+
+
+def test_every_setting_is_documented() -> None:
+    for setting in SETTINGS:
+        assert f"`{setting.env}`" in README, setting.env

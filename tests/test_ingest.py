@@ -1,0 +1,284 @@
+"""Ingestion: every format, idempotency, merging, and malformed files changing nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from db.papers import count_papers, get_paper, resolve_paper
+from digests.identity import paper_id
+from digests.ingest import IngestError, ingest_files
+from digests.ingest.pipeline import read_file
+from tests.conftest import NOW
+
+ABSTRACT_A = (
+    "We propose AlphaDPO, an adaptive preference optimization framework. "
+    "Code: https://github.com/example/alphadpo."
+)
+ABSTRACT_B = "We introduce ResDex, a novel approach that integrates residual policy learning."
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def snapshot(db: Database) -> list[dict[str, object]]:
+    return list(db.query("select * from papers order by id"))
+
+
+def test_seeds_give_19_papers_each_with_venue_and_year(seed_paths: list[Path]) -> None:
+    icml, iclr = (read_file(path) for path in seed_paths)
+    assert len(icml) == 19 and len(iclr) == 19
+    assert {(r.venue, r.year) for r in icml} == {("ICML", 2025)}
+    assert {(r.venue, r.year) for r in iclr} == {("ICLR", 2025)}  # "ICLR 2025 论文列表"
+
+
+def test_seeds_ingest_as_38_and_again_as_0(fresh_db: Database, seed_paths: list[Path]) -> None:
+    first = ingest_files(fresh_db, seed_paths, now=NOW)
+    assert (first.added, first.merged, first.skipped) == (38, 0, 0)
+    again = ingest_files(fresh_db, seed_paths, now=NOW + timedelta(days=1))
+    assert (again.added, again.merged, again.skipped) == (0, 0, 38)
+    assert "Nothing new" in again.describe()
+    assert count_papers(fresh_db) == 38
+
+
+def test_stored_paper_has_everything(fresh_db: Database, seed_paths: list[Path]) -> None:
+    ingest_files(fresh_db, seed_paths, now=NOW)
+    [row] = fresh_db.query("select id from papers where method = 'ExpoComm'")
+    paper = get_paper(fresh_db, row["id"])
+    assert paper is not None
+    assert paper["venue"] == "ICLR" and paper["year"] == 2025
+    assert paper["title"].startswith("ExpoComm:") and paper["title_derived"] == 1
+    assert paper["code_url"] == "https://github.com/LXXXXR/ExpoComm"
+    assert paper["sources"] == ["iclr2025.txt"]
+    assert paper["added_at"] == NOW.isoformat(timespec="seconds")
+    assert paper["tldr"]
+
+
+def test_same_abstract_from_two_formats_is_one_paper_with_merged_metadata(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    seed = write(tmp_path, "list.txt", f"ICML 2025 Papers\n\n{ABSTRACT_A}\n\n{ABSTRACT_B}\n")
+    jsonl = write(
+        tmp_path,
+        "extra.jsonl",
+        json.dumps(
+            {
+                "title": "AlphaDPO: Adaptive Reward Margin",
+                "abstract": "  " + ABSTRACT_A.upper() + "  ",  # same words, other case
+                "authors": ["Ann Author", "Bo Writer"],
+                "keywords": "preference optimization, alignment",
+                "url": "https://openreview.net/forum?id=abc123",
+                "id": "abc123",
+            }
+        )
+        + "\n",
+    )
+    ingest_files(fresh_db, [seed], now=NOW)
+    summary = ingest_files(fresh_db, [jsonl], now=NOW)
+    assert (summary.added, summary.merged) == (0, 1)
+    paper = get_paper(fresh_db, paper_id(ABSTRACT_A))
+    assert paper is not None
+    assert paper["title"] == "AlphaDPO: Adaptive Reward Margin"  # a real title wins
+    assert paper["title_derived"] == 0
+    assert paper["venue"] == "ICML"  # kept from the first source
+    assert paper["authors"] == ["Ann Author", "Bo Writer"]
+    assert paper["keywords"] == ["preference optimization", "alignment"]
+    assert paper["openreview_url"] == "https://openreview.net/forum?id=abc123"
+    assert paper["code_url"] == "https://github.com/example/alphadpo"
+    assert paper["sources"] == ["list.txt", "extra.jsonl"]
+    assert resolve_paper(fresh_db, "abc123") == paper  # external id works as an alias
+
+
+def test_csv_tsv_and_header_aliases(fresh_db: Database, tmp_path: Path) -> None:
+    csv_file = write(
+        tmp_path,
+        "papers.csv",
+        'Title,Summary,Link,Venue,Year,Authors\n"T1","'
+        + ABSTRACT_A.replace('"', '""')
+        + '",https://x.org/1,NeurIPS,2024,"A; B"\n',
+    )
+    tsv_file = write(
+        tmp_path,
+        "papers.tsv",
+        f"paper_id\ttitle\tabstract\tkeywords\nid9\tT2\t{ABSTRACT_B}\tk1, k2\n",
+    )
+    summary = ingest_files(fresh_db, [csv_file, tsv_file], now=NOW)
+    assert summary.added == 2
+    a = get_paper(fresh_db, paper_id(ABSTRACT_A))
+    b = get_paper(fresh_db, paper_id(ABSTRACT_B))
+    assert a and b
+    assert (a["title"], a["venue"], a["year"], a["authors"]) == ("T1", "NeurIPS", 2024, ["A", "B"])
+    assert (b["title"], b["keywords"]) == ("T2", ["k1", "k2"])
+
+
+ARXIV_FEED = """<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
+  <title type="html">ArXiv Query: search_query=all:dpo</title>
+  <id>http://arxiv.org/api/cHxbiOdZaP56ODnBPIenZhzg5f8</id>
+  <updated>2025-02-01T00:00:00-05:00</updated>
+  <entry>
+    <id>http://arxiv.org/abs/2502.01234v2</id>
+    <updated>2025-02-03T18:00:00Z</updated>
+    <published>2025-02-01T18:00:00Z</published>
+    <title>AlphaDPO: Adaptive Reward Margin
+      for Direct Preference Optimization</title>
+    <summary>  We propose AlphaDPO, an adaptive
+      preference optimization framework.
+    </summary>
+    <author><name>Ann Author</name></author>
+    <author><name>Bo Writer</name></author>
+    <link href="http://arxiv.org/abs/2502.01234v2" rel="alternate" type="text/html"/>
+    <link title="pdf" href="http://arxiv.org/pdf/2502.01234v2" rel="related"
+          type="application/pdf"/>
+    <arxiv:primary_category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.AI" scheme="http://arxiv.org/schemas/atom"/>
+  </entry>
+</feed>
+"""
+
+
+def test_arxiv_atom(fresh_db: Database, tmp_path: Path) -> None:
+    feed = write(tmp_path, "query.xml", ARXIV_FEED)
+    assert ingest_files(fresh_db, [feed], now=NOW).added == 1
+    paper = resolve_paper(fresh_db, "arXiv:2502.01234")
+    assert paper is not None
+    assert paper["title"] == "AlphaDPO: Adaptive Reward Margin for Direct Preference Optimization"
+    assert paper["method"] == "AlphaDPO"
+    assert (paper["venue"], paper["year"]) == ("arXiv", 2025)
+    assert paper["arxiv_url"] == "https://arxiv.org/abs/2502.01234"
+    assert paper["authors"] == ["Ann Author", "Bo Writer"]
+    assert paper["keywords"] == ["cs.LG", "cs.AI"]
+
+
+def test_format_is_detected_without_extension_and_can_be_forced(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    feed = write(tmp_path, "download", ARXIV_FEED)
+    lines = write(tmp_path, "stream", json.dumps({"abstract": ABSTRACT_B}) + "\n")
+    assert [r.venue for r in read_file(feed)] == ["arXiv"]
+    assert len(read_file(lines)) == 1
+    as_text = write(tmp_path, "rows.txt", f"title\tabstract\nT\t{ABSTRACT_B}\n")
+    assert read_file(as_text, fmt="tsv")[0].title == "T"
+
+
+def test_venue_from_file_name_or_option(tmp_path: Path) -> None:
+    tsv = write(tmp_path, "iclr2021-openreview.tsv", f"title\tabstract\nT\t{ABSTRACT_B}\n")
+    assert (read_file(tsv)[0].venue, read_file(tsv)[0].year) == ("ICLR", 2021)
+    assert read_file(tsv, venue="NeurIPS 2020")[0].venue == "NeurIPS"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "line", "words"),
+    [
+        ("empty.txt", "", 1, "is empty"),
+        ("blank.txt", "\n\n  \n", 1, "is empty"),
+        ("binary.txt", b"PK\x03\x04\x00\x00binary", 1, "binary"),
+        ("latin1.txt", "ICML 2025\n\nline two\n\ncaf\xe9".encode("latin-1"), 5, "not valid UTF-8"),
+        ("noabstract.csv", "title,url\nT,http://x\n", 1, "no 'abstract' column"),
+        ("ragged.tsv", f"title\tabstract\nT\t{ABSTRACT_A}\textra\n", 2, "3 fields"),
+        ("broken.jsonl", json.dumps({"abstract": "x"}) + "\n{not json\n", 2, "not valid JSON"),
+        ("nofield.jsonl", json.dumps({"title": "T"}) + "\n", 1, "no 'abstract' field"),
+        (
+            "broken.xml",
+            "<feed xmlns='http://www.w3.org/2005/Atom'>\n<entry>\n",
+            3,
+            "not well-formed",
+        ),
+        ("header-only.txt", "ICML 2025 Papers\n", 1, "no abstracts"),
+        ("badyear.csv", f'abstract,year\n"{ABSTRACT_B}",soon\n', 2, "year 'soon'"),
+    ],
+)
+def test_malformed_files_stop_the_run_and_change_nothing(
+    fresh_db: Database,
+    tmp_path: Path,
+    seed_paths: list[Path],
+    name: str,
+    content: str | bytes,
+    line: int,
+    words: str,
+) -> None:
+    ingest_files(fresh_db, seed_paths[:1], now=NOW)
+    before = snapshot(fresh_db)
+    good = write(tmp_path, "good.txt", f"NeurIPS 2024\n\n{ABSTRACT_A}\n")
+    bad = write(tmp_path, name, content)
+    with pytest.raises(IngestError) as caught:
+        ingest_files(fresh_db, [good, bad], now=NOW)
+    message = str(caught.value)
+    assert message.startswith(f"{bad}:{line}: "), message
+    assert words in message
+    assert "\n" not in message
+    assert snapshot(fresh_db) == before
+
+
+def test_a_failure_while_storing_rolls_everything_back(
+    fresh_db: Database, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from digests.ingest import pipeline
+
+    calls = 0
+    real = pipeline.store_record
+
+    def failing(*args: object, **kwargs: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 20:
+            raise RuntimeError("disk on fire")
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "store_record", failing)
+    with pytest.raises(RuntimeError):
+        ingest_files(fresh_db, seed_paths, now=NOW)
+    assert count_papers(fresh_db) == 0
+    assert list(fresh_db.query("select * from ingests")) == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ABSTRACT_A,  # a single paragraph, no header
+        f"ICML 2025 Papers\r\n\r\n{ABSTRACT_A}\r\n\r\n{ABSTRACT_B}\r\n",  # CRLF
+        "ICML 2025\n\n" + "We propose LongNet, a method. " + "word " * 4000,  # ~20,000 chars
+        "ICML 2025\n\nWe propose EmojiNet 🚀🤖, a framework for fun 🎉 and profit.",
+        "ICML 2025\n\nאנו מציעים שיטה חדשה ללמידת חיזוק. نقترح طريقة جديدة للتعلم المعزز.",
+        "\ufeffICML 2025 Papers\n\n" + ABSTRACT_B,  # a byte-order mark
+    ],
+)
+def test_odd_but_valid_input_ingests(fresh_db: Database, tmp_path: Path, content: str) -> None:
+    path = write(tmp_path, "odd.txt", content)
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert summary.added >= 1
+    for row in fresh_db.query("select title from papers"):
+        assert row["title"] and len(row["title"]) <= 120
+
+
+def test_utf16_with_bom_ingests(fresh_db: Database, tmp_path: Path) -> None:
+    path = write(tmp_path, "wide.txt", ("ICML 2025\n\n" + ABSTRACT_A).encode("utf-16"))
+    assert ingest_files(fresh_db, [path], now=NOW).added == 1
+
+
+def test_rows_without_abstract_are_counted_not_stored(fresh_db: Database, tmp_path: Path) -> None:
+    path = write(tmp_path, "gaps.tsv", f"title\tabstract\nT1\t{ABSTRACT_A}\nT2\t \n")
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, summary.without_abstract) == (1, 1)
+    assert "1 without an abstract" in summary.describe()
+
+
+def test_iclr2021_corpus_ingests_as_2966(fresh_db: Database, iclr2021: Path) -> None:
+    assert ingest_files(fresh_db, [iclr2021], now=NOW).added == 2966
+    assert ingest_files(fresh_db, [iclr2021], now=NOW).added == 0
+    paper = resolve_paper(fresh_db, "1Fqg133qRaI")
+    assert paper is not None
+    assert paper["title"].startswith("Towards Faster and Stabilized GAN Training")
+    assert (paper["venue"], paper["year"]) == ("ICLR", 2021)
+    assert "generative adversarial network" in paper["keywords"]

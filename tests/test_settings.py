@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from config.settings import DEFAULT_DB, SETTINGS, SettingsError, load_settings, read_dotenv
+
+
+def test_defaults_without_environment() -> None:
+    settings = load_settings({}, dotenv=None)
+    assert settings.db_path == DEFAULT_DB
+    assert settings.digest_size == 5
+
+
+def test_environment_overrides_dotenv(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text('# comment\nexport PAPERBOY_DB="from-dotenv.db"\nPAPERBOY_DIGEST_SIZE=7\n')
+    assert read_dotenv(dotenv)["PAPERBOY_DB"] == "from-dotenv.db"
+    settings = load_settings({"PAPERBOY_DIGEST_SIZE": "3"}, dotenv=dotenv)
+    assert settings.db_path == Path("from-dotenv.db")
+    assert settings.digest_size == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "five"])
+def test_bad_values_name_the_variable(value: str) -> None:
+    with pytest.raises(SettingsError, match="PAPERBOY_DIGEST_SIZE"):
+        load_settings({"PAPERBOY_DIGEST_SIZE": value}, dotenv=None)
+
+
+def test_every_setting_has_help() -> None:
+    for setting in SETTINGS:
+        assert setting.help and setting.env.startswith(("PAPERBOY_", "SLACK_", "DISCORD_"))
