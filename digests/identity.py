@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import unicodedata
 
 from digests.enrich.text import plain_text
@@ -12,13 +13,13 @@ log = logging.getLogger(__name__)
 
 ID_PREFIX = "p"
 ID_HEX_DIGITS = 10
+_WORD = re.compile(r"[^\W_]+")
 
 
 def abstract_fingerprint(abstract: str) -> str:
     """The abstract's words only: markup, case, punctuation and spacing don't count."""
     text = unicodedata.normalize("NFKC", plain_text(abstract)).casefold()
-    words = "".join(char if char.isalnum() else " " for char in text).split()
-    return " ".join(words)
+    return " ".join(_WORD.findall(text))
 
 
 def paper_id(abstract: str) -> str:

@@ -8,6 +8,7 @@ sensibly anywhere and carries no markup that a chat platform would interpret.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import unicodedata
@@ -122,6 +123,7 @@ def _math(match: re.Match[str]) -> str:
     return latex_to_text(body)
 
 
+@functools.lru_cache(maxsize=1024)  # one abstract is cleaned for its id, title and index
 def plain_text(markup: str) -> str:
     """Markdown and LaTeX in, readable single-spaced plain text out.
 
