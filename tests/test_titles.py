@@ -85,6 +85,12 @@ def test_without_a_method_the_title_is_a_headline() -> None:
     assert variance.title == "Optimal variance-minimizing behavior policy under safety constraints"
 
 
+def test_a_named_concept_is_the_headline() -> None:
+    derived = derive(_abstract_with("We name this issue"))
+    assert derived.method is None
+    assert derived.title == "Task representation shift"
+
+
 def test_field_acronyms_are_not_method_names() -> None:
     derived = derive(_abstract_with("quantum reinforcement learning (QRL)"))
     assert derived.method is None

@@ -72,7 +72,8 @@ _TRAILING_STOPWORDS = re.compile(
 )
 _CLAUSE_BREAKS = re.compile(
     r",|;|:| — | – | which | whereby | where | while | by (?=\w+ing\b)| via | aimed at |"
-    r" designed to | in order to | to address| to tackle| to overcome| so that | thereby "
+    r" designed to | in order to | so that | thereby |"
+    r" to (?:address|tackle|overcome|cope with|deal with|solve|handle|mitigate|resolve) "
 )
 _ANAPHORIC = re.compile(r"^(?:this|these|it|they|that)\b", re.I)
 
@@ -261,7 +262,20 @@ def _key_sentence(sents: list[str], method: _Candidate | None) -> str:
     return sents[0] if sents else ""
 
 
+_NAMED_CONCEPT = re.compile(
+    r"\b(?:we )?(?:name|call|term) (?:this|it)(?: (?:issue|problem|phenomenon|effect))?"
+    r"(?: as)? (?P<concept>[a-z][\w-]*(?: [a-z][\w-]*){1,4})(?= and\b|[,.;]|$)"
+)
+
+
 def _headline(sents: list[str]) -> str:
+    """A headline for an abstract that names no method: what it names or contributes."""
+    for sentence in sents:
+        concept = _NAMED_CONCEPT.search(sentence.lower()) if "this" in sentence else None
+        if concept:
+            # "We name this issue task representation shift": that is the paper's subject.
+            phrase = sentence[concept.start("concept") : concept.end("concept")]
+            return phrase[:1].upper() + phrase[1:]
     found = _contribution(sents)
     if found is not None:
         phrase = tidy_phrase(found[1])
