@@ -19,13 +19,21 @@ from typing import Any, TypeVar
 import click
 from sqlite_utils import Database
 
-from config.settings import SettingsError, load_settings
+from config.settings import Settings, SettingsError, load_settings
+from db import channels as channel_store
 from db import open_db
 from digests import lookup
+from digests.channels import ChannelError, parse_channel
+from digests.commands import Context, handle
+from digests.digest import Digest, build_digest, ensure_channel
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.detect import FORMATS
 from digests.records import PaperRecord
+from digests.render import discord as discord_render
+from digests.render import slack as slack_render
+from digests.render.text import digest_text, reply_text
 from digests.samples import sample_paths
+from digests.topics import CatalogError, load_catalog
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +58,7 @@ class PaperboyGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except (IngestError, SettingsError) as exc:
+        except (IngestError, SettingsError, CatalogError, ChannelError) as exc:
             raise UserError(str(exc)) from None
         except sqlite3.Error as exc:
             log.debug("database error", exc_info=True)
@@ -166,18 +174,134 @@ def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
         click.echo(lookup.format_paper(result))
 
 
-DEMO_QUERIES = ("offline reinforcement learning", "AlphaDPO")
+def _user() -> str:
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no login name (containers): still say who acted
+        return "cli:operator"
+
+
+def channel_option(func: F) -> F:
+    return click.option(
+        "--channel",
+        required=True,
+        help="local:NAME, slack:TEAM/CHANNEL or discord:GUILD/CHANNEL.",
+    )(func)
+
+
+def _context(db: Database, channel: str, user: str, settings: Settings) -> Context:
+    return Context(db, str(parse_channel(channel)), user, _now(), settings, load_catalog())
+
+
+@main.command()
+@channel_option
+@click.option("--user", default=None, help="Who is acting [default: cli:$USER].")
+@click.argument("text", nargs=-1, required=True)
+@db_option
+def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | None) -> None:
+    """Run a /papers command as if typed in CHANNEL, and print the reply.
+
+    Example: paperboy chat --channel local:lab "subscribe offline-rl"
+    """
+    settings = load_settings()
+    ctx = _context(open_database(db_path), channel, user or _user(), settings)
+    reply = handle(" ".join(text), ctx)
+    click.echo(reply_text(reply))
+    if reply.error:
+        sys.exit(2)
+
+
+def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
+    """The digest as the channel's platform (or `fmt`) would receive it."""
+    if fmt == "slack":
+        return [message.payload() for message in slack_render.digest_messages(digest, empty)]
+    if fmt == "discord":
+        return [message.payload() for message in discord_render.digest_messages(digest, empty)]
+    if digest.empty and empty == "skip":
+        return []
+    return [digest_text(digest)]
+
+
+@main.command()
+@channel_option
+@click.option("--preview", is_flag=True, help="Show it without recording it as this week's.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "slack", "discord", "json"]),
+    default="text",
+    show_default=True,
+)
+@db_option
+def digest(channel: str, preview: bool, fmt: str, db_path: Path | None) -> None:
+    """Build this week's digest for CHANNEL and print it.
+
+    Without --preview the digest is recorded: its papers are never picked for this
+    channel again, and building it again this week returns the same digest.
+    """
+    settings = load_settings()
+    db = open_database(db_path)
+    ref = parse_channel(channel)
+    built = build_digest(
+        db, str(ref), _now(), catalog=load_catalog(), settings=settings, preview=preview
+    )
+    if fmt == "json":
+        platform_fmt = ref.platform if ref.platform in ("slack", "discord") else "text"
+        document = {
+            "channel": built.channel,
+            "week": built.week,
+            "preview": not built.recorded,
+            "items": [
+                {
+                    "paper_id": item.paper["id"],
+                    "title": item.paper["title"],
+                    "topics": [topic.id for topic in item.topics],
+                    "score": item.score,
+                }
+                for item in built.items
+            ],
+            "messages": digest_messages(built, platform_fmt, settings.empty_digest),
+        }
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    messages = digest_messages(built, fmt, settings.empty_digest)
+    if not messages:
+        click.echo(
+            f"Nothing new for {built.channel} this week; nothing to post (empty digests: skip)."
+        )
+    elif fmt == "text":
+        click.echo(messages[0])
+    else:
+        click.echo(json.dumps(messages, ensure_ascii=False, indent=2))
+
+
+DEMO_CHANNEL = "local:demo"
+DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
 
 
 @main.command()
 @db_option
 def demo(db_path: Path | None) -> None:
-    """Load the bundled ICML/ICLR 2025 papers and show some lookups."""
+    """Load the bundled papers, subscribe local:demo to three topics, print its digest."""
+    settings = load_settings()
     db = open_database(db_path)
     summary = ingest_files(db, sample_paths(), now=_now())
-    click.echo(f"Bundled sample papers: {summary.describe()}.\n")
-    for query in DEMO_QUERIES:
-        click.secho(f"$ paperboy find {query!r} --limit 3", bold=True)
-        click.echo(lookup.format_results(lookup.find(db, query, 3), query))
-        click.echo()
-    click.echo("Try your own: paperboy find WORDS, paperboy show ID.")
+    click.echo(f"Bundled sample papers: {summary.describe()}.")
+    ctx = _context(db, DEMO_CHANNEL, "demo", settings)
+    ensure_channel(db, DEMO_CHANNEL, settings, ctx.now)
+    followed = {row["topic_id"] for row in channel_store.active_subscriptions(db, DEMO_CHANNEL)}
+    for topic in DEMO_TOPICS:
+        if topic not in followed:
+            click.echo(reply_text(handle(f"subscribe {topic}", ctx)).splitlines()[0])
+    preview = build_digest(
+        db, DEMO_CHANNEL, ctx.now, catalog=ctx.catalog, settings=settings, preview=True
+    )
+    click.echo()
+    click.echo(digest_text(preview))
+    click.echo()
+    click.echo(
+        "This was a preview: nothing is marked as sent. Try: paperboy find alpha dpo, "
+        'paperboy chat --channel local:demo "help".'
+    )

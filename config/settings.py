@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,32 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value.strip().lower() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value.strip().lower()
+
+    return parse
+
+
+def _clock(value: str) -> str:
+    match = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
+    if not match:
+        raise ValueError("must be a 24-hour time such as 09:00")
+    return f"{int(match.group(1)):02d}:{match.group(2)}"
+
+
+def _timezone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError("must be an IANA timezone such as Europe/Berlin or UTC") from None
+    return value.strip()
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("db_path", "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path),
     Setting(
@@ -49,6 +77,30 @@ SETTINGS: tuple[Setting, ...] = (
         "Papers per subscribed topic in one digest.",
         _positive_int,
     ),
+    Setting(
+        "empty_digest",
+        "PAPERBOY_EMPTY_DIGEST",
+        "notice",
+        'A week with nothing new: "notice" posts one line saying so, "skip" posts nothing.',
+        _choice("notice", "skip"),
+    ),
+    Setting(
+        "default_weekday",
+        "PAPERBOY_DEFAULT_WEEKDAY",
+        "mon",
+        "Weekday of a new channel's digest (mon .. sun).",
+        _choice(*WEEKDAYS),
+    ),
+    Setting(
+        "default_time", "PAPERBOY_DEFAULT_TIME", "09:00", "Time of a new channel's digest.", _clock
+    ),
+    Setting(
+        "default_timezone",
+        "PAPERBOY_DEFAULT_TIMEZONE",
+        "UTC",
+        "IANA timezone of a new channel's schedule.",
+        _timezone,
+    ),
 )
 
 
@@ -56,6 +108,10 @@ SETTINGS: tuple[Setting, ...] = (
 class Settings:
     db_path: Path = DEFAULT_DB
     digest_size: int = 5
+    empty_digest: str = "notice"
+    default_weekday: str = "mon"
+    default_time: str = "09:00"
+    default_timezone: str = "UTC"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

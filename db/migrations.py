@@ -65,3 +65,71 @@ def m001_papers(db: Database) -> None:
         },
         pk="id",
     )
+
+
+@migrations()
+def m002_channels_and_digests(db: Database) -> None:
+    db.table("channels").create(
+        {
+            "id": str,  # local:NAME, slack:TEAM/CHANNEL or discord:GUILD/CHANNEL
+            "platform": str,
+            "weekday": str,  # mon .. sun
+            "time": str,  # HH:MM
+            "timezone": str,  # IANA name
+            "schedule_set_by": str,
+            "schedule_set_at": str,
+            "paused": int,
+            "paused_reason": str,
+            "paused_at": str,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={"platform", "created_at"},
+        defaults={"paused": 0},
+    )
+    db.table("subscriptions").create(
+        {
+            "id": int,
+            "channel": str,
+            "topic_id": str,  # catalog id, or custom:slug
+            "custom_text": str,  # the free text of a custom topic
+            "created_by": str,
+            "created_at": str,
+            "removed_by": str,
+            "removed_at": str,
+        },
+        pk="id",
+        not_null={"channel", "topic_id", "created_at"},
+        foreign_keys=[("channel", "channels", "id")],
+    )
+    db.execute(
+        "create unique index subscriptions_active on subscriptions (channel, topic_id) "
+        "where removed_at is null"
+    )
+    db.table("digests").create(
+        {
+            "id": int,
+            "channel": str,
+            "week": str,  # ISO week in the channel's timezone: 2026-W49
+            "built_at": str,
+            "topics": str,  # JSON list of topic ids subscribed when built
+            "empty": int,
+        },
+        pk="id",
+        not_null={"channel", "week", "built_at"},
+        foreign_keys=[("channel", "channels", "id")],
+    )
+    db.table("digests").create_index(["channel", "week"], unique=True)
+    db.table("digest_items").create(
+        {
+            "digest_id": int,
+            "channel": str,  # repeated here so that SQLite itself refuses a paper twice
+            "paper_id": str,
+            "rank": int,
+            "topics": str,  # JSON list of topic ids the paper was picked for
+            "score": float,
+        },
+        pk=("digest_id", "paper_id"),
+        foreign_keys=[("digest_id", "digests", "id"), ("paper_id", "papers", "id")],
+    )
+    db.table("digest_items").create_index(["channel", "paper_id"], unique=True)

@@ -1,0 +1,97 @@
+"""Channels, their weekly schedule and paused state, and their subscriptions."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlite_utils import Database
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+def get_channel(db: Database, channel: str) -> Row | None:
+    rows = list(db.query("select * from channels where id = ?", [channel]))
+    return rows[0] if rows else None
+
+
+def ensure_channel(db: Database, channel: str, platform: str, defaults: Row, now: str) -> Row:
+    """The channel's row, created with `defaults` (weekday, time, timezone) if new."""
+    existing = get_channel(db, channel)
+    if existing:
+        return existing
+    row = {"id": channel, "platform": platform, "created_at": now, "paused": 0, **defaults}
+    db.table("channels").insert(row)
+    return row
+
+
+def set_schedule(
+    db: Database, channel: str, weekday: str, time: str, timezone: str, by: str, now: str
+) -> None:
+    db.table("channels").update(
+        channel,
+        {
+            "weekday": weekday,
+            "time": time,
+            "timezone": timezone,
+            "schedule_set_by": by,
+            "schedule_set_at": now,
+        },
+    )
+
+
+def set_paused(db: Database, channel: str, reason: str | None, now: str) -> None:
+    """Pause a channel with a reason, or resume it (reason None)."""
+    db.table("channels").update(
+        channel,
+        {
+            "paused": 1 if reason else 0,
+            "paused_reason": reason,
+            "paused_at": now if reason else None,
+        },
+    )
+
+
+def all_channels(db: Database) -> list[Row]:
+    return list(db.query("select * from channels order by id"))
+
+
+def active_subscriptions(db: Database, channel: str) -> list[Row]:
+    return list(
+        db.query(
+            "select * from subscriptions where channel = ? and removed_at is null order by id",
+            [channel],
+        )
+    )
+
+
+def add_subscription(
+    db: Database, channel: str, topic_id: str, custom_text: str | None, by: str, now: str
+) -> Row:
+    db.table("subscriptions").insert(
+        {
+            "channel": channel,
+            "topic_id": topic_id,
+            "custom_text": custom_text,
+            "created_by": by,
+            "created_at": now,
+        }
+    )
+    rows = list(
+        db.query(
+            "select * from subscriptions where channel = ? and topic_id = ? and removed_at is null",
+            [channel, topic_id],
+        )
+    )
+    return rows[0]
+
+
+def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -> None:
+    """Mark a subscription removed; the row stays, so who did what and when is kept."""
+    db.execute(
+        "update subscriptions set removed_by = ?, removed_at = ? "
+        "where id = ? and removed_at is null",
+        [by, now, subscription_id],
+    )

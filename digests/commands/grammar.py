@@ -1,0 +1,162 @@
+"""The `/papers` grammar, declared once: the parser, `help`, the Slack usage hint and
+the Discord command group are all built from `VERBS`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+import shlex
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/papers"
+MAX_INPUT = 2000
+_SMART_QUOTES = str.maketrans(
+    {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'"}
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    help: str
+    required: bool = True
+    rest: bool = False  # takes all the remaining text
+    choices: tuple[str, ...] = ()
+
+    @property
+    def usage(self) -> str:
+        shown = "|".join(self.choices) if self.choices else self.name
+        return f"<{shown}>" if self.required else f"[{shown}]"
+
+
+@dataclass(frozen=True)
+class Verb:
+    name: str
+    help: str
+    params: tuple[Param, ...] = ()
+    example: str = ""
+    changes: bool = False  # changes the channel's settings: adapters check permission
+    slow: bool = False  # may take more than a moment: adapters acknowledge first
+
+    @property
+    def usage(self) -> str:
+        return " ".join([COMMAND, self.name, *(param.usage for param in self.params)])
+
+
+VERBS: tuple[Verb, ...] = (
+    Verb("help", "Show the commands, or how to use one.",
+         (Param("command", "A command to explain", required=False),), "help subscribe"),
+    Verb("find", "Find papers by words, a method name or an acronym.",
+         (Param("query", "Words to look for, e.g. diffusion policy", rest=True),),
+         "find diffusion policy", slow=True),
+    Verb("show", "Show one paper: title, venue, TL;DR, abstract and links.",
+         (Param("id", "A paper id from find or a digest, e.g. p380c62ca5b"),), "show p380c62ca5b"),
+    Verb("similar", "Find papers similar to one paper.",
+         (Param("id", "A paper id from find or a digest"),), "similar p380c62ca5b", slow=True),
+    Verb("topics", "List the topics this channel can subscribe to."),
+    Verb("subscribe", "Follow a topic from the catalog, or any free text in quotes.",
+         (Param("topic", 'A topic id such as offline-rl, or "free text"', rest=True),),
+         'subscribe offline-rl', changes=True),
+    Verb("unsubscribe", "Stop following a topic (its id, or its number from list).",
+         (Param("topic", "A topic id, or a subscription number from list", rest=True),),
+         "unsubscribe offline-rl", changes=True),
+    Verb("list", "Show this channel's subscriptions and schedule."),
+    Verb("schedule", "Set the weekday, time and timezone of this channel's weekly digest.",
+         (Param("weekday", "monday .. sunday"), Param("time", "24-hour time, e.g. 09:00"),
+          Param("timezone", "An IANA timezone, e.g. Europe/Berlin (default: the current one)",
+                required=False)),
+         "schedule monday 09:00 Europe/Berlin", changes=True),
+    Verb("digest", "Preview this week's digest for this channel.",
+         (Param("mode", "preview", required=False, choices=("preview",)),), "digest preview",
+         slow=True),
+    Verb("status", "Show the paper store, this channel's schedule and its last digest."),
+)  # fmt: skip
+
+VERBS_BY_NAME = {verb.name: verb for verb in VERBS}
+
+
+@dataclass(frozen=True)
+class Command:
+    verb: Verb
+    args: dict[str, str] = field(default_factory=dict)
+    quoted: bool = False  # the rest argument was given in quotes (free text)
+
+
+class ParseError(ValueError):
+    """Text that is not a valid command. `message` says why; `verb` is known if any."""
+
+    def __init__(self, message: str, verb: Verb | None = None, suggestion: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.verb = verb
+        self.suggestion = suggestion
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:  # an unbalanced quote: read it as plain words
+        return text.replace('"', " ").replace("'", " ").split()
+
+
+def parse(text: str) -> Command:
+    """Parse command text (with or without a leading `/papers`). Raises ParseError."""
+    text = text.translate(_SMART_QUOTES).strip()
+    if len(text) > MAX_INPUT:
+        raise ParseError(f"That command is too long ({len(text)} characters; {MAX_INPUT} at most).")
+    text = re.sub(rf"^{re.escape(COMMAND)}\b\s*", "", text)
+    if not text:
+        return Command(VERBS_BY_NAME["help"])
+    name, _, rest = text.partition(" ")
+    verb = VERBS_BY_NAME.get(name.lower())
+    if verb is None:
+        close = difflib.get_close_matches(name.lower(), list(VERBS_BY_NAME), n=1, cutoff=0.6)
+        raise ParseError(
+            f"I don't know the command {name[:40]!r}.",
+            suggestion=close[0] if close else None,
+        )
+    rest = rest.strip()
+    args: dict[str, str] = {}
+    quoted = False
+    if verb.params and verb.params[-1].rest:
+        quoted = rest[:1] in ('"', "'")
+        words = _split(rest)
+        value = " ".join(words) if quoted else rest
+        if value:
+            args[verb.params[-1].name] = " ".join(value.split())
+        positional = list(verb.params[:-1])
+        words = []
+    else:
+        positional = list(verb.params)
+        words = _split(rest)
+    if len(words) > len(positional):
+        raise ParseError(f"`{verb.name}` takes {_count(positional)}; usage: `{verb.usage}`", verb)
+    for param, word in zip(positional, words, strict=False):
+        if param.choices and word.lower() not in param.choices:
+            raise ParseError(
+                f"`{word}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`", verb
+            )
+        args[param.name] = word
+    missing = [param for param in verb.params if param.required and param.name not in args]
+    if missing:
+        raise ParseError(
+            f"`{verb.name}` needs {missing[0].name} ({missing[0].help}). Usage: `{verb.usage}`"
+            + (f", e.g. `{COMMAND} {verb.example}`" if verb.example else ""),
+            verb,
+        )
+    return Command(verb, args, quoted)
+
+
+def _count(params: list[Param]) -> str:
+    if not params:
+        return "no arguments"
+    return f"at most {len(params)} argument{'s' if len(params) != 1 else ''}"
+
+
+def help_lines() -> list[str]:
+    """One line per verb: usage and what it does."""
+    return [f"`{verb.usage}`  {verb.help}" for verb in VERBS]

@@ -1,0 +1,370 @@
+"""One handler per verb of the grammar. `handle(text, ctx)` is all a front end calls.
+
+Handlers return a `Reply` and never raise for bad input: every mistake becomes a
+helpful reply (a suggestion, an example) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlite_utils import Database
+
+from config.settings import Settings
+from db import channels as channel_store
+from db import digests as digest_store
+from db.papers import count_papers, last_ingest, resolve_paper
+from db.search import search_papers
+from digests import lookup
+from digests.channels import ChannelError, parse_channel
+from digests.commands.grammar import (
+    COMMAND,
+    VERBS,
+    VERBS_BY_NAME,
+    Command,
+    ParseError,
+    help_lines,
+    parse,
+)
+from digests.commands.replies import Reply, error, info
+from digests.digest import build_digest, channel_schedule, ensure_channel, subscribed_topics
+from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_weekday
+from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
+
+log = logging.getLogger(__name__)
+
+FIND_LIMIT = 5
+MAX_SUBSCRIPTIONS = 25
+MAX_FREE_TEXT = 100
+
+
+@dataclass(frozen=True)
+class Context:
+    """Who asks, where, and when; plus what the handlers need to answer."""
+
+    db: Database
+    channel: str
+    user: str
+    now: datetime
+    settings: Settings
+    catalog: Catalog
+
+    @property
+    def stamp(self) -> str:
+        return self.now.isoformat(timespec="seconds")
+
+
+def handle(text: str, ctx: Context) -> Reply:
+    """Parse and run one command. Bad input of any kind becomes a helpful Reply."""
+    try:
+        parse_channel(ctx.channel)
+    except ChannelError as exc:
+        return error(str(exc))
+    try:
+        command = parse(text)
+    except ParseError as exc:
+        return _parse_error(exc)
+    log.info("command %s in %s by %s", command.verb.name, ctx.channel, ctx.user)
+    return HANDLERS[command.verb.name](command, ctx)
+
+
+def _parse_error(exc: ParseError) -> Reply:
+    if exc.verb is not None:
+        return error(exc.message)
+    lines = [f"Did you mean `{COMMAND} {exc.suggestion}`?"] if exc.suggestion else []
+    return error(exc.message, *lines, "Here is what I can do:", *help_lines())
+
+
+def _help(command: Command, ctx: Context) -> Reply:
+    name = command.args.get("command", "").lower().removeprefix(COMMAND).strip()
+    if not name:
+        return info(
+            "Paperboy finds papers and posts a weekly digest of new ones "
+            "for this channel's topics. Commands:",
+            *help_lines(),
+            f"Start with `{COMMAND} topics`, then `{COMMAND} subscribe offline-rl`.",
+        )
+    verb = VERBS_BY_NAME.get(name)
+    if verb is None:
+        return error(f"There is no command {name!r}.", *help_lines())
+    lines = [f"`{verb.usage}`", verb.help]
+    lines += [f"  {param.name}: {param.help}" for param in verb.params]
+    if verb.example:
+        lines.append(f"Example: `{COMMAND} {verb.example}`")
+    if verb.changes:
+        lines.append("This changes the channel's settings, so the channel sees it.")
+    return info(f"How to use `{verb.name}`:", *lines)
+
+
+def _find(command: Command, ctx: Context) -> Reply:
+    query = command.args["query"]
+    results = lookup.find(ctx.db, query, FIND_LIMIT)
+    if not results:
+        return info(
+            f"No papers match “{query}”.",
+            f"Try fewer or other words, or a method name such as `{COMMAND} find LoMAP`.",
+        )
+    return info(f"Top {len(results)} for “{query}”:", papers=tuple(results))
+
+
+def _paper_or_error(ref: str, ctx: Context) -> dict[str, object] | Reply:
+    paper = resolve_paper(ctx.db, ref)
+    if paper is None:
+        return error(
+            f"I have no paper with id `{ref[:40]}`.",
+            f"Ids look like `p380c62ca5b`; find one with `{COMMAND} find <words>`.",
+        )
+    return paper
+
+
+def _show(command: Command, ctx: Context) -> Reply:
+    found = _paper_or_error(command.args["id"], ctx)
+    if isinstance(found, Reply):
+        return found
+    result = lookup.show(ctx.db, str(found["id"]))
+    assert result is not None
+    return info(
+        str(result["title"]), papers=(result,), detail=str(found.get("abstract_text") or "")
+    )
+
+
+def _similar(command: Command, ctx: Context) -> Reply:
+    found = _paper_or_error(command.args["id"], ctx)
+    if isinstance(found, Reply):
+        return found
+    keywords = " ".join(found.get("keywords") or [])  # type: ignore[arg-type]
+    query = f"{found['title']} {found.get('names') or ''} {keywords}"
+    hits = [
+        hit
+        for hit in search_papers(ctx.db, query, FIND_LIMIT + 1)
+        if hit.paper["id"] != found["id"]
+    ]
+    if not hits:
+        return info(f"I found nothing similar to “{found['title']}”.")
+    results = tuple(lookup.as_result(hit.paper, hit.score) for hit in hits[:FIND_LIMIT])
+    return info(f"Papers similar to “{found['title']}”:", papers=results)
+
+
+def _topics(command: Command, ctx: Context) -> Reply:
+    followed = {topic.id for topic in subscribed_topics(ctx.db, ctx.channel, ctx.catalog)}
+    lines = [
+        f"{'✓ ' if topic.id in followed else ''}`{topic.id}` {topic.label}: {topic.description}"
+        for topic in ctx.catalog.topics
+    ]
+    custom = [
+        topic for topic in subscribed_topics(ctx.db, ctx.channel, ctx.catalog) if topic.is_custom
+    ]
+    if custom:
+        lines.append("This channel's own topics:")
+        lines += [f"✓ {topic.label}" for topic in custom]
+    lines.append(
+        f"Follow one with `{COMMAND} subscribe offline-rl`, "
+        f'or any text: `{COMMAND} subscribe "diffusion policy"`.'
+    )
+    return info(f"{len(ctx.catalog.topics)} topics (✓ = this channel follows it):", *lines)
+
+
+def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
+    text = command.args["topic"]
+    exact = ctx.catalog.get(text.lower()) if not command.quoted else None
+    named = exact or ctx.catalog.by_name(text)
+    if named is not None:
+        return named
+    looks_like_id = not command.quoted and " " not in text
+    if looks_like_id:
+        suggestions = ctx.catalog.suggest(text)
+        hint = (
+            "Did you mean " + " or ".join(f"`{s}`" for s in suggestions) + "?"
+            if suggestions
+            else f"See `{COMMAND} topics` for the list."
+        )
+        return error(
+            f"I don't know the topic `{text[:40]}`.",
+            hint,
+            f'To follow free text instead, put it in quotes: `{COMMAND} subscribe "{text[:40]}"`.',
+        )
+    if len(text) > MAX_FREE_TEXT:
+        return error(f"That topic is too long ({len(text)} characters; {MAX_FREE_TEXT} at most).")
+    if not re.search(r"[^\W_]", text):
+        return error(
+            "A topic needs at least one word.",
+            f'Example: `{COMMAND} subscribe "diffusion policy"`.',
+        )
+    return custom_topic(text)
+
+
+def _schedule_line(schedule: Schedule, now: datetime) -> str:
+    upcoming = schedule.next_after(now)
+    return f"Digest: {schedule.describe()}; next on {upcoming.strftime('%a %-d %b %Y, %H:%M %Z')}."
+
+
+def _subscribe(command: Command, ctx: Context) -> Reply:
+    topic = _resolve_topic(command, ctx)
+    if isinstance(topic, Reply):
+        return topic
+    ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    active = channel_store.active_subscriptions(ctx.db, ctx.channel)
+    if any(row["topic_id"] == topic.id for row in active):
+        return info(f"This channel already follows {topic.label}.")
+    if len(active) >= MAX_SUBSCRIPTIONS:
+        return error(
+            f"This channel follows {len(active)} topics, the most it can. "
+            "Unsubscribe from one first."
+        )
+    channel_store.add_subscription(
+        ctx.db, ctx.channel, topic.id, topic.custom_text, ctx.user, ctx.stamp
+    )
+    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
+    return info(
+        f"{ctx.user} subscribed this channel to {what}.",
+        _schedule_line(schedule, ctx.now),
+        ephemeral=False,
+        changed=True,
+    )
+
+
+def _unsubscribe(command: Command, ctx: Context) -> Reply:
+    text = command.args["topic"].strip()
+    active = channel_store.active_subscriptions(ctx.db, ctx.channel)
+    number = text.lstrip("#")
+    match = None
+    if number.isdigit():
+        match = next((row for row in active if row["id"] == int(number)), None)
+    else:
+        wanted = {text.lower(), custom_slug(text)}
+        named = ctx.catalog.by_name(text)
+        if named is not None:
+            wanted.add(named.id)
+        match = next((row for row in active if row["topic_id"] in wanted), None)
+    if match is None:
+        following = [_subscription_line(row, ctx.catalog) for row in active]
+        return error(
+            f"This channel does not follow `{text[:60]}`.",
+            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+        )
+    channel_store.remove_subscription(ctx.db, int(match["id"]), ctx.user, ctx.stamp)
+    label = _topic_label(match, ctx.catalog)
+    return info(
+        f"{ctx.user} unsubscribed this channel from {label}.", ephemeral=False, changed=True
+    )
+
+
+def _topic_label(row: dict[str, object], catalog: Catalog) -> str:
+    if row.get("custom_text"):
+        return f'"{row["custom_text"]}"'
+    topic = catalog.get(str(row["topic_id"]))
+    return topic.label if topic else str(row["topic_id"])
+
+
+def _subscription_line(row: dict[str, object], catalog: Catalog) -> str:
+    ident = "" if str(row["topic_id"]).startswith(CUSTOM_PREFIX) else f" `{row['topic_id']}`"
+    since = str(row["created_at"])[:10]
+    return f"#{row['id']}{ident} {_topic_label(row, catalog)}, by {row['created_by']} on {since}"
+
+
+def _list(command: Command, ctx: Context) -> Reply:
+    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    active = channel_store.active_subscriptions(ctx.db, ctx.channel)
+    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    lines = [_subscription_line(row, ctx.catalog) for row in active] or [
+        f"No topics yet. See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`."
+    ]
+    lines.append(_schedule_line(schedule, ctx.now))
+    if channel.get("paused"):
+        lines.append(
+            f"Paused: {channel.get('paused_reason')}. Digests are not delivered until resumed."
+        )
+    return info(
+        f"This channel follows {len(active)} topic{'s' if len(active) != 1 else ''}:", *lines
+    )
+
+
+def _schedule(command: Command, ctx: Context) -> Reply:
+    current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    try:
+        weekday = parse_weekday(command.args["weekday"])
+        clock = parse_time(command.args["time"])
+        timezone = (
+            parse_timezone(command.args["timezone"])
+            if "timezone" in command.args
+            else current.timezone
+        )
+    except ScheduleError as exc:
+        return error(str(exc))
+    channel_store.set_schedule(ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp)
+    schedule = Schedule(weekday, clock, timezone)
+    return info(
+        f"{ctx.user} moved this channel's digest to {schedule.describe()}.",
+        _schedule_line(schedule, ctx.now),
+        ephemeral=False,
+        changed=True,
+    )
+
+
+def _digest(command: Command, ctx: Context) -> Reply:
+    if not channel_store.active_subscriptions(ctx.db, ctx.channel):
+        return info(
+            "This channel follows no topics yet, so its digest would be empty.",
+            f"See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`.",
+        )
+    digest = build_digest(
+        ctx.db, ctx.channel, ctx.now, catalog=ctx.catalog, settings=ctx.settings, preview=True
+    )
+    state = "already built" if digest.recorded else "a preview; nothing is marked as sent"
+    return info(f"This week's digest ({state}):", digest=digest)
+
+
+def _status(command: Command, ctx: Context) -> Reply:
+    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    ingest = last_ingest(ctx.db)
+    lines = [
+        f"Papers stored: {count_papers(ctx.db)}"
+        + (
+            f"; last ingest {str(ingest['started_at'])[:16]} UTC, {ingest['added']} added."
+            if ingest
+            else "; nothing ingested yet."
+        ),
+    ]
+    active = channel_store.active_subscriptions(ctx.db, ctx.channel)
+    lines.append(
+        "Topics: "
+        + (", ".join(_topic_label(row, ctx.catalog) for row in active) if active else "none yet")
+    )
+    lines.append(_schedule_line(schedule, ctx.now))
+    last = digest_store.last_digest(ctx.db, ctx.channel)
+    if last:
+        lines.append(
+            f"Last digest: {last['week']}, {len(last['items'])} papers, "
+            f"built {str(last['built_at'])[:16]}."
+        )
+    else:
+        lines.append("Last digest: none yet.")
+    if channel.get("paused"):
+        lines.append(
+            f"Paused since {str(channel.get('paused_at'))[:16]}: {channel.get('paused_reason')}."
+        )
+    else:
+        lines.append("Delivery: active.")
+    return info(f"Status of {ctx.channel}:", *lines)
+
+
+HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
+    "help": _help,
+    "find": _find,
+    "show": _show,
+    "similar": _similar,
+    "topics": _topics,
+    "subscribe": _subscribe,
+    "unsubscribe": _unsubscribe,
+    "list": _list,
+    "schedule": _schedule,
+    "digest": _digest,
+    "status": _status,
+}
+assert set(HANDLERS) == {verb.name for verb in VERBS}, "every verb needs a handler"

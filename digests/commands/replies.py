@@ -1,0 +1,44 @@
+"""A reply: what a command answers, before any platform formatting.
+
+Text fields are plain. In `text` and `lines`, `backticks` mark code (commands, ids),
+which every platform shows as code; everything else is escaped by the renderer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from digests.digest import Digest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    ephemeral: bool = True  # only the person who asked sees it
+    lines: tuple[str, ...] = ()
+    papers: tuple[dict[str, Any], ...] = ()  # lookup results (digests.lookup.Result)
+    detail: str | None = None  # a long plain text, such as an abstract
+    digest: Digest | None = None
+    error: bool = False
+    changed: bool = False  # the command changed the channel's settings
+
+    def plain(self) -> str:
+        """Everything as plain text, e.g. for logs or a notification fallback."""
+        parts = [self.text, *self.lines]
+        parts += [str(paper["title"]) for paper in self.papers]
+        return "\n".join(parts)
+
+
+def error(text: str, *lines: str) -> Reply:
+    return Reply(text=text, lines=tuple(lines), error=True)
+
+
+def info(text: str, *lines: str, **kwargs: Any) -> Reply:
+    return Reply(text=text, lines=tuple(lines), **kwargs)
+
+
+__all__ = ["Reply", "error", "info"]

@@ -1,0 +1,1 @@
+"""Renderers: turn neutral digests and replies into text, Slack Block Kit or Discord embeds."""

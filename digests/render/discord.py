@@ -1,0 +1,128 @@
+"""Discord messages for digests: one embed per paper, split to respect every limit.
+
+discord.py checks none of Discord's limits, so this module does: at most 10 embeds
+and 6,000 embed characters per message, and each field within its own limit.
+Messages go out with mentions disabled (the adapter's job); text here is escaped.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from digests.commands.replies import Reply
+from digests.digest import Digest
+from digests.render import limits
+from digests.render.escape import discord_escape, with_code
+from digests.render.packing import clamp, pack
+from digests.render.view import PaperView, digest_view, paper_view, render
+
+log = logging.getLogger(__name__)
+
+EMBED_COLOUR = 0x2F6FEB
+
+
+@dataclass(frozen=True)
+class DiscordMessage:
+    """`POST /channels/{id}/messages` arguments: `content` and `embeds` (as JSON dicts)."""
+
+    content: str
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        return {"content": self.content, "embeds": self.embeds, "allowed_mentions": {"parse": []}}
+
+
+def paper_embed(paper: PaperView) -> dict[str, Any]:
+    embed: dict[str, Any] = {
+        "title": clamp(paper.title, limits.DISCORD_EMBED_TITLE),
+        "description": clamp(
+            render("discord/item.md.j2", paper=paper), limits.DISCORD_EMBED_DESCRIPTION
+        ),
+        "color": EMBED_COLOUR,
+        "fields": [
+            {
+                "name": "Venue",
+                "value": clamp(paper.venue, limits.DISCORD_FIELD_VALUE),
+                "inline": True,
+            },
+            {
+                "name": "Topics",
+                "value": clamp(", ".join(paper.topics) or "-", limits.DISCORD_FIELD_VALUE),
+                "inline": True,
+            },
+        ],
+        "footer": {"text": f"id {paper.id}"},
+    }
+    if paper.url:
+        embed["url"] = paper.url
+    return embed
+
+
+def _fits(current: list[dict[str, Any]], embed: dict[str, Any]) -> bool:
+    if len(current) >= limits.DISCORD_EMBEDS_PER_MESSAGE:
+        return False
+    used = sum(limits.embed_size(item) for item in current)
+    return used + limits.embed_size(embed) <= limits.DISCORD_EMBED_TOTAL
+
+
+def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessage]:
+    """The Discord messages for a digest; [] for an empty week when `empty` is "skip"."""
+    if digest.empty and empty == "skip":
+        return []
+    view = digest_view(digest, discord_escape)
+    header = render("discord/header.md.j2", view=view)
+    footer = render("discord/footer.md.j2", view=view)
+    groups = pack([paper_embed(paper) for paper in view.items], _fits) or [[]]
+    messages = []
+    for number, embeds in enumerate(groups, start=1):
+        parts = []
+        if number == 1:
+            parts.append(header)
+        if number == len(groups):
+            parts.append(footer)
+        content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
+        messages.append(DiscordMessage(content, embeds))
+    return messages
+
+
+def _discord_code(text: str) -> str:
+    return text.replace("`", "'")
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    """Pieces of at most `size` characters, split at line breaks where possible."""
+    chunks: list[str] = []
+    for line in text.split("\n"):
+        if chunks and len(chunks[-1]) + 1 + len(line) <= size:
+            chunks[-1] += "\n" + line
+        else:
+            chunks.append(clamp(line, size))
+    return [chunk for chunk in chunks if chunk.strip()]
+
+
+def reply_messages(reply: Reply) -> list[DiscordMessage]:
+    """A command's reply as Discord messages (usually one)."""
+    lines = [with_code(line, discord_escape, _discord_code) for line in [reply.text, *reply.lines]]
+    content = "\n".join(lines)
+    text_embeds: list[dict[str, Any]] = []
+    if len(content) > limits.DISCORD_CONTENT:
+        # Long help or lists go into embed descriptions, which hold twice as much.
+        content = clamp(lines[0], limits.DISCORD_CONTENT)
+        body = "\n".join(lines[1:])
+        text_embeds = [
+            {"description": chunk} for chunk in _chunks(body, limits.DISCORD_EMBED_DESCRIPTION)
+        ]
+    embeds = [paper_embed(paper_view(result, (), discord_escape)) for result in reply.papers]
+    if reply.detail and embeds:
+        embeds[0]["description"] = clamp(
+            discord_escape(reply.detail), limits.DISCORD_EMBED_DESCRIPTION
+        )
+    groups = pack(text_embeds + embeds, _fits) or [[]]
+    messages = [
+        DiscordMessage(content if number == 0 else "", group) for number, group in enumerate(groups)
+    ]
+    if reply.digest is not None:
+        messages += digest_messages(reply.digest, empty="notice")
+    return messages

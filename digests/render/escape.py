@@ -1,0 +1,59 @@
+"""Escaping paper text for each platform, so that no paper can ping or break a message.
+
+Paper text reaching a renderer is already plain (LaTeX rendered as Unicode, Markdown
+removed: see `digests.enrich.text.plain_text`); these functions make it inert.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+ZWSP = "\u200b"
+_DISCORD_MARKDOWN = re.compile(r"([\\*_~`|\[\]])")
+_DISCORD_LINE_START = re.compile(r"^(\s*)([#>-])", re.M)
+_DISCORD_MENTION = re.compile(r"@(everyone|here)|<(?=[@#:/!&]|a:|t:)", re.I)
+
+
+def slack_escape(text: str) -> str:
+    """Slack mrkdwn: `&`, `<`, `>` become entities, so `<!channel>` is just text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_link(url: str, label: str) -> str:
+    """A Slack link `<url|label>`; the label escaped, the URL made safe for the syntax."""
+    safe_url = url.replace(">", "%3E").replace("<", "%3C").replace("|", "%7C").replace(" ", "%20")
+    return f"<{safe_url}|{slack_escape(label).replace('|', '∣')}>"
+
+
+def discord_escape(text: str) -> str:
+    """Discord Markdown: formatting characters backslash-escaped, mentions broken.
+
+    Messages are also sent with no allowed mentions; this keeps `@everyone` from even
+    rendering as a mention, and keeps `*`, `_` and `>` in titles from formatting.
+    """
+    escaped = _DISCORD_MARKDOWN.sub(r"\\\1", text)
+    escaped = _DISCORD_LINE_START.sub(r"\1\\\2", escaped)
+    return _DISCORD_MENTION.sub(
+        lambda m: f"@{ZWSP}{m.group(1)}" if m.group(1) else f"<{ZWSP}", escaped
+    )
+
+
+def discord_link_url(url: str) -> str:
+    """A URL for a Markdown link `[label](url)`: parentheses and spaces encoded."""
+    return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+
+
+def plain(text: str) -> str:
+    return text
+
+
+def with_code(text: str, escape: Callable[[str], str], code: Callable[[str], str] = plain) -> str:
+    """Escape `text` except inside `backtick` spans, which `code` handles instead."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: treat it all as text
+        return escape(text)
+    return "`".join(code(part) if index % 2 else escape(part) for index, part in enumerate(parts))

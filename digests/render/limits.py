@@ -1,0 +1,87 @@
+"""Platform limits that every rendered message must respect, and checks for them.
+
+discord.py does not enforce Discord's limits and Slack rejects oversized blocks with an
+error at send time, so Paperboy splits long digests into several messages itself,
+whole items per message, and the tests check every limit below.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SLACK_MAX_BLOCKS = 50
+SLACK_SECTION_TEXT = 3000
+SLACK_HEADER_TEXT = 150
+SLACK_CONTEXT_ELEMENTS = 10
+SLACK_FALLBACK_TEXT = 3000  # far below Slack's 40,000: it is a notification line
+
+DISCORD_CONTENT = 2000
+DISCORD_EMBED_TITLE = 256
+DISCORD_EMBED_DESCRIPTION = 4096
+DISCORD_EMBED_FIELDS = 25
+DISCORD_FIELD_NAME = 256
+DISCORD_FIELD_VALUE = 1024
+DISCORD_FOOTER_TEXT = 2048
+DISCORD_AUTHOR_NAME = 256
+DISCORD_EMBEDS_PER_MESSAGE = 10
+DISCORD_EMBED_TOTAL = 6000  # all embeds of one message together
+
+
+def embed_size(embed: dict[str, Any]) -> int:
+    """Characters that count toward Discord's 6,000 per message."""
+    size = len(embed.get("title", "")) + len(embed.get("description", ""))
+    size += len(embed.get("footer", {}).get("text", ""))
+    size += len(embed.get("author", {}).get("name", ""))
+    for item in embed.get("fields", []):
+        size += len(item["name"]) + len(item["value"])
+    return size
+
+
+def slack_problems(message: dict[str, Any]) -> list[str]:
+    """Every Slack limit a message breaks (empty when it is fine)."""
+    problems = []
+    blocks = message.get("blocks", [])
+    if len(blocks) > SLACK_MAX_BLOCKS:
+        problems.append(f"{len(blocks)} blocks > {SLACK_MAX_BLOCKS}")
+    if len(message.get("text", "")) > SLACK_FALLBACK_TEXT:
+        problems.append("fallback text too long")
+    for block in blocks:
+        if block["type"] == "header" and len(block["text"]["text"]) > SLACK_HEADER_TEXT:
+            problems.append("header text too long")
+        if block["type"] == "section" and len(block["text"]["text"]) > SLACK_SECTION_TEXT:
+            problems.append("section text too long")
+        if block["type"] == "context" and len(block["elements"]) > SLACK_CONTEXT_ELEMENTS:
+            problems.append("context has too many elements")
+    return problems
+
+
+def discord_problems(message: dict[str, Any]) -> list[str]:
+    """Every Discord limit a message breaks (empty when it is fine)."""
+    problems = []
+    embeds = message.get("embeds", [])
+    if len(message.get("content", "")) > DISCORD_CONTENT:
+        problems.append("content too long")
+    if len(embeds) > DISCORD_EMBEDS_PER_MESSAGE:
+        problems.append(f"{len(embeds)} embeds > {DISCORD_EMBEDS_PER_MESSAGE}")
+    if sum(embed_size(embed) for embed in embeds) > DISCORD_EMBED_TOTAL:
+        problems.append("embeds exceed 6000 characters together")
+    for embed in embeds:
+        if len(embed.get("title", "")) > DISCORD_EMBED_TITLE:
+            problems.append("embed title too long")
+        if len(embed.get("description", "")) > DISCORD_EMBED_DESCRIPTION:
+            problems.append("embed description too long")
+        if len(embed.get("fields", [])) > DISCORD_EMBED_FIELDS:
+            problems.append("too many fields")
+        if len(embed.get("footer", {}).get("text", "")) > DISCORD_FOOTER_TEXT:
+            problems.append("footer too long")
+        for item in embed.get("fields", []):
+            if len(item["name"]) > DISCORD_FIELD_NAME or len(item["value"]) > DISCORD_FIELD_VALUE:
+                problems.append("field too long")
+            if not item["name"] or not item["value"]:
+                problems.append("empty field")
+    if not message.get("content") and not embeds:
+        problems.append("empty message")
+    return problems

@@ -1,0 +1,130 @@
+"""Slack Block Kit for digests, built through `slack_sdk.models` so the SDK validates it.
+
+A long digest becomes several messages of at most 50 blocks; every item is one
+section block, so no item is ever cut between two messages.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    Block,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+from digests.commands.replies import Reply
+from digests.digest import Digest
+from digests.render import limits
+from digests.render.escape import slack_escape, slack_link, with_code
+from digests.render.packing import clamp
+from digests.render.view import PaperView, digest_view, paper_view, render
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """`chat.postMessage` arguments: a notification `text` and Block Kit `blocks`."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text, "blocks": self.blocks}
+
+
+def paper_section(paper: PaperView) -> SectionBlock:
+    link = slack_link(paper.url, paper.raw_title) if paper.url else paper.title
+    text = render("slack/item.mrkdwn.j2", paper=paper, link=link)
+    return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
+
+
+def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    # to_dict() runs slack_sdk's validation (lengths, required fields) on every block.
+    return [block.to_dict() for block in blocks]
+
+
+def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]:
+    """The Slack messages for a digest; [] for an empty week when `empty` is "skip"."""
+    if digest.empty and empty == "skip":
+        return []
+    view = digest_view(digest, slack_escape)
+    header = render("slack/header.txt.j2", view=view)
+    prelude: list[Block] = [
+        HeaderBlock(text=PlainTextObject(text=clamp(header, limits.SLACK_HEADER_TEXT))),
+        SectionBlock(text=MarkdownTextObject(text=render("slack/intro.mrkdwn.j2", view=view))),
+    ]
+    footer = ContextBlock(
+        elements=[MarkdownTextObject(text=render("slack/footer.mrkdwn.j2", view=view))]
+    )
+    sections = [paper_section(paper) for paper in view.items]
+    # The first message also carries the prelude and a divider; each needs room for the footer.
+    first_room = limits.SLACK_MAX_BLOCKS - len(prelude) - 2
+    room = limits.SLACK_MAX_BLOCKS - 1
+    groups = _group(sections, first_room, room) or [[]]
+    messages = []
+    for number, group in enumerate(groups, start=1):
+        blocks: list[Block] = []
+        if number == 1:
+            blocks += prelude
+            if group:
+                blocks.append(DividerBlock())
+        blocks += group
+        if number == len(groups):
+            blocks.append(footer)
+        text = render("slack/fallback.txt.j2", view=view, part=number)
+        messages.append(SlackMessage(clamp(text, limits.SLACK_FALLBACK_TEXT), _dicts(blocks)))
+    return messages
+
+
+def _group(sections: list[SectionBlock], first_room: int, room: int) -> list[list[Block]]:
+    """Whole sections per message: `first_room` in the first, `room` in the others."""
+    groups: list[list[Block]] = []
+    index = 0
+    while index < len(sections):
+        size = first_room if not groups else room
+        groups.append(list(sections[index : index + size]))
+        index += size
+    return groups
+
+
+def _text_sections(text: str) -> list[Block]:
+    """Sections of at most 3,000 characters, split at line breaks."""
+    chunks: list[str] = []
+    for line in text.split("\n"):
+        if chunks and len(chunks[-1]) + 1 + len(line) <= limits.SLACK_SECTION_TEXT:
+            chunks[-1] += "\n" + line
+        else:
+            chunks.append(clamp(line, limits.SLACK_SECTION_TEXT))
+    return [SectionBlock(text=MarkdownTextObject(text=chunk)) for chunk in chunks if chunk.strip()]
+
+
+def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
+    """A command's reply as Slack messages (usually one)."""
+    head = "\n".join(
+        with_code(line, slack_escape, slack_escape) for line in [reply.text, *reply.lines]
+    )
+    blocks: list[Block] = _text_sections(head)
+    for result in reply.papers:
+        view = paper_view(result, (), slack_escape)
+        blocks.append(paper_section(view))
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")]))
+    if reply.detail:
+        blocks += _text_sections(slack_escape(reply.detail))
+    fallback = clamp(reply.text, limits.SLACK_FALLBACK_TEXT)
+    groups = [
+        blocks[i : i + limits.SLACK_MAX_BLOCKS]
+        for i in range(0, len(blocks), limits.SLACK_MAX_BLOCKS)
+    ]
+    messages = [SlackMessage(fallback, _dicts(group)) for group in groups]
+    if reply.digest is not None:
+        messages += digest_messages(reply.digest, empty="notice")
+    return messages

@@ -1,0 +1,29 @@
+"""Plain-text rendering for the terminal (and any destination without markup)."""
+
+from __future__ import annotations
+
+import logging
+
+from digests.commands.replies import Reply
+from digests.digest import Digest
+from digests.lookup import format_paper, format_results
+from digests.render.escape import plain
+from digests.render.view import digest_view, render
+
+log = logging.getLogger(__name__)
+
+
+def digest_text(digest: Digest) -> str:
+    return render("text/digest.txt.j2", view=digest_view(digest, plain))
+
+
+def reply_text(reply: Reply, width: int = 88) -> str:
+    """A reply for the terminal."""
+    parts = [reply.text, *(f"  {line}" for line in reply.lines)]
+    if reply.papers and reply.detail is None:
+        parts += ["", format_results(list(reply.papers), "", width)]
+    elif reply.papers:
+        parts += ["", format_paper(reply.papers[0], width)]
+    if reply.digest is not None:
+        parts += ["", digest_text(reply.digest)]
+    return "\n".join(parts).rstrip()

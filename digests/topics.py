@@ -1,0 +1,163 @@
+"""Topics: the catalog from `config/topics.toml`, and custom free-text topics.
+
+A topic has an id (`offline-rl`), a label, a description, aliases users may type,
+and weighted terms that `digests.matching.score` counts in a paper. A channel's
+free text ("diffusion policy") becomes a custom topic matched the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import logging
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config.topics import catalog_path
+from digests.enrich.text import name_key
+from digests.matching import PaperText, Term, normalise, score
+
+log = logging.getLogger(__name__)
+
+CUSTOM_PREFIX = "custom:"
+# Words that say nothing about a field on their own, dropped from custom topics.
+_GENERIC_WORDS = frozenset(
+    (  # noqa: SIM905
+        "a an and are as at based be by for from in into is it its of on or over that the "
+        "their this to towards under using via we with learning learn model models method "
+        "methods approach approaches network networks neural deep data paper papers new "
+        "towards algorithm algorithms framework task tasks problem problems policy policies "
+        "reinforcement machine system systems study"
+    ).split()
+)
+
+
+class CatalogError(ValueError):
+    """The topic catalog file is malformed; the message says where."""
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    label: str
+    description: str
+    terms: tuple[Term, ...]
+    aliases: tuple[str, ...] = ()
+    custom_text: str | None = None
+
+    @property
+    def is_custom(self) -> bool:
+        return self.custom_text is not None
+
+    def score(self, paper: PaperText) -> float:
+        return score(paper, self.terms)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    topics: tuple[Topic, ...]
+    threshold: float
+    _by_id: dict[str, Topic] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id.update({topic.id: topic for topic in self.topics})
+
+    def get(self, topic_id: str) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    @property
+    def ids(self) -> list[str]:
+        return [topic.id for topic in self.topics]
+
+    def by_name(self, text: str) -> Topic | None:
+        """The catalog topic that `text` names: its id, label or an alias, loosely."""
+        key = name_key(text)
+        for topic in self.topics:
+            names = (topic.id, topic.label, *topic.aliases)
+            if key and any(name_key(name) == key for name in names):
+                return topic
+        return None
+
+    def suggest(self, text: str, extra: Iterable[str] = (), n: int = 3) -> list[str]:
+        """The ids closest to a mistyped one."""
+        candidates = [*self.ids, *extra]
+        lowered = text.lower().strip()
+        close = difflib.get_close_matches(lowered, candidates, n=n, cutoff=0.5)
+        if not close:
+            by_label = {topic.label.lower(): topic.id for topic in self.topics}
+            labels = difflib.get_close_matches(lowered, list(by_label), n=n, cutoff=0.5)
+            close = [by_label[label] for label in labels]
+        return close
+
+
+def _parse_topic(raw: Mapping[str, Any], index: int) -> Topic:
+    where = f"topic #{index + 1}"
+    try:
+        topic_id = str(raw["id"])
+        label = str(raw["label"])
+        description = str(raw["description"])
+        terms = raw["terms"]
+    except KeyError as exc:
+        raise CatalogError(f"{where} has no {exc.args[0]!r}") from None
+    if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", topic_id):
+        raise CatalogError(f"{where}: id {topic_id!r} must be a lowercase slug like 'offline-rl'")
+    if not isinstance(terms, Mapping) or not terms:
+        raise CatalogError(f"topic {topic_id!r} needs a [topics.terms] table of phrase = weight")
+    parsed = []
+    for phrase, weight in terms.items():
+        if not isinstance(weight, int | float) or weight <= 0:
+            raise CatalogError(f"topic {topic_id!r}: term {phrase!r} needs a positive weight")
+        parsed.append(Term.of(phrase, weight))
+    aliases = tuple(str(alias) for alias in raw.get("aliases", ()))
+    return Topic(topic_id, label, description, tuple(parsed), aliases)
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Read and check the catalog (the bundled one unless `path` is given)."""
+    source = path or catalog_path()
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{source}: {exc}") from None
+    topics = tuple(_parse_topic(raw, i) for i, raw in enumerate(data.get("topics", [])))
+    ids = [topic.id for topic in topics]
+    duplicates = sorted({topic_id for topic_id in ids if ids.count(topic_id) > 1})
+    if duplicates:
+        raise CatalogError(f"{source}: duplicate topic ids {', '.join(duplicates)}")
+    if not topics:
+        raise CatalogError(f"{source}: no [[topics]]")
+    return Catalog(topics, float(data.get("threshold", 4.0)))
+
+
+def custom_slug(text: str) -> str:
+    words = re.findall(r"[^\W_]+", text.casefold())
+    return CUSTOM_PREFIX + "-".join(words)[:60]
+
+
+def custom_topic(text: str) -> Topic:
+    """A topic for free text: the whole phrase weighs most, then its telling words.
+
+    Generic words ("learning", "model") alone would match nearly every paper, so they
+    only count inside the phrase. Weights are set so that one mention of the phrase
+    plus its words clears the catalog threshold, as a strong catalog term does.
+    """
+    cleaned = " ".join(text.split())
+    words = [word for word in normalise(cleaned).split() if word]
+    telling = [word for word in dict.fromkeys(words) if word not in _GENERIC_WORDS]
+    terms = [Term.of(cleaned, 3.0)]
+    if len(words) > 1:
+        terms += [Term.of(f"{a} {b}", 1.0) for a, b in itertools.pairwise(words)]
+    share = 2.0 / max(len(telling), 1) if len(words) > 1 else 0.0
+    terms += [Term.of(word, max(share, 0.5)) for word in telling if len(words) > 1]
+    unique = tuple({term.phrase: term for term in terms}.values())
+    return Topic(
+        id=custom_slug(cleaned),
+        label=f'"{cleaned}"',
+        description=f'Papers about "{cleaned}"',
+        terms=unique,
+        custom_text=cleaned,
+    )
