@@ -5,6 +5,7 @@
     python3 tasks.py test    # set up (once), then lint, type-check and run the tests
     python3 tasks.py lint    # ruff check, ruff format --check, mypy
     python3 tasks.py bench   # the benchmarks under bench/
+    python3 tasks.py relevance   # precision/recall of topic matching
     python3 tasks.py fmt     # ruff format and fix
 
 It needs nothing but Python 3.11+: it makes `.venv/` and installs the project with
@@ -73,6 +74,8 @@ def main(argv: list[str]) -> None:
         _run(BIN / "ruff", "check", "--fix", ".")
     elif task == "bench":
         _run(BIN / "python", "-m", "bench", *rest)
+    elif task == "relevance":
+        _run(BIN / "python", "-m", "bench.relevance", *rest)
     elif task == "install":
         pass
     else:

@@ -2,8 +2,9 @@
 
 Each (paper, catalog topic) pair is one decision: the paper is selected for the topic
 when its score reaches the threshold. Labels say which pairs are right.
-`calibrate()` picks the threshold with the best recall among those whose precision
-is at least the target; ties go to the lower threshold (more recall margin).
+`calibrate()` tries thresholds halfway between consecutive observed scores (so no
+paper sits exactly on the line), keeps those whose precision reaches the target,
+and picks the best F1 among them; ties go to the lower threshold.
 """
 
 from __future__ import annotations
@@ -76,10 +77,9 @@ def measure(table: Sequence[tuple[str, str, float, bool]], threshold: float) -> 
 
 
 def calibrate(table: Sequence[tuple[str, str, float, bool]], min_precision: float = 0.9) -> Measure:
-    """The threshold (among observed scores) with the best recall at the target precision."""
-    candidates = sorted({score for _, _, score, _ in table if score > 0})
-    measures = [measure(table, threshold) for threshold in candidates]
-    good = [m for m in measures if m.precision >= min_precision]
-    if not good:
-        return max(measures, key=lambda m: (m.f1, -m.threshold))
-    return max(good, key=lambda m: (m.recall, m.precision, -m.threshold))
+    """The threshold with the best F1 among those at or above the target precision."""
+    scores = sorted({score for _, _, score, _ in table if score > 0})
+    candidates = [round((low + high) / 2, 2) for low, high in zip(scores, scores[1:], strict=False)]
+    measures = [measure(table, threshold) for threshold in candidates or scores]
+    good = [m for m in measures if m.precision >= min_precision] or measures
+    return max(good, key=lambda m: (round(m.f1, 6), -m.threshold))

@@ -83,15 +83,23 @@ class Catalog:
         return None
 
     def suggest(self, text: str, extra: Iterable[str] = (), n: int = 3) -> list[str]:
-        """The ids closest to a mistyped one."""
-        candidates = [*self.ids, *extra]
-        lowered = text.lower().strip()
-        close = difflib.get_close_matches(lowered, candidates, n=n, cutoff=0.5)
-        if not close:
-            by_label = {topic.label.lower(): topic.id for topic in self.topics}
-            labels = difflib.get_close_matches(lowered, list(by_label), n=n, cutoff=0.5)
-            close = [by_label[label] for label in labels]
-        return close
+        """The ids closest to a mistyped one: the best, and any nearly as close."""
+        typed = text.lower().strip()
+        names = {topic_id: topic_id for topic_id in [*self.ids, *extra]}
+        names.update({topic.label.lower(): topic.id for topic in self.topics})
+        ranked = sorted(
+            (
+                (difflib.SequenceMatcher(None, typed, name).ratio(), topic_id)
+                for name, topic_id in names.items()
+            ),
+            reverse=True,
+        )
+        best = ranked[0][0] if ranked else 0.0
+        found: list[str] = []
+        for ratio, topic_id in ranked:
+            if ratio >= 0.5 and ratio >= best - 0.1 and topic_id not in found:
+                found.append(topic_id)
+        return found[:n]
 
 
 def _parse_topic(raw: Mapping[str, Any], index: int) -> Topic:

@@ -64,3 +64,36 @@ def seed_abstracts() -> list[str]:
         text = (SAMPLES / name).read_text(encoding="utf-8")
         records.extend(parse_seed(text, source=name, path=name))
     return [record.abstract for record in records]
+
+
+@pytest.fixture
+def seeded_db(fresh_db: Database, seed_paths: list[Path]) -> Database:
+    from digests.ingest import ingest_files
+
+    ingest_files(fresh_db, seed_paths, now=NOW)
+    return fresh_db
+
+
+@pytest.fixture
+def catalog():  # type: ignore[no-untyped-def]
+    from digests.topics import load_catalog
+
+    return load_catalog()
+
+
+@pytest.fixture
+def settings():  # type: ignore[no-untyped-def]
+    from config.settings import load_settings
+
+    return load_settings({}, dotenv=None)
+
+
+def seed_paper_id(db: Database, phrase: str) -> str:
+    """The id of the one stored paper whose abstract contains `phrase`."""
+    rows = [
+        row["id"]
+        for row in db.query("select id, abstract from papers")
+        if phrase in row["abstract"]
+    ]
+    assert len(rows) == 1, phrase
+    return str(rows[0])

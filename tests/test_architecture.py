@@ -11,33 +11,50 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def imported_modules(package: str) -> set[tuple[str, str]]:
+    """(file, full module name) for every absolute import in a package."""
     found = set()
     for path in (ROOT / package).rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found.update((str(path), alias.name.split(".")[0]) for alias in node.names)
+                found.update((str(path), alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add((str(path), node.module.split(".")[0]))
+                found.add((str(path), node.module))
     return found
 
 
-@pytest.mark.parametrize("package", ["digests", "db"])
+def is_platform(module: str) -> bool:
+    top = module.split(".")[0]
+    # slack_sdk.models (Block Kit classes that validate themselves) is data, not a client.
+    return top in {"slack_bolt", "discord", "bot", "aiohttp"} or (
+        top == "slack_sdk" and not module.startswith("slack_sdk.models")
+    )
+
+
+def test_the_rule_itself() -> None:
+    assert is_platform("slack_bolt.async_app")
+    assert is_platform("slack_sdk.web.async_client")
+    assert is_platform("discord.app_commands")
+    assert not is_platform("slack_sdk.models.blocks")
+    assert not is_platform("sqlite_utils")
+
+
+@pytest.mark.parametrize("package", ["digests", "db", "config"])
 def test_core_never_imports_a_platform(package: str) -> None:
-    offenders = {
-        (path, mod)
-        for path, mod in imported_modules(package)
-        if mod in {"slack_bolt", "slack_sdk", "discord", "bot"}
-    }
+    offenders = {(path, mod) for path, mod in imported_modules(package) if is_platform(mod)}
     assert offenders == set()
 
 
 def test_db_does_not_import_the_core() -> None:
-    offenders = {(path, mod) for path, mod in imported_modules("db") if mod in {"digests", "bot"}}
+    offenders = {
+        (path, mod)
+        for path, mod in imported_modules("db")
+        if mod.split(".")[0] in {"digests", "bot", "config"}
+    }
     assert offenders == set()
 
 
-def test_every_module_has_a_logger_or_is_tiny() -> None:
+def test_every_module_has_a_logger() -> None:
     for package in ("digests", "db", "bot", "config"):
         for path in (ROOT / package).rglob("*.py"):
             text = path.read_text(encoding="utf-8")

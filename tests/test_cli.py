@@ -23,14 +23,22 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     return invoke
 
 
-def test_demo_ingests_and_shows_lookups(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run("demo")
     assert result.exit_code == 0, result.output
     assert "38 added" in result.output
+    assert "demo subscribed this channel to Offline RL (`offline-rl`)." in result.output
+    assert "Paperboy digest for local:demo" in result.output
+    assert "== Offline RL ==" in result.output
+    assert "LoMAP: Local Manifold Approximation and Projection" in result.output
     assert "AlphaDPO: Adaptive preference optimization framework" in result.output
+    assert "Change topics:" in result.output
     assert (tmp_path / "db" / "paperboy.db").exists()
     again = run("demo")
+    assert again.exit_code == 0
     assert "0 added" in again.output and "Nothing new" in again.output
+    assert "subscribed" not in again.output  # already subscribed: nothing changes
+    assert "LoMAP" in again.output  # a preview: nothing was marked as sent
 
 
 def test_ingest_find_show_with_db_option(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
@@ -114,3 +122,50 @@ def test_unexpected_failure_is_one_line(run, monkeypatch: pytest.MonkeyPatch) ->
     assert result.exit_code == 1
     assert result.output.startswith("error: unexpected failure (KeyError")
     assert "Traceback" not in result.output
+
+
+def test_chat_runs_the_grammar_for_any_channel(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "c.db")
+    run("ingest", *map(str, seed_paths), "--db", db)
+    ok = run(
+        "chat", "--channel", "slack:T1/C1", "--user", "ops", "subscribe offline-rl", "--db", db
+    )
+    assert ok.exit_code == 0
+    assert ok.output.startswith("ops subscribed this channel to Offline RL (`offline-rl`).")
+    listed = run("chat", "--channel", "slack:T1/C1", "list", "--db", db)
+    assert "`offline-rl` Offline RL, by ops" in listed.output
+    other = run("chat", "--channel", "discord:123456789/987654321", "list", "--db", db)
+    assert "follows 0 topics" in other.output  # channels never see each other
+    bad = run("chat", "--channel", "slack:T1/C1", "subscribe ofline-rl", "--db", db)
+    assert bad.exit_code == 2 and "Did you mean `offline-rl`?" in bad.output
+    wrong = run("chat", "--channel", "irc:#x", "help", "--db", db)
+    assert wrong.exit_code == 2 and "is not a channel" in wrong.output
+
+
+def test_digest_command_formats_and_records(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "g.db")
+    run("ingest", *map(str, seed_paths), "--db", db)
+    run("chat", "--channel", "local:lab", "subscribe robotics", "--db", db)
+    preview = json.loads(
+        run("digest", "--channel", "local:lab", "--preview", "--format", "json", "--db", db).output
+    )
+    assert set(preview) == {"channel", "week", "preview", "items", "messages"}
+    assert preview["preview"] is True and preview["items"]
+    assert {"paper_id", "title", "topics", "score"} == set(preview["items"][0])
+    slack_payloads = json.loads(
+        run("digest", "--channel", "local:lab", "--preview", "--format", "slack", "--db", db).output
+    )
+    assert slack_payloads[0]["blocks"][0]["type"] == "header"
+    discord_payloads = json.loads(
+        run(
+            "digest", "--channel", "local:lab", "--preview", "--format", "discord", "--db", db
+        ).output
+    )
+    assert discord_payloads[0]["allowed_mentions"] == {"parse": []}
+    real = run("digest", "--channel", "local:lab", "--db", db)
+    assert "Paperboy digest for local:lab" in real.output
+    again = json.loads(
+        run("digest", "--channel", "local:lab", "--format", "json", "--db", db).output
+    )
+    assert again["preview"] is False
+    assert [i["paper_id"] for i in again["items"]] == [i["paper_id"] for i in preview["items"]]

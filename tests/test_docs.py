@@ -33,3 +33,10 @@ def test_every_command_is_documented() -> None:
 def test_every_setting_is_documented() -> None:
     for setting in SETTINGS:
         assert f"`{setting.env}`" in README, setting.env
+
+
+def test_every_chat_command_is_documented() -> None:
+    from digests.commands import VERBS
+
+    for verb in VERBS:
+        assert f"`/papers {verb.name}" in README, verb.name

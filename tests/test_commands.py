@@ -1,0 +1,207 @@
+"""The /papers grammar and its handlers, as every front end uses them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlite_utils import Database
+
+from config.settings import Settings
+from digests.commands import VERBS, Context, ParseError, handle, parse
+from digests.commands.grammar import help_lines
+from digests.render import discord, limits, slack
+from digests.render.text import reply_text
+from digests.topics import Catalog
+from tests.conftest import NOW, seed_paper_id
+
+CHANNEL = "slack:T0001/C0001"
+
+
+@pytest.fixture
+def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+    return Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
+
+
+def test_every_verb_has_help_and_an_example_when_it_takes_arguments() -> None:
+    names = [verb.name for verb in VERBS]
+    assert names == [
+        "help", "find", "show", "similar", "topics", "subscribe", "unsubscribe", "list",
+        "schedule", "digest", "status",
+    ]  # fmt: skip
+    for verb in VERBS:
+        assert verb.help.endswith(".")
+        if any(param.required for param in verb.params):
+            assert verb.example.startswith(verb.name)
+            parse(verb.example)  # every example parses
+    assert len(help_lines()) == len(VERBS)
+
+
+@pytest.mark.parametrize(
+    ("text", "verb", "args"),
+    [
+        ("", "help", {}),
+        ("/papers find diffusion policy", "find", {"query": "diffusion policy"}),
+        ("FIND  LoMAP ", "find", {"query": "LoMAP"}),
+        ('subscribe "diffusion policy"', "subscribe", {"topic": "diffusion policy"}),
+        ("subscribe “smart quotes”", "subscribe", {"topic": "smart quotes"}),
+        (
+            "schedule monday 09:00 Europe/Berlin",
+            "schedule",
+            {"weekday": "monday", "time": "09:00", "timezone": "Europe/Berlin"},
+        ),
+        ("digest preview", "digest", {"mode": "preview"}),
+        ('find "unbalanced', "find", {"query": "unbalanced"}),
+    ],
+)
+def test_parse(text: str, verb: str, args: dict[str, str]) -> None:
+    command = parse(text)
+    assert command.verb.name == verb and command.args == args
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("subscrib offline-rl", "subscribe"),
+        ("schedule", "needs weekday"),
+        ("topics extra words", "takes no arguments"),
+        ("digest now", "not one of preview"),
+        ("x" * 3000, "too long"),
+    ],
+)
+def test_parse_errors_are_helpful(text: str, words: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    assert words in caught.value.message or caught.value.suggestion == words
+
+
+def test_an_unknown_command_suggests_and_shows_help(ctx: Context) -> None:
+    reply = handle("subscrib offline-rl", ctx)
+    assert reply.error and reply.ephemeral
+    assert "Did you mean `/papers subscribe`?" in reply.lines
+    assert any("/papers find" in line for line in reply.lines)
+
+
+def test_help_and_help_for_one_verb(ctx: Context) -> None:
+    assert len(handle("help", ctx).lines) >= len(VERBS)
+    one = handle("help schedule", ctx)
+    assert "Example: `/papers schedule monday 09:00 Europe/Berlin`" in one.lines
+
+
+def test_find_show_similar(ctx: Context) -> None:
+    found = handle("find alpha dpo", ctx)
+    assert found.ephemeral and found.papers[0]["method"] == "AlphaDPO"
+    shown = handle(f"show {found.papers[0]['id']}", ctx)
+    assert shown.papers[0]["id"] == found.papers[0]["id"] and shown.detail
+    similar = handle(f"similar {found.papers[0]['id']}", ctx)
+    assert similar.papers and found.papers[0]["id"] not in {p["id"] for p in similar.papers}
+    assert handle("show pnope", ctx).error
+    assert "No papers match" in handle("find ?!?", ctx).text
+
+
+def test_subscribe_unsubscribe_list(ctx: Context, seeded_db: Database) -> None:
+    reply = handle("subscribe offline-rl", ctx)
+    assert not reply.error and not reply.ephemeral and reply.changed
+    assert "alice subscribed this channel to Offline RL (`offline-rl`)" in reply.text
+    assert "already follows" in handle("subscribe Offline RL", ctx).text
+    custom = handle('subscribe "diffusion policy"', ctx)
+    assert custom.changed and '"diffusion policy"' in custom.text
+    listing = handle("list", ctx)
+    assert listing.text == "This channel follows 2 topics:"
+    assert any("`offline-rl` Offline RL, by alice on 2026-11-30" in line for line in listing.lines)
+    number = next(line for line in listing.lines if "diffusion" in line).split()[0]
+    assert handle(f"unsubscribe {number}", ctx).changed
+    assert handle("unsubscribe offline reinforcement learning", ctx).changed
+    assert handle("list", ctx).text == "This channel follows 0 topics:"
+    # the history stays
+    rows = list(seeded_db.query("select created_by, removed_by from subscriptions"))
+    assert rows == [{"created_by": "alice", "removed_by": "alice"}] * 2
+
+
+def test_unknown_topic_suggests_the_closest_ids(ctx: Context, seeded_db: Database) -> None:
+    reply = handle("subscribe ofline-rl", ctx)
+    assert reply.error
+    assert "Did you mean `offline-rl`?" in reply.lines
+    assert any('subscribe "ofline-rl"' in line for line in reply.lines)
+    assert list(seeded_db.query("select * from subscriptions")) == []
+    gone = handle("unsubscribe robotics", ctx)
+    assert gone.error and "does not follow" in gone.text
+
+
+def test_schedule_errors_show_an_example(ctx: Context) -> None:
+    for text in (
+        "schedule someday 09:00",
+        "schedule monday 25:00",
+        "schedule monday 09:00 Mars/Olympus",
+    ):
+        reply = handle(text, ctx)
+        assert reply.error and "schedule monday 09:00 Europe/Berlin" in reply.text, text
+    ok = handle("schedule fri 5:30pm america/new_york", ctx)
+    assert ok.changed and "Fridays at 17:30 (America/New_York)" in ok.text
+    assert "next on Fri 4 Dec 2026, 17:30 EST" in ok.lines[0]
+    assert "Fridays at 17:30" in " ".join(handle("list", ctx).lines)
+
+
+def test_schedule_keeps_the_timezone_when_none_is_given(ctx: Context) -> None:
+    handle("schedule monday 09:00 Asia/Tokyo", ctx)
+    reply = handle("schedule tuesday 10:00", ctx)
+    assert "(Asia/Tokyo)" in reply.text
+
+
+def test_digest_preview_and_status(ctx: Context) -> None:
+    assert "follows no topics" in handle("digest", ctx).text
+    handle("subscribe robotics", ctx)
+    preview = handle("digest preview", ctx)
+    assert preview.digest is not None and not preview.digest.recorded and preview.ephemeral
+    status = handle("status", ctx)
+    assert status.lines[0].startswith("Papers stored: 38; last ingest")
+    assert "Topics: Robotics" in status.lines
+    assert "Last digest: none yet." in status.lines
+    assert "Delivery: active." in status.lines
+
+
+def test_paused_channels_say_so(ctx: Context, seeded_db: Database) -> None:
+    from db.channels import set_paused
+
+    handle("subscribe robotics", ctx)
+    set_paused(seeded_db, CHANNEL, "channel_not_found", NOW.isoformat())
+    assert any(
+        "Paused" in line and "channel_not_found" in line for line in handle("status", ctx).lines
+    )
+    assert any("Paused: channel_not_found" in line for line in handle("list", ctx).lines)
+
+
+def test_a_bad_channel_is_a_reply_not_a_crash(ctx: Context) -> None:
+    from dataclasses import replace
+
+    reply = handle("list", replace(ctx, channel="irc:#lab"))
+    assert reply.error and "not a channel" in reply.text
+
+
+@pytest.mark.parametrize("text", ["", "help", "topics", "find robot", "list", "status", "nonsense"])
+def test_every_reply_renders_within_limits_everywhere(ctx: Context, text: str) -> None:
+    handle("subscribe robotics", ctx)
+    reply = handle(text, ctx)
+    assert reply_text(reply)
+    for message in slack.reply_messages(reply):
+        assert limits.slack_problems(message.payload()) == []
+    for message in discord.reply_messages(reply):
+        assert limits.discord_problems(message.payload()) == []
+
+
+def test_show_of_a_long_abstract_renders_within_limits(ctx: Context, seeded_db: Database) -> None:
+    from digests.ingest import ingest_files
+
+    path = ctx.settings.db_path.parent / "unused"  # noqa: F841 - settings stay untouched
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "long.txt"
+        file.write_text("ICML 2025\n\nWe propose LongNet, a method. " + "word " * 5000)
+        ingest_files(seeded_db, [file], now=NOW - timedelta(days=1))
+    reply = handle(f"show {seed_paper_id(seeded_db, 'We propose LongNet')}", ctx)
+    for message in discord.reply_messages(reply):
+        assert limits.discord_problems(message.payload()) == []
+    for message in slack.reply_messages(reply):
+        assert limits.slack_problems(message.payload()) == []
