@@ -9,6 +9,7 @@ and picks the best F1 among them; ties go to the lower threshold.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -79,7 +80,7 @@ def measure(table: Sequence[tuple[str, str, float, bool]], threshold: float) -> 
 def calibrate(table: Sequence[tuple[str, str, float, bool]], min_precision: float = 0.9) -> Measure:
     """The threshold with the best F1 among those at or above the target precision."""
     scores = sorted({score for _, _, score, _ in table if score > 0})
-    candidates = [round((low + high) / 2, 2) for low, high in zip(scores, scores[1:], strict=False)]
+    candidates = [round((low + high) / 2, 2) for low, high in itertools.pairwise(scores)]
     measures = [measure(table, threshold) for threshold in candidates or scores]
     good = [m for m in measures if m.precision >= min_precision] or measures
     return max(good, key=lambda m: (round(m.f1, 6), -m.threshold))
