@@ -84,7 +84,7 @@ def iclr(threshold: float) -> None:
         labelled = selected = hits = 0
         for paper in papers:
             relevant = any(normalise(k) in wanted for k in paper["keywords"])
-            text = PaperText.of({**paper, "keywords": []})
+            text = PaperText.of({**paper, "keywords": [], "id": None})  # uncached: no keywords
             chosen = topic.score(text) >= threshold
             labelled += relevant
             selected += chosen

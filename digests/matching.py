@@ -19,6 +19,7 @@ import logging
 import math
 import re
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,13 +61,31 @@ class PaperText:
 
     @classmethod
     def of(cls, paper: Mapping[str, Any]) -> PaperText:
-        keywords = paper.get("keywords") or []
-        names = paper.get("names") or ""
-        return cls(
-            title=normalise(f"{paper.get('title') or ''} {names}"),
-            keywords=normalise(" ; ".join(keywords) if isinstance(keywords, list) else keywords),
-            abstract=normalise(paper.get("abstract_text") or plain_text(paper["abstract"])),
-        )
+        """The normalised text of a paper; stored papers are cached by id and last update."""
+        if not (paper.get("id") and paper.get("updated_at")):
+            return _build_text(paper)
+        key = (str(paper["id"]), str(paper["updated_at"]))
+        text = _TEXT_CACHE.get(key)
+        if text is None:
+            text = _TEXT_CACHE[key] = _build_text(paper)
+            if len(_TEXT_CACHE) > TEXT_CACHE_SIZE:
+                _TEXT_CACHE.popitem(last=False)
+        return text
+
+
+# A digest run scores every unsent paper for every channel: normalise each paper once.
+TEXT_CACHE_SIZE = 10_000
+_TEXT_CACHE: OrderedDict[tuple[str, str], PaperText] = OrderedDict()
+
+
+def _build_text(paper: Mapping[str, Any]) -> PaperText:
+    keywords = paper.get("keywords") or []
+    names = paper.get("names") or ""
+    return PaperText(
+        title=normalise(f"{paper.get('title') or ''} {names}"),
+        keywords=normalise(" ; ".join(keywords) if isinstance(keywords, list) else keywords),
+        abstract=normalise(paper.get("abstract_text") or plain_text(paper["abstract"])),
+    )
 
 
 @dataclass(frozen=True)

@@ -282,3 +282,36 @@ def test_iclr2021_corpus_ingests_as_2966(fresh_db: Database, iclr2021: Path) -> 
     assert paper["title"].startswith("Towards Faster and Stabilized GAN Training")
     assert (paper["venue"], paper["year"]) == ("ICLR", 2021)
     assert "generative adversarial network" in paper["keywords"]
+
+
+def test_the_search_index_follows_merges(fresh_db: Database, tmp_path: Path) -> None:
+    from db.search import search_papers
+
+    ingest_files(fresh_db, [write(tmp_path, "a.txt", f"ICML 2025\n\n{ABSTRACT_B}\n")], now=NOW)
+    assert search_papers(fresh_db, "Zanzibar", 5) == []
+    titled = write(tmp_path, "b.tsv", f"title\tabstract\nZanzibar Grasping\t{ABSTRACT_B}\n")
+    ingest_files(fresh_db, [titled], now=NOW)
+    [hit] = search_papers(fresh_db, "Zanzibar", 5)
+    assert hit.paper["title"] == "Zanzibar Grasping"
+    rows = list(fresh_db.query("select count(*) as n from papers_fts"))
+    assert rows[0]["n"] == 1
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from bot import cli
+    from digests.records import PaperRecord
+
+    records = [PaperRecord(abstract=f"a{i}", source="s", line=i) for i in range(300)]
+    assert cli._progress(records) is records  # not a TTY under pytest: no bar at all
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(cli.sys, "stderr", terminal)
+    assert list(cli._progress(records)) == records
+    assert "Ingesting" in terminal.getvalue()
+    assert cli._progress(records[:10]) == records[:10]  # small files: no bar
