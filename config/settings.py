@@ -12,7 +12,7 @@ import os
 import re
 import zoneinfo
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,44 @@ def _timezone(value: str) -> str:
     return value.strip()
 
 
+def _prefixed(prefix: str, what: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        value = value.strip()
+        if (
+            not value.startswith(prefix)
+            or len(value) < len(prefix) + 8
+            or any(c.isspace() for c in value)
+        ):
+            raise ValueError(f"must be {what}, which starts with {prefix}")
+        return value
+
+    return parse
+
+
+def _signing_secret(value: str) -> str:
+    value = value.strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{16,128}", value):
+        raise ValueError("must be the app's Signing Secret (hexadecimal) from Basic Information")
+    return value
+
+
+def _http_url(value: str) -> str:
+    value = value.strip()
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+        raise ValueError("must be an http(s) URL")
+    return value if value.endswith("/") else value + "/"
+
+
+def _managers(value: str) -> str:
+    value = value.strip()
+    if value.lower() in ("anyone", "admins"):
+        return value.lower()
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if not ids or not all(re.fullmatch(r"[UW][A-Z0-9]{2,}", part) for part in ids):
+        raise ValueError('must be "anyone", "admins" or Slack user ids such as U012AB3CD,U045EF6GH')
+    return ",".join(ids)
+
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 SETTINGS: tuple[Setting, ...] = (
@@ -101,6 +139,45 @@ SETTINGS: tuple[Setting, ...] = (
         "IANA timezone of a new channel's schedule.",
         _timezone,
     ),
+    Setting(
+        "slack_bot_token",
+        "SLACK_BOT_TOKEN",
+        None,
+        "Slack bot token (xoxb-...). Set it to run the Slack app.",
+        _prefixed("xoxb-", "a Slack bot token"),
+        secret=True,
+    ),
+    Setting(
+        "slack_app_token",
+        "SLACK_APP_TOKEN",
+        None,
+        "Slack app-level token (xapp-...) with connections:write, for Socket Mode.",
+        _prefixed("xapp-", "a Slack app-level token"),
+        secret=True,
+    ),
+    Setting(
+        "slack_signing_secret",
+        "SLACK_SIGNING_SECRET",
+        None,
+        "Slack signing secret, to verify requests in HTTP mode.",
+        _signing_secret,
+        secret=True,
+    ),
+    Setting(
+        "slack_api_url",
+        "SLACK_API_URL",
+        "https://slack.com/api/",
+        "Slack Web API base URL (tests point it at a local fake).",
+        _http_url,
+    ),
+    Setting(
+        "slack_managers",
+        "PAPERBOY_SLACK_MANAGERS",
+        "anyone",
+        'Who may change a channel\'s topics and schedule in Slack: "anyone" in the channel, '
+        '"admins" of the workspace, or a comma-separated list of user ids.',
+        _managers,
+    ),
 )
 
 
@@ -112,6 +189,12 @@ class Settings:
     default_weekday: str = "mon"
     default_time: str = "09:00"
     default_timezone: str = "UTC"
+    # Secrets never appear in repr(), so logging a Settings object leaks nothing.
+    slack_bot_token: str | None = field(default=None, repr=False)
+    slack_app_token: str | None = field(default=None, repr=False)
+    slack_signing_secret: str | None = field(default=None, repr=False)
+    slack_api_url: str = "https://slack.com/api/"
+    slack_managers: str = "anyone"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

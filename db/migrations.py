@@ -133,3 +133,29 @@ def m002_channels_and_digests(db: Database) -> None:
         foreign_keys=[("digest_id", "digests", "id"), ("paper_id", "papers", "id")],
     )
     db.table("digest_items").create_index(["channel", "paper_id"], unique=True)
+
+
+@migrations()
+def m003_outbox(db: Database) -> None:
+    db.table("outbox").create(
+        {
+            "id": int,
+            "channel": str,
+            "digest_id": int,
+            "part": int,  # 1, 2, ... in sending order; parts after the first thread under it
+            "payload": str,  # JSON: the platform's message arguments
+            "state": str,  # pending | sent | failed | paused
+            "attempts": int,
+            "last_error": str,
+            "platform_id": str,  # Slack ts or Discord message id, once sent
+            "created_at": str,
+            "sent_at": str,
+            "next_attempt_at": str,
+        },
+        pk="id",
+        not_null={"channel", "part", "payload", "state", "created_at"},
+        defaults={"state": "pending", "attempts": 0},
+        foreign_keys=[("channel", "channels", "id"), ("digest_id", "digests", "id")],
+    )
+    db.table("outbox").create_index(["digest_id", "part"], unique=True)
+    db.table("outbox").create_index(["channel", "state"])

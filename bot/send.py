@@ -1,0 +1,45 @@
+"""Build a channel's digest for this week, queue its messages, and deliver them now."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+from bot.delivery import ChannelResult, Poster, deliver_channel, queue_digest
+from config.settings import Settings
+from digests.channels import parse_channel
+from digests.digest import Digest, build_digest
+from digests.render import discord as discord_render
+from digests.render import slack as slack_render
+from digests.topics import Catalog
+
+log = logging.getLogger(__name__)
+
+
+def platform_payloads(digest: Digest, platform: str, empty: str) -> list[dict[str, Any]]:
+    """The digest's messages as the channel's platform receives them."""
+    if platform == "slack":
+        return [message.payload() for message in slack_render.digest_messages(digest, empty)]
+    if platform == "discord":
+        return [message.payload() for message in discord_render.digest_messages(digest, empty)]
+    raise ValueError(f"no renderer for {platform!r} channels")
+
+
+async def send_digest(
+    db: Database,
+    poster: Poster,
+    channel: str,
+    now: datetime,
+    *,
+    catalog: Catalog,
+    settings: Settings,
+) -> tuple[Digest, ChannelResult]:
+    """Record this week's digest (or reuse it), queue it once, and deliver what is due."""
+    ref = parse_channel(channel)
+    digest = build_digest(db, str(ref), now, catalog=catalog, settings=settings)
+    payloads = platform_payloads(digest, ref.platform, settings.empty_digest)
+    queue_digest(db, digest, payloads, now)
+    return digest, await deliver_channel(db, poster, str(ref), now)

@@ -1,0 +1,55 @@
+"""What the runtime's parts share: settings, the catalog, the clock, and database access.
+
+SQLite connections belong to the thread that opened them, and command handlers run
+in worker threads (so a slow query never blocks the event loop). `Services.db()` hands
+each thread its own connection to the same file; WAL and a busy timeout let them share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from sqlite_utils import Database
+
+from config.settings import Settings
+from db import open_db
+from digests.commands import Context
+from digests.topics import Catalog
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Services:
+    db_path: Path
+    settings: Settings
+    catalog: Catalog
+    clock: Callable[[], datetime] = utcnow
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+
+    def db(self) -> Database:
+        """This thread's connection (opened, and migrated, on first use)."""
+        connection = getattr(self._local, "db", None)
+        if connection is None:
+            connection = self._local.db = open_db(self.db_path)
+        return connection
+
+    def context(self, channel: str, user: str) -> Context:
+        return Context(self.db(), channel, user, self.clock(), self.settings, self.catalog)
+
+    async def in_thread(self, func: Callable[..., T], *args: object) -> T:
+        """Run blocking work (SQLite, scoring) off the event loop."""
+        return await asyncio.to_thread(func, *args)

@@ -1,0 +1,1 @@
+"""The Slack app: slash commands and digest delivery, with slack-bolt and slack_sdk."""

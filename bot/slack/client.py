@@ -1,0 +1,81 @@
+"""The Slack Web API client Paperboy uses: its base URL from the settings, and retries.
+
+slack_sdk retries nothing by default. Paperboy retries a 429 after its Retry-After
+(at most `MAX_RATE_LIMIT_RETRIES` times, waiting at most `MAX_WAIT_SECONDS` each), and
+a dropped connection once. Anything else is the outbox's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+
+log = logging.getLogger(__name__)
+
+MAX_RATE_LIMIT_RETRIES = 3
+MAX_WAIT_SECONDS = 60.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RetryAfterHandler(AsyncRetryHandler):
+    """On HTTP 429, wait for Retry-After (capped), then try again."""
+
+    def __init__(self, max_retry_count: int = MAX_RATE_LIMIT_RETRIES, sleep: Sleep = asyncio.sleep):
+        super().__init__(max_retry_count=max_retry_count)
+        self.sleep = sleep
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        return response is not None and response.status_code == 429
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        wait = 1.0
+        if response is not None:
+            for name, values in response.headers.items():
+                if name.lower() == "retry-after" and values:
+                    with contextlib.suppress(ValueError):
+                        wait = float(values[0])
+        wait = min(max(wait, 0.0), MAX_WAIT_SECONDS)
+        log.info("Slack rate limit on %s; waiting %.0f s", request.url.rsplit("/", 1)[-1], wait)
+        state.next_attempt_requested = True
+        await self.sleep(wait)
+        state.increment_current_attempt()
+
+
+def error_code(exc: SlackApiError) -> str:
+    """Slack's error code (`channel_not_found`), or the HTTP status when there is none."""
+    data = exc.response.data
+    if isinstance(data, dict) and data.get("error"):
+        return str(data["error"])
+    return f"HTTP {exc.response.status_code}"
+
+
+def make_client(token: str, base_url: str, sleep: Sleep = asyncio.sleep) -> AsyncWebClient:
+    """An AsyncWebClient against `base_url` that honours rate limits."""
+    client = AsyncWebClient(token=token, base_url=base_url, timeout=30)
+    client.retry_handlers.append(RetryAfterHandler(sleep=sleep))
+    client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=1))
+    return client

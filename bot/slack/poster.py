@@ -1,0 +1,93 @@
+"""Posting digest messages to Slack with `chat.postMessage`.
+
+At most about one message per second per channel (Slack's posting limit); later
+parts of a digest go in a thread under the first. Errors that retrying cannot fix
+pause the channel; the rest are transient and left to the outbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.delivery import PermanentError, TransientError
+from bot.slack.client import error_code
+from digests.channels import ChannelRef
+
+log = logging.getLogger(__name__)
+
+# Errors after which retrying cannot help: the channel is paused until someone acts.
+PERMANENT_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_auth",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "not_authed",
+        "missing_scope",
+        "restricted_action",
+        "team_access_not_granted",
+        "org_login_required",
+        "ekm_access_denied",
+    }
+)
+MIN_INTERVAL_SECONDS = 1.0
+
+
+class SlackPoster:
+    platform = "slack"
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        min_interval: float = MIN_INTERVAL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.client = client
+        self.min_interval = min_interval
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self._last_post: dict[str, float] = {}
+
+    async def _pace(self, channel_id: str) -> None:
+        last = self._last_post.get(channel_id)
+        if last is not None:
+            wait = self.min_interval - (self.monotonic() - last)
+            if wait > 0:
+                await self.sleep(wait)
+        self._last_post[channel_id] = self.monotonic()
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        await self._pace(channel.name)
+        try:
+            response = await self.client.chat_postMessage(
+                channel=channel.name,
+                text=payload["text"],
+                blocks=payload.get("blocks"),
+                thread_ts=thread_of,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SlackApiError as exc:
+            error = error_code(exc)
+            if error in PERMANENT_ERRORS:
+                raise PermanentError(error) from None
+            retry_after = exc.response.headers.get("Retry-After") if exc.response.headers else None
+            raise TransientError(error, float(retry_after) if retry_after else None) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransientError(f"connection problem: {type(exc).__name__}") from None
+        return str(response["ts"])

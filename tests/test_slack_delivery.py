@@ -1,0 +1,272 @@
+"""Digest delivery to Slack through the real slack_sdk client and a local fake Web API."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.delivery import deliver_channel
+from bot.send import send_digest
+from bot.services import Services
+from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
+from db import open_db
+from db.channels import add_subscription, get_channel, set_paused
+from db.outbox import due
+from digests.commands import handle
+from digests.digest import ensure_channel
+from digests.ingest import ingest_files
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body
+from tests.test_slack_app import assert_valid_blocks, fake_slack, make_services, start_http  # noqa: F401
+
+CHANNEL = "slack:T0001/C0001"
+
+
+class FakeTime:
+    """A monotonic clock and a sleep that only moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 3))
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeTime:
+    return FakeTime()
+
+
+def poster_for(fake: FakeSlack, clock: FakeTime) -> SlackPoster:
+    client = make_client(BOT_TOKEN, fake.api_url, sleep=clock.sleep)
+    return SlackPoster(client, monotonic=clock.monotonic, sleep=clock.sleep)
+
+
+@pytest.fixture
+def services(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> Services:
+    return make_services(tmp_path, seed_paths, catalog, fake_slack)
+
+
+def follow(services: Services, *topics: str, channel: str = CHANNEL) -> None:
+    db = open_db(services.db_path)
+    ensure_channel(db, channel, services.settings, NOW)
+    for topic in topics:
+        add_subscription(db, channel, topic, None, "test", NOW.isoformat())
+
+
+async def test_the_whole_path_over_http(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    """A signed /papers subscribe, then a digest sent to the fake Web API as valid Block Kit."""
+    client = await start_http(services, fake_slack)
+    try:
+        body = slash_body("subscribe offline-rl", fake_slack.response_url())
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert response.status == 200
+    finally:
+        await client.close()
+    db = open_db(services.db_path)
+    digest, result = await send_digest(
+        db,
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    assert result.state == "done" and result.sent == 1
+    [posted] = fake_slack.posted()
+    assert posted["channel"] == "C0001"
+    assert posted["text"].startswith("Paperboy: 3 new papers for Offline RL")
+    assert posted["unfurl_links"] is False
+    assert_valid_blocks(posted["blocks"])
+    assert "LoMAP" in json.dumps(posted["blocks"])
+    [call] = [c for c in fake_slack.calls if c.method == "chat.postMessage"]
+    assert call.token == BOT_TOKEN
+    # sending again posts nothing twice
+    _, again = await send_digest(
+        db,
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    assert again.state == "nothing" and len(fake_slack.posted()) == 1
+
+
+async def test_a_long_digest_is_threaded_and_paced(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    follow(services, *services.catalog.ids)
+    roomy = replace(services.settings, digest_size=50)
+    extra = services.db_path.parent / "more.tsv"
+    rows = "\n".join(
+        f"Robot paper {i}\tWe propose Robo{i}, a robot grasping method for dexterous robots."
+        for i in range(60)
+    )
+    extra.write_text("title\tabstract\n" + rows + "\n")
+    ingest_files(open_db(services.db_path), [extra], now=NOW)
+    _, result = await send_digest(
+        open_db(services.db_path),
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=roomy,
+    )
+    posted = fake_slack.posted()
+    assert result.sent == len(posted) >= 2
+    first_ts = "1700000001.000100"
+    assert "thread_ts" not in posted[0]
+    assert all(message["thread_ts"] == first_ts for message in posted[1:])
+    for message in posted:
+        assert_valid_blocks(message["blocks"])
+    assert clock.sleeps and all(wait <= 1.0 for wait in clock.sleeps)  # about 1 message/second
+
+
+async def test_429_waits_for_retry_after_then_succeeds(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    follow(services, "robotics")
+    fake_slack.queue(
+        "chat.postMessage",
+        {"ok": False, "error": "ratelimited"},
+        status=429,
+        headers={"Retry-After": "7"},
+    )
+    _, result = await send_digest(
+        open_db(services.db_path),
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    assert result.state == "done" and result.sent == 1
+    assert len(fake_slack.posted()) == 2  # the refused attempt, then the retry
+    assert 7.0 in clock.sleeps
+
+
+async def test_a_429_storm_leaves_the_message_pending_for_later(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    follow(services, "robotics")
+    for _ in range(10):
+        fake_slack.queue(
+            "chat.postMessage",
+            {"ok": False, "error": "ratelimited"},
+            status=429,
+            headers={"Retry-After": "30"},
+        )
+    db = open_db(services.db_path)
+    _, result = await send_digest(
+        db,
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    assert result.state == "retrying"
+    assert len(fake_slack.posted()) == 4  # one try and three retries, then the outbox takes over
+    assert due(db, CHANNEL, (NOW + timedelta(seconds=29)).isoformat()) == []
+    [waiting] = due(db, CHANNEL, (NOW + timedelta(seconds=31)).isoformat())
+    assert waiting["state"] == "failed" and waiting["last_error"] == "ratelimited"
+    assert not get_channel(db, CHANNEL)["paused"]
+
+
+@pytest.mark.parametrize(
+    "error", ["channel_not_found", "not_in_channel", "is_archived", "invalid_auth"]
+)
+async def test_permanent_errors_pause_the_channel(
+    services: Services,
+    fake_slack: FakeSlack,
+    clock: FakeTime,
+    error: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    follow(services, "robotics")
+    fake_slack.queue("chat.postMessage", {"ok": False, "error": error})
+    db = open_db(services.db_path)
+    _, result = await send_digest(
+        db,
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    assert result.state == "paused" and result.reason == error
+    assert len(fake_slack.posted()) == 1  # no retry storm
+    assert get_channel(db, CHANNEL)["paused_reason"] == error
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"delivery to {CHANNEL} paused: {error}"
+    ]
+    assert BOT_TOKEN not in caplog.text
+    ctx = services.context(CHANNEL, "alice")
+    assert any(error in line for line in handle("status", ctx).lines)
+    assert any(error in line for line in handle("list", ctx).lines)
+    # while paused, nothing is attempted
+    again = await deliver_channel(
+        db, poster_for(fake_slack, clock), CHANNEL, NOW + timedelta(days=1)
+    )
+    assert again.state == "paused" and len(fake_slack.posted()) == 1
+
+
+async def test_paper_text_reaches_slack_escaped(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    hostile = services.db_path.parent / "hostile.tsv"
+    hostile.write_text(
+        "title\tabstract\n<!channel> Robots & <@U1>\tWe propose a robot for <!everyone>, grasping.\n"
+    )
+    ingest_files(open_db(services.db_path), [hostile], now=NOW)
+    follow(services, "robotics")
+    await send_digest(
+        open_db(services.db_path),
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    text = json.dumps(fake_slack.posted())
+    assert "&lt;!channel&gt; Robots &amp; &lt;@U1&gt;" in text
+    assert "<!channel>" not in text and "<!everyone>" not in text and "<@U1>" not in text
+
+
+async def test_resuming_is_possible_after_a_pause(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    from db.outbox import resume_channel
+
+    follow(services, "robotics")
+    fake_slack.queue("chat.postMessage", {"ok": False, "error": "not_in_channel"})
+    db = open_db(services.db_path)
+    await send_digest(
+        db,
+        poster_for(fake_slack, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=services.settings,
+    )
+    set_paused(db, CHANNEL, None, NOW.isoformat())
+    resume_channel(db, CHANNEL)
+    result = await deliver_channel(db, poster_for(fake_slack, clock), CHANNEL, NOW)
+    assert result.state == "done" and result.sent == 1
