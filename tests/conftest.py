@@ -97,3 +97,12 @@ def seed_paper_id(db: Database, phrase: str) -> str:
     ]
     assert len(rows) == 1, phrase
     return str(rows[0])
+
+
+@pytest.fixture
+async def fake_slack():  # type: ignore[no-untyped-def]
+    from tests.fakes.slack_api import FakeSlack
+
+    fake = await FakeSlack().start()
+    yield fake
+    await fake.stop()

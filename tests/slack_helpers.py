@@ -5,7 +5,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
+
+from aiohttp.test_utils import TestClient, TestServer
+from slack_sdk.models.blocks import Block
+
+from bot.services import Services
+from bot.slack.app import create_app
+from bot.slack.client import make_client
+from config.settings import load_settings
+from db import open_db
+from digests.ingest import ingest_files
+from digests.render import limits
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.slack_api import FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99aaabbb85a5"
 BOT_TOKEN = "xoxb-1234567890-test-token"
@@ -50,3 +66,34 @@ def signed_headers(
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": f"v0={digest}",
     }
+
+
+def make_services(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake: FakeSlack, **env: str
+) -> Services:
+    db_path = tmp_path / "paperboy.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW)
+    settings = load_settings(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": fake.api_url,
+            **env,
+        },
+        dotenv=None,
+    )
+    return Services(db_path, settings, catalog, clock=lambda: NOW)
+
+
+async def start_http(services: Services, fake: FakeSlack, ack_budget: float = 2.0) -> TestClient:
+    client = make_client(BOT_TOKEN, fake.api_url)
+    app = create_app(services, client, signing_secret=SIGNING_SECRET, ack_budget=ack_budget)
+    test_client = TestClient(TestServer(app.web_app()))
+    await test_client.start_server()
+    return test_client
+
+
+def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:
+    assert limits.slack_problems({"blocks": blocks}) == []
+    for block in blocks:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]

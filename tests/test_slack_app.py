@@ -10,55 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
-from slack_sdk.models.blocks import Block
+from aiohttp.test_utils import TestClient
 
 from bot.services import Services
-from bot.slack.app import WORKING, create_app
-from bot.slack.client import make_client
-from config.settings import load_settings
+from bot.slack.app import WORKING
 from db import open_db
 from db.channels import active_subscriptions
 from digests.ingest import ingest_files
-from digests.render import limits
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, SIGNING_SECRET, signed_headers, slash_body
+from tests.slack_helpers import (
+    assert_valid_blocks,
+    make_services,
+    signed_headers,
+    slash_body,
+    start_http,
+)
 
 CHANNEL = "slack:T0001/C0001"
-
-
-@pytest.fixture
-async def fake_slack():  # type: ignore[no-untyped-def]
-    fake = await FakeSlack().start()
-    yield fake
-    await fake.stop()
-
-
-def make_services(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake: FakeSlack, **env: str
-) -> Services:
-    db_path = tmp_path / "paperboy.db"
-    ingest_files(open_db(db_path), seed_paths, now=NOW)
-    settings = load_settings(
-        {
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-            "SLACK_API_URL": fake.api_url,
-            **env,
-        },
-        dotenv=None,
-    )
-    return Services(db_path, settings, catalog, clock=lambda: NOW)
-
-
-async def start_http(services: Services, fake: FakeSlack, ack_budget: float = 2.0) -> TestClient:
-    client = make_client(BOT_TOKEN, fake.api_url)
-    app = create_app(services, client, signing_secret=SIGNING_SECRET, ack_budget=ack_budget)
-    test_client = TestClient(TestServer(app.web_app()))
-    await test_client.start_server()
-    return test_client
 
 
 @pytest.fixture
@@ -81,12 +51,6 @@ async def post(
 
 def subscriptions(services: Services, channel: str = CHANNEL) -> list[str]:
     return [row["topic_id"] for row in active_subscriptions(open_db(services.db_path), channel)]
-
-
-def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:
-    assert limits.slack_problems({"blocks": blocks}) == []
-    for block in blocks:
-        Block.parse(block).validate_json()  # type: ignore[union-attr]
 
 
 async def test_subscribe_answers_the_channel(http: TestClient, fake_slack: FakeSlack) -> None:
@@ -214,7 +178,8 @@ async def test_mentions_in_paper_text_are_inert(
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     hostile = tmp_path / "hostile.tsv"
     hostile.write_text(
-        "title\tabstract\n<!channel> Ping Everyone\tWe propose PingNet for <!here> & <@U123> alike.\n"
+        "title\tabstract\n<!channel> Ping Everyone\t"
+        "We propose PingNet for <!here> & <@U123> alike.\n"
     )
     ingest_files(open_db(services.db_path), [hostile], now=NOW)
     client = await start_http(services, fake_slack)

@@ -23,8 +23,14 @@ from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body
-from tests.test_slack_app import assert_valid_blocks, fake_slack, make_services, start_http  # noqa: F401
+from tests.slack_helpers import (
+    BOT_TOKEN,
+    assert_valid_blocks,
+    make_services,
+    signed_headers,
+    slash_body,
+    start_http,
+)
 
 CHANNEL = "slack:T0001/C0001"
 
@@ -80,7 +86,7 @@ async def test_the_whole_path_over_http(
     finally:
         await client.close()
     db = open_db(services.db_path)
-    digest, result = await send_digest(
+    _, result = await send_digest(
         db,
         poster_for(fake_slack, clock),
         CHANNEL,
@@ -233,7 +239,8 @@ async def test_paper_text_reaches_slack_escaped(
 ) -> None:
     hostile = services.db_path.parent / "hostile.tsv"
     hostile.write_text(
-        "title\tabstract\n<!channel> Robots & <@U1>\tWe propose a robot for <!everyone>, grasping.\n"
+        "title\tabstract\n<!channel> Robots & <@U1>\t"
+        "We propose a robot for <!everyone>, grasping.\n"
     )
     ingest_files(open_db(services.db_path), [hostile], now=NOW)
     follow(services, "robotics")
