@@ -7,6 +7,7 @@ Errors are one line on stderr, never a stack trace: exit status 2 for bad input
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -111,17 +112,22 @@ def _now() -> datetime:
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-    default="warning",
-    show_default=True,
-    help="How much to log on stderr.",
+    default=None,
+    help="How much to log on stderr [default: info for run, warning otherwise].",
 )
-def main(log_level: str) -> None:
+@click.pass_context
+def main(ctx: click.Context, log_level: str | None) -> None:
     """Paperboy: weekly research-paper digests and paper lookups for Slack and Discord."""
+    default = "info" if ctx.invoked_subcommand == "run" else "warning"
     logging.basicConfig(
-        level=log_level.upper(),
+        level=(log_level or default).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # Library chatter (aiohttp, slack_sdk, discord) stays at warning unless debugging.
+    if (log_level or default) != "debug":
+        for name in ("aiohttp", "slack_sdk", "slack_bolt", "discord", "apscheduler", "asyncio"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 @main.command()
@@ -227,6 +233,7 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
 @main.command()
 @channel_option
 @click.option("--preview", is_flag=True, help="Show it without recording it as this week's.")
+@click.option("--send", is_flag=True, help="Deliver it to the channel now (Slack or Discord).")
 @click.option(
     "--format",
     "fmt",
@@ -235,8 +242,8 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
     show_default=True,
 )
 @db_option
-def digest(channel: str, preview: bool, fmt: str, db_path: Path | None) -> None:
-    """Build this week's digest for CHANNEL and print it.
+def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | None) -> None:
+    """Build this week's digest for CHANNEL and print it, or --send it.
 
     Without --preview the digest is recorded: its papers are never picked for this
     channel again, and building it again this week returns the same digest.
@@ -244,6 +251,12 @@ def digest(channel: str, preview: bool, fmt: str, db_path: Path | None) -> None:
     settings = load_settings()
     db = open_database(db_path)
     ref = parse_channel(channel)
+    if send:
+        if preview:
+            raise UserError("--send and --preview exclude each other: a preview is never sent")
+        result = asyncio.run(_send_now(db, str(ref), settings))
+        click.echo(result)
+        return
     built = build_digest(
         db, str(ref), _now(), catalog=load_catalog(), settings=settings, preview=preview
     )
@@ -275,6 +288,45 @@ def digest(channel: str, preview: bool, fmt: str, db_path: Path | None) -> None:
         click.echo(messages[0])
     else:
         click.echo(json.dumps(messages, ensure_ascii=False, indent=2))
+
+
+async def _send_now(db: Database, channel: str, settings: Settings) -> str:
+    from bot.send import send_digest
+    from bot.slack.client import make_client
+    from bot.slack.poster import SlackPoster
+
+    ref = parse_channel(channel)
+    if ref.platform != "slack":
+        raise UserError(
+            f"--send delivers to Slack channels; {ref.platform}: channels are not supported yet"
+        )
+    if not settings.slack_bot_token:
+        raise UserError("SLACK_BOT_TOKEN is not set: it is needed to post to Slack")
+    poster = SlackPoster(make_client(settings.slack_bot_token, settings.slack_api_url))
+    built, result = await send_digest(
+        db, poster, channel, _now(), catalog=load_catalog(), settings=settings
+    )
+    return f"{built.week}: {len(built.items)} papers. {result.describe()}"
+
+
+@main.command()
+@click.option("--slack-http", is_flag=True, help="Serve Slack over HTTP instead of Socket Mode.")
+@click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
+@db_option
+def run(slack_http: bool, port: int, db_path: Path | None) -> None:
+    """Run Paperboy: the Slack app (if SLACK_BOT_TOKEN is set), until SIGTERM or Ctrl-C."""
+    from bot import runner
+    from bot.services import Services
+
+    settings = load_settings()
+    path = db_path or settings.db_path
+    open_database(path)  # migrate once, up front
+    services = Services(path, settings, load_catalog())
+    parts = runner.components(services, slack_http=slack_http, port=port)
+    if not parts:
+        click.echo("No platform token is set (SLACK_BOT_TOKEN): nothing to run.", err=True)
+        sys.exit(2)
+    asyncio.run(runner.run(parts))
 
 
 DEMO_CHANNEL = "local:demo"

@@ -40,3 +40,16 @@ def test_every_chat_command_is_documented() -> None:
 
     for verb in VERBS:
         assert f"`/papers {verb.name}" in README, verb.name
+
+
+def test_the_slack_manifest_matches_the_grammar() -> None:
+    from digests.commands.grammar import usage_hint
+
+    manifest = (
+        Path(__file__).resolve().parent.parent / "deploy" / "slack-manifest.yml"
+    ).read_text()
+    assert "command: /papers" in manifest
+    assert f'usage_hint: "{usage_hint()}"' in manifest
+    for scope in ("commands", "chat:write", "users:read"):
+        assert f"- {scope} " in manifest or f"- {scope}\n" in manifest
+    assert "socket_mode_enabled: true" in manifest

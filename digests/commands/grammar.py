@@ -157,6 +157,11 @@ def _count(params: list[Param]) -> str:
     return f"at most {len(params)} argument{'s' if len(params) != 1 else ''}"
 
 
+def usage_hint() -> str:
+    """The one-line hint Slack shows under `/papers` (from the app manifest)."""
+    return " | ".join(" ".join([verb.name, *(p.usage for p in verb.params)]) for verb in VERBS)
+
+
 def help_lines() -> list[str]:
     """One line per verb: usage and what it does."""
     return [f"`{verb.usage}`  {verb.help}" for verb in VERBS]

@@ -1,0 +1,120 @@
+"""`paperboy run`: one asyncio process for every configured platform, until a signal.
+
+Each component starts, logs one line, and stops cleanly on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError
+
+from bot.services import Services
+from bot.slack.app import create_app
+from bot.slack.client import error_code, make_client
+from config.settings import SettingsError
+
+log = logging.getLogger(__name__)
+
+
+class Component(Protocol):
+    name: str
+
+    async def start(self) -> str:
+        """Start; return the one line that says what is running."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass
+class SlackComponent:
+    services: Services
+    http: bool = False
+    port: int = 3000
+    name: str = "slack"
+    _socket: AsyncSocketModeHandler | None = field(default=None, init=False)
+    _runner: web.AppRunner | None = field(default=None, init=False)
+
+    def check(self) -> None:
+        """Refuse to start on missing settings, naming the variable (never a value)."""
+        settings = self.services.settings
+        if self.http and not settings.slack_signing_secret:
+            raise SettingsError(
+                "SLACK_SIGNING_SECRET is not set: HTTP mode (--slack-http) needs it "
+                "to verify that requests come from Slack"
+            )
+        if not self.http and not settings.slack_app_token:
+            raise SettingsError(
+                "SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token (xapp-...); "
+                "or run with --slack-http and SLACK_SIGNING_SECRET"
+            )
+
+    async def start(self) -> str:
+        self.check()
+        settings = self.services.settings
+        assert settings.slack_bot_token is not None
+        client = make_client(settings.slack_bot_token, settings.slack_api_url)
+        try:
+            identity = await client.auth_test()
+        except SlackApiError as exc:
+            raise SettingsError(
+                f"SLACK_BOT_TOKEN was refused by Slack ({error_code(exc)})"
+            ) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise SettingsError(
+                f"cannot reach Slack at {settings.slack_api_url} ({type(exc).__name__}); "
+                "check SLACK_API_URL and the network"
+            ) from None
+        who = f"@{identity.get('user')} in team {identity.get('team_id')}"
+        if self.http:
+            app = create_app(self.services, client, signing_secret=settings.slack_signing_secret)
+            self._runner = web.AppRunner(app.web_app())
+            await self._runner.setup()
+            await web.TCPSite(self._runner, "0.0.0.0", self.port).start()
+            return f"slack: HTTP mode as {who}, POST /slack/events on port {self.port}"
+        app = create_app(self.services, client, signing_secret=None)
+        self._socket = AsyncSocketModeHandler(app, settings.slack_app_token)
+        await self._socket.connect_async()
+        return f"slack: Socket Mode connected as {who}"
+
+    async def stop(self) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def components(services: Services, *, slack_http: bool, port: int) -> list[Component]:
+    found: list[Component] = []
+    if services.settings.slack_bot_token:
+        found.append(SlackComponent(services, http=slack_http, port=port))
+    return found
+
+
+async def run(parts: list[Component], stop: asyncio.Event | None = None) -> None:
+    """Start every part, wait for SIGTERM/SIGINT (or `stop`), then stop them in reverse."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # Not possible off the main thread or on Windows; stop then comes from `stop`.
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    started: list[Component] = []
+    try:
+        for part in parts:
+            log.info("%s", await part.start())
+            started.append(part)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        for part in reversed(started):
+            await part.stop()
