@@ -292,21 +292,44 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
 
 async def _send_now(db: Database, channel: str, settings: Settings) -> str:
     from bot.send import send_digest
-    from bot.slack.client import make_client
-    from bot.slack.poster import SlackPoster
 
     ref = parse_channel(channel)
-    if ref.platform != "slack":
-        raise UserError(
-            f"--send delivers to Slack channels; {ref.platform}: channels are not supported yet"
+    if ref.platform == "slack":
+        from bot.slack.client import make_client
+        from bot.slack.poster import SlackPoster
+
+        if not settings.slack_bot_token:
+            raise UserError("SLACK_BOT_TOKEN is not set: it is needed to post to Slack")
+        poster = SlackPoster(make_client(settings.slack_bot_token, settings.slack_api_url))
+        built, result = await send_digest(
+            db, poster, channel, _now(), catalog=load_catalog(), settings=settings
         )
-    if not settings.slack_bot_token:
-        raise UserError("SLACK_BOT_TOKEN is not set: it is needed to post to Slack")
-    poster = SlackPoster(make_client(settings.slack_bot_token, settings.slack_api_url))
-    built, result = await send_digest(
-        db, poster, channel, _now(), catalog=load_catalog(), settings=settings
-    )
-    return f"{built.week}: {len(built.items)} papers. {result.describe()}"
+        return f"{built.week}: {len(built.items)} papers. {result.describe()}"
+    if ref.platform == "discord":
+        from bot.discordbot.poster import DiscordPoster
+        from bot.runner import DiscordComponent
+        from bot.services import Services
+
+        if not settings.discord_token:
+            raise UserError("DISCORD_TOKEN is not set: it is needed to post to Discord")
+        component = DiscordComponent(
+            Services(settings.db_path, settings, load_catalog()), gateway=False
+        )
+        await component.start()
+        assert component.client is not None
+        try:
+            built, result = await send_digest(
+                db,
+                DiscordPoster(component.client),
+                channel,
+                _now(),
+                catalog=load_catalog(),
+                settings=settings,
+            )
+        finally:
+            await component.stop()
+        return f"{built.week}: {len(built.items)} papers. {result.describe()}"
+    raise UserError("--send posts to slack: and discord: channels; local: channels are not sent")
 
 
 @main.command()
@@ -314,7 +337,8 @@ async def _send_now(db: Database, channel: str, settings: Settings) -> str:
 @click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
 @db_option
 def run(slack_http: bool, port: int, db_path: Path | None) -> None:
-    """Run Paperboy: the Slack app (if SLACK_BOT_TOKEN is set), until SIGTERM or Ctrl-C."""
+    """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set),
+    until SIGTERM or Ctrl-C."""
     from bot import runner
     from bot.services import Services
 
@@ -324,7 +348,9 @@ def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     services = Services(path, settings, load_catalog())
     parts = runner.components(services, slack_http=slack_http, port=port)
     if not parts:
-        click.echo("No platform token is set (SLACK_BOT_TOKEN): nothing to run.", err=True)
+        click.echo(
+            "No platform token is set (SLACK_BOT_TOKEN, DISCORD_TOKEN): nothing to run.", err=True
+        )
         sys.exit(2)
     asyncio.run(runner.run(parts))
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import aiohttp
+import discord
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 
+from bot.discordbot.client import PaperboyClient, use_api_base
 from bot.services import Services
 from bot.slack.app import create_app
 from bot.slack.client import error_code, make_client
@@ -93,10 +95,53 @@ class SlackComponent:
             await self._runner.cleanup()
 
 
+@dataclass
+class DiscordComponent:
+    services: Services
+    gateway: bool = True  # tests log in over REST only; the gateway brings interactions
+    name: str = "discord"
+    client: PaperboyClient | None = field(default=None, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    async def start(self) -> str:
+        settings = self.services.settings
+        assert settings.discord_token is not None
+        use_api_base(settings.discord_api_url)
+        self.client = PaperboyClient(self.services, guild_id=settings.discord_guild_id)
+        try:
+            await self.client.login(settings.discord_token)
+        except discord.LoginFailure:
+            await self.client.close()
+            raise SettingsError("DISCORD_TOKEN was refused by Discord (401 Unauthorized)") from None
+        except (aiohttp.ClientError, TimeoutError, discord.HTTPException) as exc:
+            await self.client.close()
+            raise SettingsError(
+                f"cannot reach Discord at {settings.discord_api_url} ({type(exc).__name__}); "
+                "check DISCORD_API_URL and the network"
+            ) from None
+        if self.gateway:
+            self._task = asyncio.create_task(self.client.connect(reconnect=True))
+        where = (
+            f"server {settings.discord_guild_id}" if settings.discord_guild_id else "all servers"
+        )
+        return (
+            f"discord: logged in as {self.client.user}, /papers for {where} ({self.client.synced})"
+        )
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 10)
+
+
 def components(services: Services, *, slack_http: bool, port: int) -> list[Component]:
     found: list[Component] = []
     if services.settings.slack_bot_token:
         found.append(SlackComponent(services, http=slack_http, port=port))
+    if services.settings.discord_token:
+        found.append(DiscordComponent(services))
     return found
 
 

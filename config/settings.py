@@ -104,6 +104,23 @@ def _managers(value: str) -> str:
     return ",".join(ids)
 
 
+def _discord_token(value: str) -> str:
+    value = value.strip()
+    if not re.fullmatch(r"[\w-]{20,}\.[\w-]{4,}\.[\w-]{20,}", value):
+        raise ValueError("must be the bot token from the Developer Portal's Bot page (three parts)")
+    return value
+
+
+def _snowflake(value: str) -> int:
+    if not re.fullmatch(r"\d{5,25}", value.strip()):
+        raise ValueError("must be a numeric Discord id (right-click the server: Copy Server ID)")
+    return int(value.strip())
+
+
+def _api_base(value: str) -> str:
+    return _http_url(value).rstrip("/")
+
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 SETTINGS: tuple[Setting, ...] = (
@@ -178,6 +195,28 @@ SETTINGS: tuple[Setting, ...] = (
         '"admins" of the workspace, or a comma-separated list of user ids.',
         _managers,
     ),
+    Setting(
+        "discord_token",
+        "DISCORD_TOKEN",
+        None,
+        "Discord bot token. Set it to run the Discord bot.",
+        _discord_token,
+        secret=True,
+    ),
+    Setting(
+        "discord_guild_id",
+        "DISCORD_GUILD_ID",
+        None,
+        "A Discord server id: sync /papers to that server only, instantly (for development).",
+        _snowflake,
+    ),
+    Setting(
+        "discord_api_url",
+        "DISCORD_API_URL",
+        "https://discord.com/api/v10",
+        "Discord REST base URL (tests point it at a local fake).",
+        _api_base,
+    ),
 )
 
 
@@ -195,6 +234,9 @@ class Settings:
     slack_signing_secret: str | None = field(default=None, repr=False)
     slack_api_url: str = "https://slack.com/api/"
     slack_managers: str = "anyone"
+    discord_token: str | None = field(default=None, repr=False)
+    discord_guild_id: int | None = None
+    discord_api_url: str = "https://discord.com/api/v10"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

@@ -159,3 +159,8 @@ def m003_outbox(db: Database) -> None:
     )
     db.table("outbox").create_index(["digest_id", "part"], unique=True)
     db.table("outbox").create_index(["channel", "state"])
+
+
+@migrations()
+def m004_app_state(db: Database) -> None:
+    db.table("app_state").create({"key": str, "value": str, "updated_at": str}, pk="key")

@@ -106,3 +106,12 @@ async def fake_slack():  # type: ignore[no-untyped-def]
     fake = await FakeSlack().start()
     yield fake
     await fake.stop()
+
+
+@pytest.fixture
+async def fake_discord():  # type: ignore[no-untyped-def]
+    from tests.fakes.discord_api import FakeDiscord
+
+    fake = await FakeDiscord().start()
+    yield fake
+    await fake.stop()

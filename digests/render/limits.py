@@ -62,7 +62,7 @@ def discord_problems(message: dict[str, Any]) -> list[str]:
     """Every Discord limit a message breaks (empty when it is fine)."""
     problems = []
     embeds = message.get("embeds", [])
-    if len(message.get("content", "")) > DISCORD_CONTENT:
+    if len(message.get("content") or "") > DISCORD_CONTENT:
         problems.append("content too long")
     if len(embeds) > DISCORD_EMBEDS_PER_MESSAGE:
         problems.append(f"{len(embeds)} embeds > {DISCORD_EMBEDS_PER_MESSAGE}")

@@ -1,0 +1,70 @@
+"""The Discord client: the /papers group on a CommandTree, synced only when it changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.discordbot.commands import ACK_BUDGET_SECONDS, PapersGroup
+from bot.services import Services
+from db.app_state import get_state, set_state
+
+log = logging.getLogger(__name__)
+
+SYNC_STATE_KEY = "discord.commands.sha256"
+
+
+def use_api_base(url: str) -> None:
+    """Point discord.py's REST client at `url` (DISCORD_API_URL; tests use a local fake)."""
+    discord.http.Route.BASE = url.rstrip("/")
+
+
+class PaperboyClient(discord.Client):
+    def __init__(
+        self,
+        services: Services,
+        *,
+        guild_id: int | None = None,
+        application_id: int | None = None,
+        ack_budget: float = ACK_BUDGET_SECONDS,
+    ) -> None:
+        super().__init__(
+            intents=discord.Intents(guilds=True),
+            application_id=application_id,
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        self.services = services
+        self.guild_id = guild_id
+        self.tree = app_commands.CommandTree(self)
+        self.group = PapersGroup(services, ack_budget)
+        self.tree.add_command(self.group)
+        self.synced: str | None = None  # "guild", "global" or "unchanged", after setup
+
+    def command_payload(self) -> list[dict[str, Any]]:
+        return [command.to_dict(self.tree) for command in self.tree.get_commands()]
+
+    async def setup_hook(self) -> None:
+        """Sync /papers: to one guild at once (development), or globally when it changed."""
+        if self.guild_id is not None:
+            guild = discord.Object(id=self.guild_id)
+            self.tree.copy_global_to(guild=guild)
+            await self.tree.sync(guild=guild)
+            self.synced = "guild"
+            log.info("discord: /papers synced to server %s", self.guild_id)
+            return
+        digest = hashlib.sha256(
+            json.dumps(self.command_payload(), sort_keys=True).encode()
+        ).hexdigest()
+        db = self.services.db()
+        if get_state(db, SYNC_STATE_KEY) == digest:
+            self.synced = "unchanged"
+            return
+        await self.tree.sync()
+        set_state(db, SYNC_STATE_KEY, digest, self.services.clock().isoformat(timespec="seconds"))
+        self.synced = "global"
+        log.info("discord: /papers synced globally (it can take up to an hour to appear)")

@@ -1,0 +1,260 @@
+"""The `/papers` command group for Discord, built from the core grammar's declaration.
+
+Each subcommand's description and each parameter's `describe` text come from
+`digests.commands.grammar.VERBS`; a test checks that the group has exactly its verbs.
+The callbacks only turn options back into command text for the core's `handle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zoneinfo
+from functools import cache
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.services import Services
+from db.channels import active_subscriptions
+from digests.commands import handle
+from digests.commands.grammar import VERBS_BY_NAME, Verb
+from digests.commands.replies import Reply, error
+from digests.render import discord as discord_render
+
+log = logging.getLogger(__name__)
+
+ACK_BUDGET_SECONDS = 2.0
+MAX_CHOICES = 25  # n.b. Discord caps autocomplete at 25 choices
+FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
+NEEDS_MANAGE_CHANNELS = (
+    "Sorry, you need the Manage Channels permission to change this channel's topics or "
+    "schedule. You can still use `/papers find`, `show`, `topics` and `list`."
+)
+WEEKDAY_CHOICES = [
+    app_commands.Choice(name=name, value=name.lower())
+    for name in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+]
+
+
+def _verb(name: str) -> Verb:
+    return VERBS_BY_NAME[name]
+
+
+def _describe(name: str) -> dict[str, str]:
+    return {param.name: param.help[:100] for param in _verb(name).params}
+
+
+def _quoted(text: str) -> str:
+    """Free text as the grammar expects it: quoted when it has spaces or quotes."""
+    text = " ".join(text.split())
+    if any(char.isspace() for char in text) or '"' in text:
+        return '"' + text.replace('"', "'") + '"'
+    return text
+
+
+def channel_of(interaction: discord.Interaction[Any]) -> str:
+    return f"discord:{interaction.guild_id}/{interaction.channel_id}"
+
+
+async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> None:
+    """The reply as Discord messages: the first answers the interaction, the rest follow."""
+    for number, message in enumerate(discord_render.reply_messages(reply)):
+        kwargs: dict[str, Any] = {
+            "content": message.content or None,
+            "embeds": [discord.Embed.from_dict(embed) for embed in message.embeds],
+            "ephemeral": reply.ephemeral,
+            "allowed_mentions": discord.AllowedMentions.none(),
+        }
+        if number == 0 and not interaction.response.is_done():
+            await interaction.response.send_message(**kwargs)
+        else:
+            await interaction.followup.send(**kwargs)
+
+
+class PapersGroup(app_commands.Group):
+    """`/papers <verb>`: one subcommand per verb of the grammar."""
+
+    def __init__(self, services: Services, ack_budget: float = ACK_BUDGET_SECONDS) -> None:
+        super().__init__(
+            name="papers",
+            description="Research papers: find them, follow topics, get a weekly digest.",
+            guild_only=True,
+        )
+        self.services = services
+        self.ack_budget = ack_budget
+
+    async def run(self, interaction: discord.Interaction[Any], verb: str, *parts: str) -> None:
+        """Answer within Discord's 3 seconds: directly if quick, else defer, then follow up."""
+        text = " ".join([verb, *(part for part in parts if part)])
+        channel = channel_of(interaction)
+        user = f"@{interaction.user.name}"
+
+        def work() -> Reply:
+            return handle(text, self.services.context(channel, user))
+
+        task = asyncio.ensure_future(self.services.in_thread(work))
+        done, _ = await asyncio.wait({task}, timeout=self.ack_budget)
+        if not done:
+            await interaction.response.defer(ephemeral=not _verb(verb).changes, thinking=True)
+        try:
+            reply = await task
+        except Exception:
+            log.exception("/papers %s failed", verb)
+            reply = error(FAILURE)
+        await send_reply(interaction, reply)
+
+    async def on_error(
+        self, interaction: discord.Interaction[Any], err: app_commands.AppCommandError
+    ) -> None:
+        if isinstance(err, app_commands.MissingPermissions):
+            reply = error(NEEDS_MANAGE_CHANNELS)
+        elif isinstance(err, app_commands.NoPrivateMessage):
+            reply = error("Paperboy works in server channels, not in direct messages.")
+        else:
+            log.error("/papers failed: %s: %s", type(err).__name__, err)
+            reply = error(FAILURE)
+        try:
+            await send_reply(interaction, reply)
+        except discord.HTTPException as exc:
+            log.warning("could not tell the user about an error: %s", exc)
+
+    # --- lookups -----------------------------------------------------------------
+
+    @app_commands.command(name="help", description=_verb("help").help)
+    @app_commands.describe(**_describe("help"))
+    async def help_(
+        self, interaction: discord.Interaction[Any], command: str | None = None
+    ) -> None:
+        await self.run(interaction, "help", command or "")
+
+    @app_commands.command(name="find", description=_verb("find").help)
+    @app_commands.describe(**_describe("find"))
+    async def find(
+        self, interaction: discord.Interaction[Any], query: app_commands.Range[str, 1, 300]
+    ) -> None:
+        await self.run(interaction, "find", query)
+
+    @app_commands.command(name="show", description=_verb("show").help)
+    @app_commands.describe(**_describe("show"))
+    async def show(
+        self, interaction: discord.Interaction[Any], id: app_commands.Range[str, 1, 64]
+    ) -> None:
+        await self.run(interaction, "show", _quoted(id))
+
+    @app_commands.command(name="similar", description=_verb("similar").help)
+    @app_commands.describe(**_describe("similar"))
+    async def similar(
+        self, interaction: discord.Interaction[Any], id: app_commands.Range[str, 1, 64]
+    ) -> None:
+        await self.run(interaction, "similar", _quoted(id))
+
+    @app_commands.command(name="topics", description=_verb("topics").help)
+    async def topics(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "topics")
+
+    @app_commands.command(name="list", description=_verb("list").help)
+    async def list_(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "list")
+
+    @app_commands.command(name="digest", description=_verb("digest").help)
+    async def digest(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "digest", "preview")
+
+    @app_commands.command(name="status", description=_verb("status").help)
+    async def status(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "status")
+
+    # --- changes: Manage Channels, checked at run time -------------------------------
+    # Discord honours default_member_permissions only on top-level commands, never on a
+    # group's subcommands, so the check below is what enforces it.
+
+    @app_commands.command(name="subscribe", description=_verb("subscribe").help)
+    @app_commands.describe(**_describe("subscribe"))
+    @app_commands.checks.has_permissions(manage_channels=True)
+    async def subscribe(
+        self, interaction: discord.Interaction[Any], topic: app_commands.Range[str, 1, 100]
+    ) -> None:
+        await self.run(interaction, "subscribe", _quoted(topic))
+
+    @app_commands.command(name="unsubscribe", description=_verb("unsubscribe").help)
+    @app_commands.describe(**_describe("unsubscribe"))
+    @app_commands.checks.has_permissions(manage_channels=True)
+    async def unsubscribe(
+        self, interaction: discord.Interaction[Any], topic: app_commands.Range[str, 1, 100]
+    ) -> None:
+        await self.run(interaction, "unsubscribe", _quoted(topic))
+
+    @app_commands.command(name="schedule", description=_verb("schedule").help)
+    @app_commands.describe(**_describe("schedule"))
+    @app_commands.choices(weekday=WEEKDAY_CHOICES)
+    @app_commands.checks.has_permissions(manage_channels=True)
+    async def schedule(
+        self,
+        interaction: discord.Interaction[Any],
+        weekday: str,
+        time: app_commands.Range[str, 1, 10],
+        timezone: str | None = None,
+    ) -> None:
+        await self.run(interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""))
+
+    # --- autocomplete --------------------------------------------------------------
+
+    @subscribe.autocomplete("topic")
+    async def subscribe_topics(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        typed = current.lower().strip()
+        choices = [
+            app_commands.Choice(name=f"{topic.label} ({topic.id})"[:100], value=topic.id)
+            for topic in self.services.catalog.topics
+            if typed in topic.id or typed in topic.label.lower()
+        ]
+        return choices[:MAX_CHOICES]
+
+    @unsubscribe.autocomplete("topic")
+    async def unsubscribe_topics(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        typed = current.lower().strip()
+        channel = channel_of(interaction)
+        rows = await self.services.in_thread(
+            lambda: active_subscriptions(self.services.db(), channel)  # the thread's connection
+        )
+        choices = []
+        for row in rows:
+            if row["custom_text"]:
+                name, value = f'"{row["custom_text"]}"', f"#{row['id']}"
+            else:
+                topic = self.services.catalog.get(row["topic_id"])
+                name = f"{topic.label} ({topic.id})" if topic else row["topic_id"]
+                value = row["topic_id"]
+            if typed in name.lower():
+                choices.append(app_commands.Choice(name=name[:100], value=value))
+        return choices[:MAX_CHOICES]
+
+    @schedule.autocomplete("timezone")
+    async def timezones(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=zone, value=zone) for zone in matching_zones(current)]
+
+
+@cache
+def _all_zones() -> tuple[str, ...]:
+    return tuple(
+        sorted(zone for zone in zoneinfo.available_timezones() if "/" in zone or zone == "UTC")
+    )
+
+
+def matching_zones(typed: str) -> list[str]:
+    """Up to 25 IANA zones for what the user typed: prefix matches first."""
+    needle = typed.strip().lower().replace(" ", "_")
+    zones = _all_zones()
+    starts = [zone for zone in zones if zone.lower().startswith(needle)]
+    contains = [zone for zone in zones if needle in zone.lower() and zone not in starts]
+    return (starts + contains)[:MAX_CHOICES]
+
+
+__all__ = ["PapersGroup", "matching_zones", "send_reply"]

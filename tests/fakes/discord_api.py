@@ -1,0 +1,196 @@
+"""A local fake of Discord's REST API, as discord.py's HTTP client reaches it.
+
+Two details of discord.py shape it: JSON is parsed only when Content-Type is exactly
+`application/json`, and a 429 without a `Via` header is taken for a Cloudflare ban.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+APP_ID = "200000000000000000"
+BOT_ID = "100000000000000000"
+BOT_USER = {
+    "id": BOT_ID,
+    "username": "paperboy",
+    "discriminator": "0",
+    "global_name": None,
+    "avatar": None,
+    "bot": True,
+}
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=json.dumps(body).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    body: Any
+    authorization: str | None
+
+
+@dataclass
+class FakeDiscord:
+    requests: list[Request] = field(default_factory=list)
+    _queued: dict[str, deque[tuple[int, Any, dict[str, str]]]] = field(
+        default_factory=lambda: defaultdict(deque)
+    )
+    _next_id: int = 300000000000000000
+    _runner: web.AppRunner | None = None
+    port: int = 0
+    token_ok: bool = True
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    def queue(
+        self, route: str, body: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer the next request whose path ends with `route` (e.g. "/messages") with this."""
+        self._queued[route].append((status, body, headers or {}))
+
+    def queue_rate_limit(self, route: str, retry_after: float = 0.05) -> None:
+        body = {
+            "message": "You are being rate limited.",
+            "retry_after": retry_after,
+            "global": False,
+        }
+        headers = {
+            "Via": "1.1 google",
+            "Retry-After": str(retry_after),
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset-After": str(retry_after),
+            "X-RateLimit-Bucket": "fakebucket",
+            "X-RateLimit-Scope": "user",
+        }
+        self.queue(route, body, status=429, headers=headers)
+
+    def made(self, method: str, suffix: str) -> list[Request]:
+        return [r for r in self.requests if r.method == method and r.path.endswith(suffix)]
+
+    def channel_messages(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.method == "POST" and "/channels/" in r.path]
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith("/callback")]
+
+    def followups(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.method == "POST" and "/webhooks/" in r.path]
+
+    async def start(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    def _id(self) -> str:
+        self._next_id += 1
+        return str(self._next_id)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        raw = await request.read()
+        body: Any = None
+        if raw:
+            if request.content_type == "application/json":
+                body = json.loads(raw)
+            else:  # multipart (files): not used by Paperboy, kept for inspection
+                body = {"raw": raw.decode(errors="replace")}
+        self.requests.append(
+            Request(request.method, path, body, request.headers.get("Authorization"))
+        )
+        for route, queued in self._queued.items():
+            if queued and path.endswith(route):
+                status, answer, headers = queued.popleft()
+                return json_response(answer, status, headers)
+        return self._default(request.method, path, body)
+
+    def _message(self, channel_id: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        body = body or {}
+        return {
+            "id": self._id(),
+            "channel_id": channel_id,
+            "type": 0,
+            "author": BOT_USER,
+            "content": body.get("content") or "",
+            "timestamp": "2026-11-30T09:00:00.000000+00:00",
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": body.get("embeds") or [],
+            "pinned": False,
+            "flags": body.get("flags", 0),
+            "components": [],
+        }
+
+    def _default(self, method: str, path: str, body: Any) -> web.Response:
+        if path == "/users/@me":
+            if not self.token_ok:
+                return json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+            return json_response(BOT_USER)
+        if path == "/oauth2/applications/@me":
+            return json_response(
+                {
+                    "id": APP_ID, "name": "Paperboy", "icon": None, "description": "", "bot_public": True,
+                    "bot_require_code_grant": False, "owner": BOT_USER, "verify_key": "0" * 64, "flags": 0,
+                    "summary": "", "team": None, "interactions_endpoint_url": None,
+                }
+            )  # fmt: skip
+        if path.endswith("/commands") and method == "PUT":
+            return json_response(
+                [
+                    {**command, "id": self._id(), "application_id": APP_ID, "version": "1"}
+                    for command in body or []
+                ]
+            )
+        if path.endswith("/callback"):  # discord.py asks ?with_response=1
+            kind = (body or {}).get("type", 4)
+            data = (body or {}).get("data") or {}
+            answer: dict[str, Any] = {
+                "interaction": {
+                    "id": path.split("/")[2],
+                    "type": 2,
+                    "response_message_loading": kind == 5,
+                    "response_message_ephemeral": bool(data.get("flags", 0) & 64),
+                },
+                "resource": {"type": kind},
+            }
+            if kind in (4, 5):
+                message = self._message("0", data)
+                answer["interaction"]["response_message_id"] = message["id"]
+                answer["resource"]["message"] = message
+            return json_response(answer)
+        if path.startswith("/webhooks/") and method == "POST":
+            return json_response(self._message("0", body))
+        if path.startswith("/webhooks/") and method == "PATCH":
+            return json_response(self._message("0", body))
+        if path.startswith("/channels/") and path.endswith("/messages") and method == "POST":
+            return json_response(self._message(path.split("/")[2], body))
+        return json_response({"message": "404: Not Found", "code": 0}, status=404)

@@ -1,0 +1,152 @@
+"""Digest delivery to Discord through discord.py's HTTP client and a local fake REST API."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.poster import DiscordPoster
+from bot.send import send_digest
+from db import open_db
+from db.channels import get_channel
+from digests.commands import handle
+from digests.ingest import ingest_files
+from digests.render import limits
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.discord_helpers import (
+    CHANNEL,
+    CHANNEL_ID,
+    MANAGE_CHANNELS,
+    dispatch,
+    interaction,
+    logged_in,
+    make_services,
+)
+from tests.fakes.discord_api import FakeDiscord
+
+
+@pytest.fixture
+async def bot(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_discord: FakeDiscord):  # type: ignore[no-untyped-def]
+    services = make_services(tmp_path, seed_paths, catalog, fake_discord)
+    client = await logged_in(services, fake_discord)
+    yield client
+    await client.close()
+
+
+async def subscribe(bot: PaperboyClient, fake: FakeDiscord, topic: str) -> None:
+    await dispatch(
+        bot, fake, interaction("subscribe", {"topic": topic}, permissions=MANAGE_CHANNELS)
+    )
+
+
+async def deliver(bot: PaperboyClient, **overrides: object):  # type: ignore[no-untyped-def]
+    settings = replace(bot.services.settings, **overrides)  # type: ignore[arg-type]
+    return await send_digest(
+        open_db(bot.services.db_path),
+        DiscordPoster(bot),
+        CHANNEL,
+        NOW,
+        catalog=bot.services.catalog,
+        settings=settings,
+    )
+
+
+def assert_within_limits(message: dict) -> None:  # type: ignore[type-arg]
+    assert limits.discord_problems(message) == []
+    assert message["allowed_mentions"] == {"parse": []}
+
+
+async def test_the_whole_path(bot: PaperboyClient, fake_discord: FakeDiscord) -> None:
+    """/papers subscribe from a member with Manage Channels, then a digest posted as embeds."""
+    await subscribe(bot, fake_discord, "offline-rl")
+    digest, result = await deliver(bot)
+    assert result.state == "done" and result.sent == 1
+    [message] = fake_discord.channel_messages()
+    assert fake_discord.made("POST", f"/channels/{CHANNEL_ID}/messages")
+    assert_within_limits(message)
+    assert "Paperboy digest" in message["content"]
+    titles = [embed["title"] for embed in message["embeds"]]
+    assert any(title.startswith("LoMAP") for title in titles)
+    assert len(titles) == len(digest.items)
+    again = await deliver(bot)
+    assert again[1].state == "nothing" and len(fake_discord.channel_messages()) == 1
+
+
+async def test_a_long_digest_respects_every_embed_limit(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    for topic in bot.services.catalog.ids:
+        await subscribe(bot, fake_discord, topic)
+    extra = bot.services.db_path.parent / "many.tsv"
+    rows = "\n".join(
+        f"{'Robot ' * 40}{i}\tWe propose Robo{i}, a robot grasping method. {'Dexterous robots. ' * 200}"
+        for i in range(40)
+    )
+    extra.write_text("title\tabstract\n" + rows + "\n")
+    ingest_files(open_db(bot.services.db_path), [extra], now=NOW)
+    _, result = await deliver(bot, digest_size=60)
+    messages = fake_discord.channel_messages()
+    assert result.sent == len(messages) >= 6
+    for message in messages:
+        assert_within_limits(message)
+        assert len(message["embeds"]) <= 10
+        assert sum(limits.embed_size(e) for e in message["embeds"]) <= 6000
+
+
+async def test_everyone_in_paper_text_pings_nobody(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    hostile = bot.services.db_path.parent / "hostile.tsv"
+    hostile.write_text(
+        "title\tabstract\n@everyone Robots *now*\tWe propose a robot for @here and <@123456>, grasping.\n"
+    )
+    ingest_files(open_db(bot.services.db_path), [hostile], now=NOW)
+    await subscribe(bot, fake_discord, "robotics")
+    await deliver(bot)
+    text = json.dumps(fake_discord.channel_messages(), ensure_ascii=False)
+    assert "@everyone" not in text and "@here" not in text and "<@123456>" not in text
+    assert "@\u200beveryone" in text
+
+
+async def test_a_429_is_retried_by_discord_py(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    await subscribe(bot, fake_discord, "robotics")
+    fake_discord.queue_rate_limit("/messages", retry_after=0.05)
+    _, result = await deliver(bot)
+    assert result.state == "done" and result.sent == 1
+    assert len(fake_discord.made("POST", "/messages")) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "reason"),
+    [
+        (404, 10003, "Unknown Channel"),
+        (403, 50001, "Missing Access"),
+        (403, 50013, "Missing Permissions"),
+    ],
+)
+async def test_permanent_errors_pause_the_channel(
+    bot: PaperboyClient,
+    fake_discord: FakeDiscord,
+    status: int,
+    code: int,
+    reason: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await subscribe(bot, fake_discord, "robotics")
+    fake_discord.queue("/messages", {"message": reason, "code": code}, status=status)
+    _, result = await deliver(bot)
+    assert result.state == "paused" and result.reason == reason
+    assert len(fake_discord.made("POST", "/messages")) == 1
+    assert get_channel(open_db(bot.services.db_path), CHANNEL)["paused_reason"] == reason
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.delivery"] == [
+        f"delivery to {CHANNEL} paused: {reason}"
+    ]
+    ctx = bot.services.context(CHANNEL, "@alice")
+    assert any(reason in line for line in handle("status", ctx).lines)
