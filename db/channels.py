@@ -95,3 +95,13 @@ def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -
         "where id = ? and removed_at is null",
         [by, now, subscription_id],
     )
+
+
+def custom_texts(db: Database, channel: str) -> list[str]:
+    """Free-text topics this channel has ever followed, most recent first."""
+    rows = db.query(
+        "select custom_text, max(created_at) as latest from subscriptions "
+        "where channel = ? and custom_text is not null group by custom_text order by latest desc",
+        [channel],
+    )
+    return [str(row["custom_text"]) for row in rows]

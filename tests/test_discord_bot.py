@@ -170,6 +170,20 @@ async def test_topic_autocomplete(bot: PaperboyClient, fake_discord: FakeDiscord
     assert narrow["type"] == 8
     assert {"name": "Offline RL (offline-rl)", "value": "offline-rl"} in narrow["data"]["choices"]
     assert len(everything["data"]["choices"]) == 24  # the whole catalog, under Discord's 25
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("subscribe", {"topic": "diffusion policy"}, permissions=MANAGE_CHANNELS),
+    )
+    await dispatch(
+        bot, fake_discord, interaction("subscribe", {"topic": "diff"}, kind=4, focused="topic")
+    )
+    names = [choice["name"] for choice in fake_discord.callbacks()[-1]["data"]["choices"]]
+    assert names == ["Diffusion models (diffusion-models)", '"diffusion policy"']
+    await dispatch(
+        bot, fake_discord, interaction("subscribe", {"topic": ""}, kind=4, focused="topic")
+    )
+    assert len(fake_discord.callbacks()[-1]["data"]["choices"]) == 25  # n.b. capped at 25
 
 
 async def test_unsubscribe_autocomplete_offers_the_channels_topics(

@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 
 from bot.services import Services
-from db.channels import active_subscriptions
+from db.channels import active_subscriptions, custom_texts
 from digests.commands import handle
 from digests.commands.grammar import VERBS_BY_NAME, Verb
 from digests.commands.replies import Reply, error
@@ -205,11 +205,19 @@ class PapersGroup(app_commands.Group):
     async def subscribe_topics(
         self, interaction: discord.Interaction[Any], current: str
     ) -> list[app_commands.Choice[str]]:
+        """Catalog topics, then the free-text topics this channel has used before."""
         typed = current.lower().strip()
+        channel = channel_of(interaction)
+        own = await self.services.in_thread(lambda: custom_texts(self.services.db(), channel))
         choices = [
             app_commands.Choice(name=f"{topic.label} ({topic.id})"[:100], value=topic.id)
             for topic in self.services.catalog.topics
             if typed in topic.id or typed in topic.label.lower()
+        ]
+        choices += [
+            app_commands.Choice(name=f'"{text}"'[:100], value=text[:100])
+            for text in own
+            if typed in text.lower()
         ]
         return choices[:MAX_CHOICES]
 
