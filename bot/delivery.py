@@ -2,8 +2,12 @@
 
 A digest's messages are written to the outbox first (`queue_digest`), then sent in
 order (`deliver_channel`). Each platform supplies a `Poster`; its errors come back as
-`PermanentError` (the channel is paused: it will never work by retrying) or
-`TransientError` (try again later, with backoff).
+`PermanentError` (the channel is paused: retrying will never work) or
+`TransientError` (try again later, with exponential backoff and jitter, up to
+`max_attempts`; then the message is given up and its papers count as undelivered).
+
+Crash safety: a message is marked sent only after the platform accepted it. A crash
+between the two resends that one message on restart; nothing else is lost or repeated.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ log = logging.getLogger(__name__)
 
 BACKOFF_BASE_SECONDS = 30.0
 BACKOFF_MAX_SECONDS = 3600.0
+DEFAULT_MAX_ATTEMPTS = 8
 
 
 class PermanentError(Exception):
@@ -58,7 +63,7 @@ class Poster(Protocol):
 class ChannelResult:
     channel: str
     sent: int = 0
-    state: str = "done"  # done | paused | retrying | nothing
+    state: str = "done"  # done | paused | retrying | failed | nothing
     reason: str | None = None
 
     def describe(self) -> str:
@@ -68,14 +73,16 @@ class ChannelResult:
             )
         if self.state == "retrying":
             return f"{self.channel}: {self.sent} sent, then {self.reason}; will retry"
+        if self.state == "failed":
+            return f"{self.channel}: {self.sent} sent, then gave up ({self.reason})"
         if self.state == "nothing":
             return f"{self.channel}: nothing to send"
         return f"{self.channel}: {self.sent} message(s) sent"
 
 
 def backoff(attempts: int, retry_after: float | None = None) -> float:
-    """Seconds to wait before attempt `attempts + 1`: Retry-After if given, else
-    exponential from 30 s, capped at an hour, with jitter so retries do not align."""
+    """Seconds to wait before the next attempt: Retry-After if the platform gave one,
+    else exponential from 30 s, capped at an hour, with jitter so retries do not align."""
     if retry_after is not None:
         return max(retry_after, 0.0)
     base = min(BACKOFF_BASE_SECONDS * 2**attempts, BACKOFF_MAX_SECONDS)
@@ -83,19 +90,23 @@ def backoff(attempts: int, retry_after: float | None = None) -> float:
 
 
 def queue_digest(
-    db: Database, digest: Digest, payloads: list[dict[str, Any]], now: datetime
+    db: Database, digest: Digest, messages: list[tuple[dict[str, Any], list[str]]], now: datetime
 ) -> int:
-    """Write a recorded digest's messages to the outbox (once). Returns how many."""
+    """Write a recorded digest's messages (payload, paper ids) to the outbox, once."""
     if digest.digest_id is None:
         raise ValueError("only a recorded digest can be queued, not a preview")
     rows = outbox.enqueue(
-        db, digest.channel, digest.digest_id, payloads, now.isoformat(timespec="seconds")
+        db, digest.channel, digest.digest_id, messages, now.isoformat(timespec="seconds")
     )
     return len(rows)
 
 
 async def deliver_channel(
-    db: Database, poster: Poster, channel: str, now: datetime
+    db: Database,
+    poster: Poster,
+    channel: str,
+    now: datetime,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> ChannelResult:
     """Send the channel's due messages in order; stop at the first error."""
     row = channel_store.get_channel(db, channel)
@@ -117,9 +128,16 @@ async def deliver_channel(
             log.warning("delivery to %s paused: %s", channel, exc.reason)
             return ChannelResult(channel, sent, "paused", exc.reason)
         except TransientError as exc:
-            wait = backoff(int(message["attempts"]), exc.retry_after)
+            attempts = int(message["attempts"]) + 1
+            if attempts >= max_attempts:
+                outbox.mark_failed(db, message["id"], exc.reason)
+                log.warning(
+                    "delivery to %s gave up after %d attempts: %s", channel, attempts, exc.reason
+                )
+                return ChannelResult(channel, sent, "failed", exc.reason)
+            wait = backoff(attempts - 1, exc.retry_after)
             retry_at = (now + timedelta(seconds=wait)).isoformat(timespec="seconds")
-            outbox.mark_failed(db, message["id"], exc.reason, retry_at)
+            outbox.mark_retry(db, message["id"], exc.reason, retry_at)
             log.info("delivery to %s failed (%s); retrying after %s", channel, exc.reason, retry_at)
             return ChannelResult(channel, sent, "retrying", exc.reason)
         outbox.mark_sent(db, message["id"], platform_id, stamp)

@@ -14,18 +14,29 @@ from digests.channels import parse_channel
 from digests.digest import Digest, build_digest
 from digests.render import discord as discord_render
 from digests.render import slack as slack_render
+from digests.render.text import digest_text
 from digests.topics import Catalog
 
 log = logging.getLogger(__name__)
 
 
-def platform_payloads(digest: Digest, platform: str, empty: str) -> list[dict[str, Any]]:
-    """The digest's messages as the channel's platform receives them."""
+def platform_messages(
+    digest: Digest, platform: str, empty: str
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """The digest's messages as the channel's platform receives them, each with the
+    ids of the papers it carries."""
     if platform == "slack":
-        return [message.payload() for message in slack_render.digest_messages(digest, empty)]
+        return [
+            (m.payload(), list(m.paper_ids)) for m in slack_render.digest_messages(digest, empty)
+        ]
     if platform == "discord":
-        return [message.payload() for message in discord_render.digest_messages(digest, empty)]
-    raise ValueError(f"no renderer for {platform!r} channels")
+        return [
+            (m.payload(), list(m.paper_ids)) for m in discord_render.digest_messages(digest, empty)
+        ]
+    if digest.empty and empty == "skip":
+        return []
+    ids = [str(item.paper["id"]) for item in digest.items]
+    return [({"text": digest_text(digest)}, ids)]
 
 
 async def send_digest(
@@ -40,6 +51,5 @@ async def send_digest(
     """Record this week's digest (or reuse it), queue it once, and deliver what is due."""
     ref = parse_channel(channel)
     digest = build_digest(db, str(ref), now, catalog=catalog, settings=settings)
-    payloads = platform_payloads(digest, ref.platform, settings.empty_digest)
-    queue_digest(db, digest, payloads, now)
+    queue_digest(db, digest, platform_messages(digest, ref.platform, settings.empty_digest), now)
     return digest, await deliver_channel(db, poster, str(ref), now)

@@ -1,4 +1,4 @@
-"""Recorded digests and their items. A channel never gets the same paper twice."""
+"""Recorded digests (one per channel and ISO week) and their items."""
 
 from __future__ import annotations
 
@@ -62,14 +62,6 @@ def insert_digest(
     found = get_digest(db, channel, week)
     assert found is not None
     return found
-
-
-def picked_paper_ids(db: Database, channel: str) -> set[str]:
-    """Every paper already in one of the channel's recorded digests."""
-    return {
-        row["paper_id"]
-        for row in db.query("select paper_id from digest_items where channel = ?", [channel])
-    }
 
 
 def last_digest(db: Database, channel: str) -> Row | None:

@@ -123,7 +123,7 @@ def m002_channels_and_digests(db: Database) -> None:
     db.table("digest_items").create(
         {
             "digest_id": int,
-            "channel": str,  # repeated here so that SQLite itself refuses a paper twice
+            "channel": str,
             "paper_id": str,
             "rank": int,
             "topics": str,  # JSON list of topic ids the paper was picked for
@@ -132,7 +132,7 @@ def m002_channels_and_digests(db: Database) -> None:
         pk=("digest_id", "paper_id"),
         foreign_keys=[("digest_id", "digests", "id"), ("paper_id", "papers", "id")],
     )
-    db.table("digest_items").create_index(["channel", "paper_id"], unique=True)
+    db.table("digest_items").create_index(["channel", "paper_id"])
 
 
 @migrations()
@@ -144,7 +144,8 @@ def m003_outbox(db: Database) -> None:
             "digest_id": int,
             "part": int,  # 1, 2, ... in sending order; parts after the first thread under it
             "payload": str,  # JSON: the platform's message arguments
-            "state": str,  # pending | sent | failed | paused
+            "paper_ids": str,  # JSON: the papers this message carries
+            "state": str,  # pending | sent | failed (given up) | paused
             "attempts": int,
             "last_error": str,
             "platform_id": str,  # Slack ts or Discord message id, once sent
@@ -164,3 +165,18 @@ def m003_outbox(db: Database) -> None:
 @migrations()
 def m004_app_state(db: Database) -> None:
     db.table("app_state").create({"key": str, "value": str, "updated_at": str}, pk="key")
+
+
+@migrations()
+def m005_inbox_files(db: Database) -> None:
+    db.table("inbox_files").create(
+        {
+            "path": str,
+            "size": int,
+            "mtime_ns": int,
+            "status": str,  # loaded | error
+            "detail": str,
+            "seen_at": str,
+        },
+        pk="path",
+    )

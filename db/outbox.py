@@ -1,7 +1,9 @@
 """The outbox: every message is written here before it is sent, and marked after.
 
-States: `pending` (not sent yet), `sent` (with the platform's id for it), `failed`
-(a transient error; retried from `next_attempt_at`), `paused` (the channel is paused).
+States: `pending` (to send, now or from `next_attempt_at` after a transient error),
+`sent` (with the platform's id for it), `failed` (given up after too many attempts,
+with the error), `paused` (the channel is paused). A paper counts as delivered to a
+channel only once a message carrying it is `sent`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from sqlite_utils import Database
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
+# Papers in messages in these states are delivered, or may still be: never picked again.
+CLAIMED_STATES = ("pending", "sent", "paused")
 
 
 def enqueue(
-    db: Database, channel: str, digest_id: int, payloads: list[dict[str, Any]], now: str
+    db: Database,
+    channel: str,
+    digest_id: int,
+    messages: list[tuple[dict[str, Any], list[str]]],
+    now: str,
 ) -> list[Row]:
-    """Queue a digest's messages once; queuing the same digest again changes nothing."""
+    """Queue a digest's messages (payload, paper ids) once; again, it changes nothing."""
     with db.atomic():
         existing = messages_for_digest(db, digest_id)
         if existing:
@@ -31,17 +39,22 @@ def enqueue(
                 "digest_id": digest_id,
                 "part": part,
                 "payload": json.dumps(payload, ensure_ascii=False),
+                "paper_ids": json.dumps(paper_ids),
                 "state": "pending",
                 "attempts": 0,
                 "created_at": now,
             }
-            for part, payload in enumerate(payloads, start=1)
+            for part, (payload, paper_ids) in enumerate(messages, start=1)
         )
     return messages_for_digest(db, digest_id)
 
 
 def _decode(row: Row) -> Row:
-    return {**row, "payload": json.loads(row["payload"])}
+    return {
+        **row,
+        "payload": json.loads(row["payload"]),
+        "paper_ids": json.loads(row["paper_ids"] or "[]"),
+    }
 
 
 def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
@@ -52,15 +65,39 @@ def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
 
 
 def due(db: Database, channel: str, now: str) -> list[Row]:
-    """Unsent messages of a channel whose time has come, oldest digest first, in part order."""
+    """Pending messages of a channel whose time has come, oldest digest first, in order."""
     return [
         _decode(row)
         for row in db.query(
-            "select * from outbox where channel = ? and state in ('pending', 'failed') "
+            "select * from outbox where channel = ? and state = 'pending' "
             "and (next_attempt_at is null or next_attempt_at <= ?) order by digest_id, part",
             [channel, now],
         )
     ]
+
+
+def channels_with_due(db: Database, now: str) -> list[str]:
+    return [
+        str(row["channel"])
+        for row in db.query(
+            "select distinct outbox.channel from outbox "
+            "join channels on channels.id = outbox.channel "
+            "where outbox.state = 'pending' and channels.paused = 0 "
+            "and (outbox.next_attempt_at is null or outbox.next_attempt_at <= ?) order by 1",
+            [now],
+        )
+    ]
+
+
+def claimed_paper_ids(db: Database, channel: str) -> set[str]:
+    """Papers delivered to the channel, or queued to be: a new digest never repeats them."""
+    placeholders = ", ".join("?" for _ in CLAIMED_STATES)
+    rows = db.query(
+        f"select distinct j.value as paper_id from outbox, json_each(outbox.paper_ids) as j "
+        f"where outbox.channel = ? and outbox.state in ({placeholders})",
+        [channel, *CLAIMED_STATES],
+    )
+    return {str(row["paper_id"]) for row in rows}
 
 
 def thread_root(db: Database, row: Row) -> str | None:
@@ -77,23 +114,33 @@ def thread_root(db: Database, row: Row) -> str | None:
 def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None:
     db.execute(
         "update outbox set state = 'sent', platform_id = ?, sent_at = ?, "
-        "attempts = attempts + 1, last_error = null where id = ?",
+        "attempts = attempts + 1, last_error = null, next_attempt_at = null where id = ?",
         [platform_id, now, message_id],
     )
 
 
-def mark_failed(db: Database, message_id: int, error: str, next_attempt_at: str) -> None:
+def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) -> None:
+    """A transient error: stay pending, try again from `next_attempt_at`."""
     db.execute(
-        "update outbox set state = 'failed', last_error = ?, next_attempt_at = ?, "
-        "attempts = attempts + 1 where id = ?",
+        "update outbox set last_error = ?, next_attempt_at = ?, attempts = attempts + 1 "
+        "where id = ?",
         [error, next_attempt_at, message_id],
+    )
+
+
+def mark_failed(db: Database, message_id: int, error: str) -> None:
+    """Given up: the message will not be sent, and its papers count as undelivered."""
+    db.execute(
+        "update outbox set state = 'failed', last_error = ?, attempts = attempts + 1, "
+        "next_attempt_at = null where id = ?",
+        [error, message_id],
     )
 
 
 def pause_channel(db: Database, channel: str, error: str) -> None:
     db.execute(
         "update outbox set state = 'paused', last_error = ? "
-        "where channel = ? and state in ('pending', 'failed')",
+        "where channel = ? and state = 'pending'",
         [error, channel],
     )
 
@@ -107,7 +154,7 @@ def resume_channel(db: Database, channel: str) -> None:
 
 
 def last_delivery(db: Database, channel: str) -> Row | None:
-    """The channel's most recent message that was sent, failed or paused."""
+    """The channel's most recent message that was sent, given up or paused."""
     rows = list(
         db.query(
             "select * from outbox where channel = ? and state != 'pending' "

@@ -4,8 +4,8 @@
 so tests call it with a fixed `now` and the scheduler only decides when to call it.
 
 - For each subscribed topic, the top N papers (N from the settings) whose score
-  reaches the calibrated threshold, best first, among papers this channel has never
-  had in a digest.
+  reaches the calibrated threshold, best first, among papers not yet delivered to this
+  channel (nor queued to be: see `db.outbox.claimed_paper_ids`).
 - A paper picked for several topics appears once, with all its subscribed topics.
 - A real digest for a channel and ISO week is recorded with its items; building it
   again returns the same digest. A preview is computed the same way, never recorded.
@@ -23,6 +23,7 @@ from sqlite_utils import Database
 from config.settings import Settings
 from db import channels as channel_store
 from db import digests as digest_store
+from db import outbox
 from db.papers import decode
 from digests.channels import parse_channel
 from digests.matching import PaperText
@@ -167,7 +168,7 @@ def build_digest(
     existing = digest_store.get_digest(db, channel, week)
     if existing is not None:
         return _recorded(db, existing, topics, catalog)
-    already = digest_store.picked_paper_ids(db, channel)
+    already = outbox.claimed_paper_ids(db, channel)
     stamp = _stamp(now)
     papers = [
         decode(row)

@@ -82,6 +82,16 @@ def test_top_n_per_topic_and_one_entry_per_paper(
     assert scores == sorted(scores, reverse=True)
 
 
+def deliver_all(db: Database, digest) -> None:  # type: ignore[no-untyped-def]
+    """Queue the digest as one message and mark it sent, as a platform would."""
+    from bot.delivery import queue_digest
+    from db.outbox import mark_sent, messages_for_digest
+
+    queue_digest(db, digest, [({"text": "digest"}, sorted(ids(digest)))], NOW)
+    for message in messages_for_digest(db, digest.digest_id):
+        mark_sent(db, message["id"], "ts", NOW.isoformat())
+
+
 def test_a_real_digest_is_recorded_once_and_never_repeats(
     seeded_db: Database, catalog: Catalog, settings: Settings
 ) -> None:
@@ -92,12 +102,14 @@ def test_a_real_digest_is_recorded_once_and_never_repeats(
         seeded_db, CHANNEL, NOW + timedelta(hours=5), catalog=catalog, settings=settings
     )
     assert again.digest_id == first.digest_id and ids(again) == ids(first)
+    deliver_all(seeded_db, first)
     next_week = build_digest(
         seeded_db, CHANNEL, NOW + timedelta(days=7), catalog=catalog, settings=settings
     )
     assert next_week.week != first.week
     assert not ids(next_week) & ids(first)
-    # a preview after that still never offers what was already recorded
+    deliver_all(seeded_db, next_week)
+    # a preview after that still never offers what was already delivered
     preview = build_digest(
         seeded_db,
         CHANNEL,
@@ -107,6 +119,44 @@ def test_a_real_digest_is_recorded_once_and_never_repeats(
         preview=True,
     )
     assert not ids(preview) & (ids(first) | ids(next_week))
+
+
+def test_papers_count_as_delivered_only_once_sent(
+    seeded_db: Database, catalog: Catalog, settings: Settings
+) -> None:
+    from bot.delivery import queue_digest
+    from db.outbox import mark_failed, messages_for_digest
+
+    subscribe(seeded_db, settings, "robotics")
+    first = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
+    # recorded but never queued (e.g. only printed): its papers are still undelivered
+    unsent = build_digest(
+        seeded_db, CHANNEL, NOW + timedelta(days=7), catalog=catalog, settings=settings
+    )
+    assert ids(unsent) == ids(first)
+    # queued (pending): claimed, never offered again while it may still go out
+    queue_digest(seeded_db, unsent, [({"text": "x"}, sorted(ids(unsent)))], NOW)
+    claimed = build_digest(
+        seeded_db,
+        CHANNEL,
+        NOW + timedelta(days=14),
+        catalog=catalog,
+        settings=settings,
+        preview=True,
+    )
+    assert not ids(claimed) & ids(first)
+    # given up after too many attempts: the papers are undelivered again
+    for message in messages_for_digest(seeded_db, unsent.digest_id):  # type: ignore[arg-type]
+        mark_failed(seeded_db, message["id"], "HTTP 500")
+    retried = build_digest(
+        seeded_db,
+        CHANNEL,
+        NOW + timedelta(days=21),
+        catalog=catalog,
+        settings=settings,
+        preview=True,
+    )
+    assert ids(retried) == ids(first)
 
 
 def test_a_preview_records_nothing(
@@ -132,31 +182,11 @@ def test_channels_never_see_each_other(
     assert ids(one) == ids(two) and ids(one)  # T2 is not affected by T1's digest
 
 
-def test_the_database_refuses_a_paper_twice_in_a_channel(
-    seeded_db: Database, catalog: Catalog, settings: Settings
-) -> None:
-    import sqlite3
-
-    from db.digests import insert_digest
-
-    subscribe(seeded_db, settings, "robotics")
-    first = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
-    paper_id = first.items[0].paper["id"]
-    with pytest.raises(sqlite3.IntegrityError):
-        insert_digest(
-            seeded_db,
-            CHANNEL,
-            "2099-W01",
-            "x",
-            [],
-            [{"paper_id": paper_id, "topics": [], "score": 1.0}],
-        )
-    assert list(seeded_db.query("select * from digests where week = '2099-W01'")) == []
-
-
 def test_an_empty_week(seeded_db: Database, catalog: Catalog, settings: Settings) -> None:
     subscribe(seeded_db, settings, "quantum-ml")
-    build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
+    deliver_all(
+        seeded_db, build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
+    )
     empty = build_digest(
         seeded_db, CHANNEL, NOW + timedelta(days=7), catalog=catalog, settings=settings
     )

@@ -192,7 +192,8 @@ async def test_a_429_storm_leaves_the_message_pending_for_later(
     assert len(fake_slack.posted()) == 4  # one try and three retries, then the outbox takes over
     assert due(db, CHANNEL, (NOW + timedelta(seconds=29)).isoformat()) == []
     [waiting] = due(db, CHANNEL, (NOW + timedelta(seconds=31)).isoformat())
-    assert waiting["state"] == "failed" and waiting["last_error"] == "ratelimited"
+    assert waiting["state"] == "pending" and waiting["last_error"] == "ratelimited"
+    assert waiting["attempts"] == 1
     assert not get_channel(db, CHANNEL)["paused"]
 
 

@@ -29,6 +29,7 @@ class DiscordMessage:
 
     content: str
     embeds: list[dict[str, Any]] = field(default_factory=list)
+    paper_ids: tuple[str, ...] = ()  # the papers this message carries (not sent to Discord)
 
     def payload(self) -> dict[str, Any]:
         return {"content": self.content, "embeds": self.embeds, "allowed_mentions": {"parse": []}}
@@ -74,16 +75,19 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
     view = digest_view(digest, discord_escape)
     header = render("discord/header.md.j2", view=view)
     footer = render("discord/footer.md.j2", view=view)
-    groups = pack([paper_embed(paper) for paper in view.items], _fits) or [[]]
+    embeds = [(paper_embed(paper), paper.id) for paper in view.items]
+    groups = pack(embeds, lambda current, unit: _fits([e for e, _ in current], unit[0])) or [[]]
     messages = []
-    for number, embeds in enumerate(groups, start=1):
+    for number, group in enumerate(groups, start=1):
         parts = []
         if number == 1:
             parts.append(header)
         if number == len(groups):
             parts.append(footer)
         content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
-        messages.append(DiscordMessage(content, embeds))
+        messages.append(
+            DiscordMessage(content, [e for e, _ in group], tuple(paper_id for _, paper_id in group))
+        )
     return messages
 
 

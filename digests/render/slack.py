@@ -36,6 +36,7 @@ class SlackMessage:
 
     text: str
     blocks: list[dict[str, Any]]
+    paper_ids: tuple[str, ...] = ()  # the papers this message carries (not sent to Slack)
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text, "blocks": self.blocks}
@@ -65,11 +66,10 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     footer = ContextBlock(
         elements=[MarkdownTextObject(text=render("slack/footer.mrkdwn.j2", view=view))]
     )
-    sections = [paper_section(paper) for paper in view.items]
     # The first message also carries the prelude and a divider; each needs room for the footer.
     first_room = limits.SLACK_MAX_BLOCKS - len(prelude) - 2
     room = limits.SLACK_MAX_BLOCKS - 1
-    groups = _group(sections, first_room, room) or [[]]
+    groups = _group(view.items, first_room, room) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):
         blocks: list[Block] = []
@@ -77,21 +77,27 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
             blocks += prelude
             if group:
                 blocks.append(DividerBlock())
-        blocks += group
+        blocks += [paper_section(paper) for paper in group]
         if number == len(groups):
             blocks.append(footer)
         text = render("slack/fallback.txt.j2", view=view, part=number)
-        messages.append(SlackMessage(clamp(text, limits.SLACK_FALLBACK_TEXT), _dicts(blocks)))
+        messages.append(
+            SlackMessage(
+                clamp(text, limits.SLACK_FALLBACK_TEXT),
+                _dicts(blocks),
+                tuple(paper.id for paper in group),
+            )
+        )
     return messages
 
 
-def _group(sections: list[SectionBlock], first_room: int, room: int) -> list[list[Block]]:
-    """Whole sections per message: `first_room` in the first, `room` in the others."""
-    groups: list[list[Block]] = []
+def _group(papers: list[PaperView], first_room: int, room: int) -> list[list[PaperView]]:
+    """Whole papers per message: `first_room` in the first, `room` in the others."""
+    groups: list[list[PaperView]] = []
     index = 0
-    while index < len(sections):
+    while index < len(papers):
         size = first_room if not groups else room
-        groups.append(list(sections[index : index + size]))
+        groups.append(papers[index : index + size])
         index += size
     return groups
 
