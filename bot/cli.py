@@ -115,19 +115,14 @@ def _now() -> datetime:
     default=None,
     help="How much to log on stderr [default: info for run, warning otherwise].",
 )
+@click.option("--log-json", is_flag=True, help="Log JSON lines, for log collectors.")
 @click.pass_context
-def main(ctx: click.Context, log_level: str | None) -> None:
+def main(ctx: click.Context, log_level: str | None, log_json: bool) -> None:
     """Paperboy: weekly research-paper digests and paper lookups for Slack and Discord."""
+    from bot.logs import configure
+
     default = "info" if ctx.invoked_subcommand == "run" else "warning"
-    logging.basicConfig(
-        level=(log_level or default).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # Library chatter (aiohttp, slack_sdk, discord) stays at warning unless debugging.
-    if (log_level or default) != "debug":
-        for name in ("aiohttp", "slack_sdk", "slack_bolt", "discord", "apscheduler", "asyncio"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    configure(log_level or default, as_json=log_json)
 
 
 @main.command()
@@ -337,8 +332,8 @@ async def _send_now(db: Database, channel: str, settings: Settings) -> str:
 @click.option("--port", default=3000, show_default=True, type=click.IntRange(1, 65535))
 @db_option
 def run(slack_http: bool, port: int, db_path: Path | None) -> None:
-    """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set),
-    until SIGTERM or Ctrl-C."""
+    """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set), the
+    weekly scheduler and local: delivery, until SIGTERM or Ctrl-C."""
     from bot import runner
     from bot.services import Services
 
@@ -347,12 +342,42 @@ def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     open_database(path)  # migrate once, up front
     services = Services(path, settings, load_catalog())
     parts = runner.components(services, slack_http=slack_http, port=port)
-    if not parts:
-        click.echo(
-            "No platform token is set (SLACK_BOT_TOKEN, DISCORD_TOKEN): nothing to run.", err=True
-        )
-        sys.exit(2)
+    if len(parts) == 1:
+        log.info("No platform token set: running for local: channels only")
     asyncio.run(runner.run(parts))
+
+
+@main.command()
+@click.option("--channel", default=None, help="One channel in detail; all of them otherwise.")
+@db_option
+def status(channel: str | None, db_path: Path | None) -> None:
+    """Show the paper store, and each channel's topics, schedule and deliveries."""
+    settings = load_settings()
+    db = open_database(db_path)
+    if channel:
+        ctx = _context(db, channel, _user(), settings)
+        click.echo(reply_text(handle("status", ctx)))
+        return
+    from db.channels import all_channels
+    from db.papers import count_papers, last_ingest
+
+    ingest = last_ingest(db)
+    click.echo(
+        f"Papers: {count_papers(db)}"
+        + (
+            f"; last ingest {str(ingest['started_at'])[:16]} UTC."
+            if ingest
+            else "; nothing ingested yet."
+        )
+    )
+    rows = all_channels(db)
+    if not rows:
+        click.echo('No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"')
+    for row in rows:
+        lines = reply_text(
+            handle("status", _context(db, row["id"], _user(), settings))
+        ).splitlines()
+        click.echo("\n" + "\n".join(lines[0:1] + lines[2:]))
 
 
 DEMO_CHANNEL = "local:demo"

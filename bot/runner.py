@@ -1,6 +1,7 @@
-"""`paperboy run`: one asyncio process for every configured platform, until a signal.
+"""`paperboy run`: one asyncio process for the configured platforms and the scheduler.
 
-Each component starts, logs one line, and stops cleanly on SIGTERM or SIGINT.
+Each component starts and logs one line; SIGTERM or SIGINT stops them in reverse order
+(the scheduler first, letting in-flight sends finish), and the process exits 0.
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ import discord
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.delivery import Poster
 from bot.discordbot.client import PaperboyClient, use_api_base
+from bot.discordbot.poster import DiscordPoster
+from bot.local import LocalPoster
+from bot.scheduler import DigestScheduler
 from bot.services import Services
 from bot.slack.app import create_app
 from bot.slack.client import error_code, make_client
+from bot.slack.poster import SlackPoster
 from config.settings import SettingsError
 
 log = logging.getLogger(__name__)
@@ -43,6 +50,7 @@ class SlackComponent:
     http: bool = False
     port: int = 3000
     name: str = "slack"
+    client: AsyncWebClient | None = field(default=None, init=False)
     _socket: AsyncSocketModeHandler | None = field(default=None, init=False)
     _runner: web.AppRunner | None = field(default=None, init=False)
 
@@ -64,7 +72,7 @@ class SlackComponent:
         self.check()
         settings = self.services.settings
         assert settings.slack_bot_token is not None
-        client = make_client(settings.slack_bot_token, settings.slack_api_url)
+        client = self.client = make_client(settings.slack_bot_token, settings.slack_api_url)
         try:
             identity = await client.auth_test()
         except SlackApiError as exc:
@@ -136,12 +144,45 @@ class DiscordComponent:
                 await asyncio.wait_for(self._task, 10)
 
 
+@dataclass
+class SchedulerComponent:
+    """The weekly digests and the outbox loop, posting through the platforms started
+    before it, and always to local: channels."""
+
+    services: Services
+    platforms: list[Component]
+    name: str = "scheduler"
+    scheduler: DigestScheduler | None = field(default=None, init=False)
+
+    def posters(self) -> dict[str, Poster]:
+        found: dict[str, Poster] = {
+            "local": LocalPoster(self.services.settings.local_dir, self.services.clock)
+        }
+        for part in self.platforms:
+            if isinstance(part, SlackComponent) and part.client is not None:
+                found["slack"] = SlackPoster(part.client)
+            if isinstance(part, DiscordComponent) and part.client is not None:
+                found["discord"] = DiscordPoster(part.client)
+        return found
+
+    async def start(self) -> str:
+        self.scheduler = DigestScheduler(self.services, self.posters())
+        return await self.scheduler.start()
+
+    async def stop(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+
+
 def components(services: Services, *, slack_http: bool, port: int) -> list[Component]:
+    """The platforms whose tokens are set, then the scheduler (which needs them)."""
     found: list[Component] = []
     if services.settings.slack_bot_token:
         found.append(SlackComponent(services, http=slack_http, port=port))
     if services.settings.discord_token:
         found.append(DiscordComponent(services))
+    platforms = list(found)
+    found.append(SchedulerComponent(services, platforms))
     return found
 
 

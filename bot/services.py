@@ -38,7 +38,16 @@ class Services:
     settings: Settings
     catalog: Catalog
     clock: Callable[[], datetime] = utcnow
+    # Called with a channel after a command changed its topics or schedule.
+    listeners: list[Callable[[str], None]] = field(default_factory=list, repr=False)
     _local: threading.local = field(default_factory=threading.local, repr=False)
+
+    def changed(self, channel: str) -> None:
+        for listener in self.listeners:
+            try:
+                listener(channel)
+            except Exception:  # a listener's failure must not fail the user's command
+                log.exception("change listener failed for %s", channel)
 
     def db(self) -> Database:
         """This thread's connection (opened, and migrated, on first use)."""

@@ -217,6 +217,41 @@ SETTINGS: tuple[Setting, ...] = (
         "Discord REST base URL (tests point it at a local fake).",
         _api_base,
     ),
+    Setting(
+        "local_dir",
+        "PAPERBOY_LOCAL_DIR",
+        Path("db") / "outbox",
+        "Folder where local:NAME channels deliver: one JSON line per message in NAME.jsonl.",
+        Path,
+    ),
+    Setting(
+        "inbox",
+        "PAPERBOY_INBOX",
+        None,
+        "Folder of paper lists to ingest before each digest run (new or changed files only).",
+        Path,
+    ),
+    Setting(
+        "catchup_hours",
+        "PAPERBOY_CATCHUP_HOURS",
+        24,
+        "After downtime, post a missed digest on start-up if it was due at most this long ago.",
+        _positive_int,
+    ),
+    Setting(
+        "max_attempts",
+        "PAPERBOY_MAX_ATTEMPTS",
+        8,
+        "Attempts to send a message through transient errors before giving it up.",
+        _positive_int,
+    ),
+    Setting(
+        "delivery_concurrency",
+        "PAPERBOY_DELIVERY_CONCURRENCY",
+        8,
+        "Channels delivered at the same time.",
+        _positive_int,
+    ),
 )
 
 
@@ -237,6 +272,11 @@ class Settings:
     discord_token: str | None = field(default=None, repr=False)
     discord_guild_id: int | None = None
     discord_api_url: str = "https://discord.com/api/v10"
+    local_dir: Path = Path("db") / "outbox"
+    inbox: Path | None = None
+    catchup_hours: int = 24
+    max_attempts: int = 8
+    delivery_concurrency: int = 8
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from db.transactions import write_transaction
+
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
@@ -37,7 +39,7 @@ def insert_digest(
     db: Database, channel: str, week: str, built_at: str, topics: list[str], items: list[Row]
 ) -> Row:
     """Record a digest and its items in one transaction; returns it as `get_digest` would."""
-    with db.atomic():
+    with write_transaction(db):
         db.table("digests").insert(
             {
                 "channel": channel,

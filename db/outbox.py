@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from db.transactions import write_transaction
+
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
@@ -29,7 +31,7 @@ def enqueue(
     now: str,
 ) -> list[Row]:
     """Queue a digest's messages (payload, paper ids) once; again, it changes nothing."""
-    with db.atomic():
+    with write_transaction(db):
         existing = messages_for_digest(db, digest_id)
         if existing:
             return existing
@@ -65,15 +67,17 @@ def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
 
 
 def due(db: Database, channel: str, now: str) -> list[Row]:
-    """Pending messages of a channel whose time has come, oldest digest first, in order."""
-    return [
-        _decode(row)
-        for row in db.query(
-            "select * from outbox where channel = ? and state = 'pending' "
-            "and (next_attempt_at is null or next_attempt_at <= ?) order by digest_id, part",
-            [channel, now],
-        )
-    ]
+    """The channel's pending messages that may go now, in sending order (oldest digest
+    first, parts in order). A message waiting to retry holds back those after it."""
+    ready = []
+    for row in db.query(
+        "select * from outbox where channel = ? and state = 'pending' order by digest_id, part",
+        [channel],
+    ):
+        if row["next_attempt_at"] is not None and row["next_attempt_at"] > now:
+            break
+        ready.append(_decode(row))
+    return ready
 
 
 def channels_with_due(db: Database, now: str) -> list[str]:

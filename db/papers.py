@@ -81,7 +81,7 @@ def resolve_paper(db: Database, ref: str) -> Row | None:
 
 
 def count_papers(db: Database) -> int:
-    return int(next(db.query("select count(*) as n from papers"))["n"])
+    return int(db.execute("select count(*) from papers").fetchone()[0])
 
 
 def record_ingest(db: Database, row: Row) -> None:

@@ -11,7 +11,9 @@ import logging
 import re
 import zoneinfo
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
+
+from apscheduler.triggers.cron import CronTrigger
 
 log = logging.getLogger(__name__)
 
@@ -37,24 +39,35 @@ class Schedule:
     def describe(self) -> str:
         return f"{WEEKDAY_NAMES[WEEKDAYS.index(self.weekday)]}s at {self.time} ({self.timezone})"
 
-    def next_after(self, now: datetime) -> datetime:
-        """The first scheduled moment strictly after `now`, in the schedule's timezone.
-
-        A time skipped by a DST jump happens at the same wall time shifted forward
-        (zoneinfo's fold rules); a repeated hour happens once, at its first occurrence.
-        """
-        local_now = now.astimezone(self.zone)
+    def trigger(self) -> CronTrigger:
+        """The weekly APScheduler trigger, with the day as a name (APScheduler 3 counts
+        Monday as 0, crontab counts Sunday as 0: names cannot be misread)."""
         hour, minute = (int(part) for part in self.time.split(":"))
-        day_index = WEEKDAYS.index(self.weekday)
-        days_ahead = (day_index - local_now.weekday()) % 7
-        for extra in (0, 7, 14):
-            day = local_now.date() + timedelta(days=days_ahead + extra)
-            candidate = datetime.combine(day, time(hour, minute), tzinfo=self.zone)
-            # Normalise a wall time that does not exist (spring forward) via UTC.
-            candidate = candidate.astimezone(zoneinfo.ZoneInfo("UTC")).astimezone(self.zone)
-            if candidate > local_now:
-                return candidate
-        raise AssertionError("unreachable: a weekly schedule fires within three weeks")
+        return CronTrigger(day_of_week=self.weekday, hour=hour, minute=minute, timezone=self.zone)
+
+    def next_after(self, now: datetime) -> datetime:
+        """The first scheduled moment strictly after `now`, in the schedule's timezone."""
+        fire: datetime | None = self.trigger().get_next_fire_time(
+            None, _utc(now) + timedelta(microseconds=1)
+        )
+        assert fire is not None  # a weekly cron always fires again
+        return fire.astimezone(self.zone)
+
+    def last_at_or_before(self, now: datetime) -> datetime:
+        """The most recent scheduled moment at or before `now`."""
+        # Arithmetic in UTC: local wall-clock arithmetic goes wrong in a repeated hour.
+        trigger, now = self.trigger(), _utc(now)
+        moment: datetime | None = trigger.get_next_fire_time(None, now - timedelta(days=8))
+        last = moment
+        while moment is not None and _utc(moment) <= now:
+            last = moment
+            moment = trigger.get_next_fire_time(moment, _utc(moment) + timedelta(seconds=1))
+        assert last is not None and _utc(last) <= now
+        return last.astimezone(self.zone)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(zoneinfo.ZoneInfo("UTC"))
 
 
 def parse_weekday(text: str) -> str:

@@ -30,18 +30,18 @@ def test_missing_settings_stop_start_up_with_one_line(tmp_path: Path) -> None:
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "PAPERBOY_DB": str(tmp_path / "r.db")}
     result = runner.invoke(main, ["run"], env=env)
     assert result.exit_code == 2
-    assert result.output.strip() == (
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert errors == [
         "error: SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token (xapp-...); "
         "or run with --slack-http and SLACK_SIGNING_SECRET"
-    )
+    ]
+    assert "Traceback" not in result.output
     http = runner.invoke(main, ["run", "--slack-http"], env=env)
     assert http.exit_code == 2 and "SLACK_SIGNING_SECRET is not set" in http.output
     bad = runner.invoke(main, ["run"], env={**env, "SLACK_BOT_TOKEN": "xoxp-user-token-secret"})
     assert bad.exit_code == 2
     assert "SLACK_BOT_TOKEN=(hidden) is not valid" in bad.output
     assert "xoxp-user-token-secret" not in bad.output
-    nothing = runner.invoke(main, ["run"], env={"PAPERBOY_DB": str(tmp_path / "r.db")})
-    assert nothing.exit_code == 2 and "No platform token is set" in nothing.output
 
 
 async def test_a_refused_token_is_named_not_printed(

@@ -103,6 +103,8 @@ class PapersGroup(app_commands.Group):
         except Exception:
             log.exception("/papers %s failed", verb)
             reply = error(FAILURE)
+        if reply.changed:
+            self.services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
         await send_reply(interaction, reply)
 
     async def on_error(

@@ -99,7 +99,10 @@ def create_app(
             return _refusal(managers)
         channel = f"slack:{command['team_id']}/{command['channel_id']}"
         user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
-        return await services.in_thread(run_command, text, channel, user)
+        reply = await services.in_thread(run_command, text, channel, user)
+        if reply.changed:
+            services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
+        return reply
 
     @app.command(COMMAND)
     async def papers(

@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from config.settings import Settings
 from db import channels as channel_store
 from db import digests as digest_store
+from db import outbox
 from db.papers import count_papers, last_ingest, resolve_paper
 from db.search import search_papers
 from digests import lookup
@@ -345,6 +346,7 @@ def _status(command: Command, ctx: Context) -> Reply:
         )
     else:
         lines.append("Last digest: none yet.")
+    lines.append(_delivery_line(ctx))
     if channel.get("paused"):
         lines.append(
             f"Paused since {str(channel.get('paused_at'))[:16]}: {channel.get('paused_reason')}."
@@ -352,6 +354,25 @@ def _status(command: Command, ctx: Context) -> Reply:
     else:
         lines.append("Delivery: active.")
     return info(f"Status of {ctx.channel}:", *lines)
+
+
+def _delivery_line(ctx: Context) -> str:
+    """The last delivery and its result; or the retry under way."""
+    waiting = [row for row in outbox.due(ctx.db, ctx.channel, "9999") if row["last_error"]]
+    if waiting:
+        row = waiting[0]
+        return (
+            f"Last delivery: retrying after {row['last_error']} "
+            f"(attempt {row['attempts']}, next at {str(row['next_attempt_at'])[:16]})."
+        )
+    last = outbox.last_delivery(ctx.db, ctx.channel)
+    if last is None:
+        return "Last delivery: none yet."
+    if last["state"] == "sent":
+        return f"Last delivery: sent {str(last['sent_at'])[:16]} (part {last['part']})."
+    if last["state"] == "failed":
+        return f"Last delivery: gave up after {last['attempts']} attempts: {last['last_error']}."
+    return f"Last delivery: held while paused ({last['last_error']})."
 
 
 HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {

@@ -15,6 +15,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from db import papers
+from db.transactions import write_transaction
 from digests.enrich.paper import build_row, merge_rows
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import read_text
@@ -122,7 +123,7 @@ def ingest_files(
     for path in paths:
         records.extend(read_file(path, fmt, venue))
     summary = IngestSummary(files=[str(path) for path in paths])
-    with db.atomic():
+    with write_transaction(db):
         for record in progress(records) if progress else records:
             store_record(db, record, now, summary)
         papers.record_ingest(

@@ -1,0 +1,229 @@
+"""The weekly schedule: one APScheduler CronTrigger per channel, plus the outbox loop.
+
+APScheduler only decides *when*; what happens is plain coroutines that take `now`
+(`run_digest`, `deliver_due`, `catch_up`), which tests call directly.
+
+- Every channel with subscriptions has a job `digest:CHANNEL` on its own weekday, time
+  and timezone. `sync_jobs` re-reads the schedules (every 30 s, and at once after a
+  change made in this process), so changes from Slack, Discord or the CLI apply
+  without a restart.
+- A digest is built once per channel and ISO week, so a DST fall-back hour that fires
+  twice, a restart, or a catch-up never posts a second one.
+- On start-up, a digest missed while down is posted once if it was due within
+  `PAPERBOY_CATCHUP_HOURS`; older misses are skipped with a log line.
+- Before each digest run, new files in `PAPERBOY_INBOX` are ingested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.delivery import ChannelResult, Poster, deliver_channel, queue_digest
+from bot.inbox import ingest_inbox
+from bot.send import platform_messages
+from bot.services import Services
+from db import channels as channel_store
+from db import digests as digest_store
+from db import outbox
+from digests.channels import parse_channel
+from digests.digest import build_digest
+from digests.schedule import Schedule, week_key
+
+log = logging.getLogger(__name__)
+
+JOB_PREFIX = "digest:"
+MAINTENANCE_SECONDS = 30
+
+
+def scheduled_channels(services: Services) -> dict[str, Schedule]:
+    """Channels with at least one subscription, and their schedules."""
+    rows = services.db().query(
+        "select * from channels where id in "
+        "(select channel from subscriptions where removed_at is null) order by id"
+    )
+    return {row["id"]: Schedule(row["weekday"], row["time"], row["timezone"]) for row in rows}
+
+
+class DigestScheduler:
+    def __init__(self, services: Services, posters: Mapping[str, Poster]) -> None:
+        self.services = services
+        self.posters = dict(posters)
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self._signatures: dict[str, Schedule] = {}
+        self._running: set[asyncio.Task[Any]] = set()
+        # One run per channel at a time (a scheduled fire may meet a catch-up).
+        self._channel_locks: dict[str, asyncio.Lock] = {}
+
+    # --- what happens ---------------------------------------------------------------
+
+    def _build_and_queue(self, channel: str, built_at: datetime, now: datetime) -> int:
+        """In a worker thread (its own connection): inbox, digest, outbox."""
+        db = self.services.db()
+        settings = self.services.settings
+        ingest_inbox(db, settings.inbox, now)
+        digest = build_digest(
+            db, channel, built_at, catalog=self.services.catalog, settings=settings
+        )
+        platform = parse_channel(channel).platform
+        return queue_digest(
+            db, digest, platform_messages(digest, platform, settings.empty_digest), now
+        )
+
+    async def run_digest(
+        self, channel: str, now: datetime | None = None, built_at: datetime | None = None
+    ) -> ChannelResult | None:
+        """Build (once per week), queue and deliver one channel's digest."""
+        now = now or self.services.clock()
+        row = channel_store.get_channel(self.services.db(), channel)
+        if row is None:
+            return None
+        if row["paused"]:
+            log.info(
+                "digest for %s not built: the channel is paused (%s)", channel, row["paused_reason"]
+            )
+            return None
+        poster = self.posters.get(row["platform"])
+        if poster is None:
+            log.warning(
+                "digest for %s not built: %s is not configured here", channel, row["platform"]
+            )
+            return None
+        async with self._channel_locks.setdefault(channel, asyncio.Lock()):
+            await self.services.in_thread(self._build_and_queue, channel, built_at or now, now)
+            return await deliver_channel(
+                self.services.db(), poster, channel, now, self.services.settings.max_attempts
+            )
+
+    async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:
+        """Send every channel's due outbox messages, channels in parallel (bounded), so a
+        slow or failing channel never delays the others."""
+        now = now or self.services.clock()
+        stamp = now.isoformat(timespec="seconds")
+        limit = asyncio.Semaphore(self.services.settings.delivery_concurrency)
+
+        async def one(channel: str) -> ChannelResult:
+            poster = self.posters.get(parse_channel(channel).platform)
+            if poster is None:
+                return ChannelResult(channel, state="nothing", reason="platform not configured")
+            # The channel's lock: two loops must never send the same pending message.
+            async with limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
+                return await deliver_channel(
+                    self.services.db(), poster, channel, now, self.services.settings.max_attempts
+                )
+
+        channels = outbox.channels_with_due(self.services.db(), stamp)
+        return list(await asyncio.gather(*(one(channel) for channel in channels)))
+
+    async def catch_up(self, now: datetime | None = None) -> list[str]:
+        """Post, once, the digests that fell due while the process was down."""
+        now = now or self.services.clock()
+        grace = timedelta(hours=self.services.settings.catchup_hours)
+        caught = []
+        for channel, schedule in scheduled_channels(self.services).items():
+            due_at = schedule.last_at_or_before(now)
+            db = self.services.db()
+            if digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone)):
+                continue  # built already; unsent parts go out with the outbox loop
+            first = next(iter(channel_store.active_subscriptions(db, channel)), None)
+            if first is None or first["created_at"] > due_at.isoformat(timespec="seconds"):
+                continue  # nothing was due yet then
+            late = now - due_at
+            if late > grace:
+                log.warning(
+                    "missed the digest for %s due %s (%.0f h ago, beyond the %d h grace): skipped",
+                    channel,
+                    due_at.isoformat(timespec="minutes"),
+                    late.total_seconds() / 3600,
+                    self.services.settings.catchup_hours,
+                )
+                continue
+            log.info(
+                "catching up the digest for %s due %s",
+                channel,
+                due_at.isoformat(timespec="minutes"),
+            )
+            await self.run_digest(channel, now=now, built_at=due_at)
+            caught.append(channel)
+        return caught
+
+    # --- when it happens --------------------------------------------------------------
+
+    def sync_jobs(self) -> None:
+        """Make the jobs match the channels' schedules in the database."""
+        wanted = scheduled_channels(self.services)
+        for channel in list(self._signatures):
+            if channel not in wanted:
+                self.scheduler.remove_job(JOB_PREFIX + channel)
+                del self._signatures[channel]
+        for channel, schedule in wanted.items():
+            if self._signatures.get(channel) == schedule:
+                continue
+            self.scheduler.add_job(
+                self._fire,
+                schedule.trigger(),
+                args=[channel],
+                id=JOB_PREFIX + channel,
+                replace_existing=True,
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=3600,
+            )
+            if channel in self._signatures:
+                log.info("schedule of %s is now %s", channel, schedule.describe())
+            self._signatures[channel] = schedule
+
+    async def _fire(self, channel: str) -> None:
+        await self._guarded(self.run_digest(channel), f"digest for {channel}")
+
+    async def _maintenance(self) -> None:
+        self.sync_jobs()
+        await self._guarded(self.deliver_due(), "outbox delivery")
+
+    async def _guarded(self, work: Any, what: str) -> None:
+        """Run scheduled work so that nothing escapes to crash the scheduler, and so that
+        a stop can wait for it."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        try:
+            await work
+        except Exception:
+            log.exception("%s failed", what)
+        finally:
+            if task is not None:
+                self._running.discard(task)
+
+    def next_runs(self) -> dict[str, datetime]:
+        return {
+            job.id.removeprefix(JOB_PREFIX): job.next_run_time
+            for job in self.scheduler.get_jobs()
+            if job.id.startswith(JOB_PREFIX) and job.next_run_time
+        }
+
+    async def start(self) -> str:
+        self.sync_jobs()
+        self.scheduler.add_job(
+            self._maintenance, "interval", seconds=MAINTENANCE_SECONDS, id="maintenance",
+            coalesce=True, max_instances=1,
+        )  # fmt: skip
+        self.scheduler.start()
+        self.services.listeners.append(lambda channel: self.sync_jobs())
+        await self._guarded(self.catch_up(), "catch-up")
+        await self._guarded(self.deliver_due(), "outbox delivery")
+        platforms = ", ".join(sorted(self.posters))
+        return f"scheduler: {len(self._signatures)} channel(s) scheduled; delivering to {platforms}"
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop firing; let in-flight sends finish (a message cut off stays pending)."""
+        self.scheduler.shutdown(wait=False)
+        running = [task for task in self._running if task is not asyncio.current_task()]
+        if running:
+            _, pending = await asyncio.wait(running, timeout=timeout)
+            for task in pending:
+                task.cancel()

@@ -1,0 +1,447 @@
+"""The scheduler and reliable delivery, all on a fake clock: no test waits for a cron."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.delivery import PermanentError, TransientError, deliver_channel
+from bot.local import LocalPoster
+from bot.scheduler import DigestScheduler
+from bot.services import Services
+from config.settings import load_settings
+from db import open_db
+from db.channels import get_channel, set_schedule
+from db.outbox import messages_for_digest
+from digests.channels import ChannelRef
+from digests.commands import handle
+from digests.ingest import ingest_files
+from digests.schedule import Schedule
+from digests.topics import Catalog
+from tests.conftest import NOW
+
+UTC_ZONE = ZoneInfo("UTC")
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class RecordingPoster:
+    """A platform that accepts everything and remembers it, in order."""
+
+    platform = "slack"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        self.sent.append((str(channel), payload))
+        return f"ts{len(self.sent)}"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(NOW)
+
+
+@pytest.fixture
+def services(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock) -> Services:
+    db_path = tmp_path / "paperboy.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
+    settings = load_settings({"PAPERBOY_LOCAL_DIR": str(tmp_path / "outbox")}, dotenv=None)
+    return Services(db_path, settings, catalog, clock=clock)
+
+
+def command(services: Services, channel: str, text: str) -> None:
+    reply = handle(text, Context_for(services, channel))
+    assert not reply.error, reply.text
+
+
+def Context_for(services: Services, channel: str):  # type: ignore[no-untyped-def]
+    return services.context(channel, "tester")
+
+
+def local_lines(services: Services, name: str) -> list[dict[str, Any]]:
+    path = services.settings.local_dir / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# --- fire times ----------------------------------------------------------------------
+
+
+def fires(schedule: Schedule, start: datetime, count: int) -> list[datetime]:
+    trigger, moment, found = schedule.trigger(), start, []
+    previous = None
+    for _ in range(count):
+        previous = trigger.get_next_fire_time(previous, moment)
+        found.append(previous.astimezone(UTC_ZONE))
+        moment = previous.astimezone(UTC_ZONE) + timedelta(seconds=1)
+    return found
+
+
+def test_a_week_of_schedules_across_three_timezones() -> None:
+    start = datetime(2026, 11, 30, 0, 0, tzinfo=UTC)  # Monday
+    berlin = Schedule("mon", "09:00", "Europe/Berlin")
+    new_york = Schedule("wed", "16:30", "America/New_York")
+    tokyo = Schedule("sun", "08:00", "Asia/Tokyo")
+    assert fires(berlin, start, 2) == [
+        datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
+        datetime(2026, 12, 7, 8, 0, tzinfo=UTC),
+    ]
+    assert fires(new_york, start, 1) == [datetime(2026, 12, 2, 21, 30, tzinfo=UTC)]
+    assert fires(tokyo, start, 1) == [datetime(2026, 12, 5, 23, 0, tzinfo=UTC)]  # Sunday 08:00 JST
+    # day names, never numbers: "mon" is Monday (APScheduler's 0 would be Monday too, crontab's Sunday)
+    assert berlin.trigger().fields[4].expressions[0].first == 0
+
+
+def test_dst_spring_forward_does_not_skip_a_week() -> None:
+    # Sunday 02:30 in Berlin does not exist on 29 March 2026 (02:00 -> 03:00).
+    schedule = Schedule("sun", "02:30", "Europe/Berlin")
+    times = fires(schedule, datetime(2026, 3, 20, tzinfo=UTC), 3)
+    assert times == [
+        datetime(2026, 3, 22, 1, 30, tzinfo=UTC),  # 02:30 CET
+        datetime(2026, 3, 29, 1, 30, tzinfo=UTC),  # 03:30 CEST: that Sunday still fires, once
+        datetime(2026, 4, 5, 0, 30, tzinfo=UTC),  # 02:30 CEST
+    ]
+    from digests.schedule import week_key
+
+    assert [week_key(t, schedule.timezone) for t in times] == ["2026-W12", "2026-W13", "2026-W14"]
+
+
+def test_dst_fall_back_fires_twice_but_the_week_is_one() -> None:
+    # Sunday 02:30 happens twice on 25 October 2026 (03:00 -> 02:00); APScheduler fires in
+    # both. The digest is per ISO week, so the second fire finds it built and sent.
+    schedule = Schedule("sun", "02:30", "Europe/Berlin")
+    times = fires(schedule, datetime(2026, 10, 18, tzinfo=UTC), 4)
+    assert times == [
+        datetime(2026, 10, 18, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 30, tzinfo=UTC),
+        datetime(2026, 11, 1, 1, 30, tzinfo=UTC),
+    ]
+    from digests.schedule import week_key
+
+    weeks = [week_key(t, schedule.timezone) for t in times]
+    assert weeks == ["2026-W42", "2026-W43", "2026-W43", "2026-W44"]
+
+
+async def test_the_repeated_autumn_hour_posts_once(services: Services, clock: Clock) -> None:
+    command(services, "slack:T1/C1", "subscribe robotics")
+    set_schedule(
+        services.db(), "slack:T1/C1", "sun", "02:30", "Europe/Berlin", "t", NOW.isoformat()
+    )
+    poster = RecordingPoster()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    schedule = Schedule("sun", "02:30", "Europe/Berlin")
+    autumn = fires(schedule, datetime(2026, 10, 24, tzinfo=UTC), 2)
+    assert autumn[1] - autumn[0] == timedelta(hours=1)  # APScheduler fires in both 02:30s
+    services.db().execute(
+        "update papers set added_at = ?", [(autumn[0] - timedelta(days=1)).isoformat()]
+    )
+    for moment in autumn:
+        clock.now = moment
+        await scheduler.run_digest("slack:T1/C1")
+    assert len(poster.sent) == 1
+
+
+# --- catch-up ----------------------------------------------------------------------------
+
+
+def monday_nine(services: Services, channel: str) -> None:
+    command(services, channel, "subscribe robotics")
+    command(services, channel, "schedule monday 09:00 UTC")
+
+
+async def test_catch_up_after_three_hours_down(services: Services, clock: Clock) -> None:
+    clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    monday_nine(services, "local:lab")
+    clock.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # due 09:00, up at 12:00
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert await scheduler.catch_up() == ["local:lab"]
+    [line] = local_lines(services, "lab")
+    assert "Paperboy digest for local:lab, week of 30 Nov 2026" in line["text"]
+    # restarted right after: nothing posted again
+    again = DigestScheduler(services, {"local": LocalPoster(services.settings.local_dir, clock)})
+    clock.now += timedelta(minutes=5)
+    assert await again.catch_up() == []
+    await again.deliver_due()
+    assert len(local_lines(services, "lab")) == 1
+
+
+async def test_no_catch_up_after_three_days_down(
+    services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    monday_nine(services, "local:lab")
+    clock.now = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)  # due Monday, up Thursday
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert await scheduler.catch_up() == []
+    assert local_lines(services, "lab") == []
+    assert "missed the digest for local:lab due 2026-11-30T09:00+00:00 (72 h ago" in caplog.text
+
+
+async def test_nothing_to_catch_up_for_a_new_subscription(services: Services, clock: Clock) -> None:
+    clock.now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # subscribed after Monday 09:00
+    monday_nine(services, "local:lab")
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert await scheduler.catch_up() == []
+
+
+# --- crashes, storms, pauses -------------------------------------------------------------
+
+
+class Killed(BaseException):
+    """What the process dying looks like from inside (not an Exception: nothing catches it)."""
+
+
+class DyingPoster(RecordingPoster):
+    def __init__(self, die_at: int, accepted_before_dying: bool) -> None:
+        super().__init__()
+        self.die_at = die_at
+        self.accepted = accepted_before_dying
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        if len(self.sent) + 1 == self.die_at:
+            if self.accepted:
+                self.sent.append((str(channel), payload))  # the platform took it...
+            raise Killed  # ... and the process died before recording it
+        return await super().send(channel, payload, thread_of)
+
+
+def four_part_digest(services: Services, channel: str) -> int:
+    from bot.delivery import queue_digest
+    from digests.digest import build_digest
+
+    db = services.db()
+    command(services, channel, "subscribe robotics")
+    digest = build_digest(db, channel, NOW, catalog=services.catalog, settings=services.settings)
+    parts = [({"text": f"part {n}"}, []) for n in range(1, 5)]
+    queue_digest(db, digest, parts, NOW)
+    assert digest.digest_id is not None
+    return digest.digest_id
+
+
+@pytest.mark.parametrize("accepted", [False, True])
+async def test_a_kill_mid_delivery_loses_nothing(services: Services, accepted: bool) -> None:
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    dying = DyingPoster(die_at=3, accepted_before_dying=accepted)
+    with pytest.raises(Killed):
+        await deliver_channel(services.db(), dying, "slack:T1/C1", NOW)
+    states = [m["state"] for m in messages_for_digest(services.db(), digest_id)]
+    assert states == ["sent", "sent", "pending", "pending"]
+    restarted = RecordingPoster()
+    result = await deliver_channel(
+        services.db(), restarted, "slack:T1/C1", NOW + timedelta(minutes=1)
+    )
+    assert result.sent == 2
+    received = [p["text"] for _, p in dying.sent + restarted.sent]
+    assert received[:2] == ["part 1", "part 2"]
+    # every part arrived; only the one in flight at the crash may have arrived twice
+    assert sorted(set(received)) == ["part 1", "part 2", "part 3", "part 4"]
+    assert received.count("part 3") == (2 if accepted else 1)
+    assert all(received.count(part) == 1 for part in ("part 1", "part 2", "part 4"))
+
+
+class FlakyPoster(RecordingPoster):
+    def __init__(self, failures: int, retry_after: float | None = None) -> None:
+        super().__init__()
+        self.failures = failures
+        self.retry_after = retry_after
+        self.attempts = 0
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise TransientError("ratelimited", self.retry_after)
+        return await super().send(channel, payload, thread_of)
+
+
+async def test_a_429_storm_backs_off_then_gives_up(services: Services) -> None:
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    poster = FlakyPoster(failures=100)
+    now = NOW
+    waits = []
+    for _ in range(services.settings.max_attempts):
+        result = await deliver_channel(
+            services.db(), poster, "slack:T1/C1", now, services.settings.max_attempts
+        )
+        [first, *_] = messages_for_digest(services.db(), digest_id)
+        if result.state == "failed":
+            break
+        next_at = datetime.fromisoformat(first["next_attempt_at"])
+        waits.append((next_at - now).total_seconds())
+        assert await deliver_channel(
+            services.db(), poster, "slack:T1/C1", next_at - timedelta(seconds=1)
+        ) == result.__class__("slack:T1/C1", state="nothing")
+        now = next_at
+    assert result.state == "failed"
+    assert poster.attempts == services.settings.max_attempts
+    # exponential from 30 s, each with jitter between half and all of it
+    for attempt, wait in enumerate(waits):
+        assert 0.5 * 30 * 2**attempt <= wait <= 30 * 2**attempt
+    states = [m["state"] for m in messages_for_digest(services.db(), digest_id)]
+    assert states == ["failed", "pending", "pending", "pending"]
+
+
+async def test_retry_after_is_honoured(services: Services) -> None:
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    poster = FlakyPoster(failures=1, retry_after=42)
+    result = await deliver_channel(services.db(), poster, "slack:T1/C1", NOW)
+    assert result.state == "retrying"
+    [first, *_] = messages_for_digest(services.db(), digest_id)
+    assert datetime.fromisoformat(first["next_attempt_at"]) == NOW + timedelta(seconds=42)
+
+
+async def test_a_paused_channel_is_left_alone(services: Services, clock: Clock) -> None:
+    four_part_digest(services, "slack:T1/C1")
+
+    class Gone(RecordingPoster):
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            raise PermanentError("channel_not_found")
+
+    scheduler = DigestScheduler(services, {"slack": Gone()})
+    [result] = await scheduler.deliver_due()
+    assert result.state == "paused"
+    assert get_channel(services.db(), "slack:T1/C1")["paused"] == 1
+    assert await scheduler.deliver_due() == []  # not even tried again
+    assert await scheduler.run_digest("slack:T1/C1") is None  # no new digest either
+
+
+async def test_one_slow_channel_does_not_delay_the_others(services: Services) -> None:
+    four_part_digest(services, "slack:T1/SLOW")
+    four_part_digest(services, "slack:T1/FAST")
+    gate = asyncio.Event()
+
+    class Selective(RecordingPoster):
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            if channel.name == "SLOW":
+                await gate.wait()
+            return await super().send(channel, payload, thread_of)
+
+    poster = Selective()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    run = asyncio.create_task(scheduler.deliver_due())
+    for _ in range(100):
+        if len(poster.sent) == 4:
+            break
+        await asyncio.sleep(0.01)
+    assert [c for c, _ in poster.sent] == ["slack:T1/FAST"] * 4  # all of FAST while SLOW waits
+    gate.set()
+    results = await run
+    assert {r.channel: r.sent for r in results} == {"slack:T1/FAST": 4, "slack:T1/SLOW": 4}
+
+
+# --- schedules change at once; the inbox --------------------------------------------------
+
+
+async def test_schedule_changes_apply_without_a_restart(services: Services, clock: Clock) -> None:
+    monday_nine(services, "local:lab")
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    scheduler.scheduler.start(paused=True)  # jobs live, nothing fires
+    scheduler.sync_jobs()
+    job = scheduler.scheduler.get_job("digest:local:lab")
+    assert str(job.trigger) == "cron[day_of_week='mon', hour='9', minute='0']"
+    # a change from another process (the CLI) is picked up by the next sync
+    command(services, "local:lab", "schedule friday 17:45 Asia/Tokyo")
+    scheduler.sync_jobs()
+    job = scheduler.scheduler.get_job("digest:local:lab")
+    assert str(job.trigger) == "cron[day_of_week='fri', hour='17', minute='45']"
+    assert str(job.trigger.timezone) == "Asia/Tokyo"
+    # unsubscribing from the last topic removes the job
+    command(services, "local:lab", "unsubscribe robotics")
+    scheduler.sync_jobs()
+    assert scheduler.scheduler.get_job("digest:local:lab") is None
+    scheduler.scheduler.shutdown(wait=False)
+
+
+async def test_the_inbox_loads_new_files_and_skips_bad_ones(
+    services: Services, clock: Clock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "good.tsv").write_text(
+        "title\tabstract\nGrasp Everything\tWe propose GraspAll, a robot grasping method.\n"
+    )
+    (inbox / "bad.csv").write_text("title,url\nno abstract here,x\n")
+    services.settings = replace(services.settings, inbox=inbox)
+    monday_nine(services, "local:lab")
+    clock.now = NOW + timedelta(days=1)
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    await scheduler.run_digest("local:lab")
+    [line] = local_lines(services, "lab")
+    assert "Grasp Everything" in line["text"]  # loaded before the digest was built
+    assert "inbox: skipped" in caplog.text and "bad.csv:1: has no 'abstract' column" in caplog.text
+    rows = {
+        row["path"].split("/")[-1]: row["status"]
+        for row in services.db().query("select * from inbox_files")
+    }
+    assert rows == {"good.tsv": "loaded", "bad.csv": "error"}
+
+
+# --- the database under load -----------------------------------------------------------------
+
+
+async def test_200_concurrent_commands_during_a_digest_run(
+    services: Services, clock: Clock
+) -> None:
+    channels = [f"local:team{i}" for i in range(20)]
+    for channel in channels:
+        command(services, channel, "subscribe robotics")
+        command(services, channel, "subscribe rlhf")
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    texts = [
+        "find robot",
+        "list",
+        "status",
+        "subscribe offline-rl",
+        "unsubscribe offline-rl",
+        "topics",
+        "digest preview",
+    ]
+
+    def one(index: int) -> str:
+        reply = handle(
+            texts[index % len(texts)], services.context(channels[index % 20], f"user{index}")
+        )
+        return reply.text
+
+    digests = [asyncio.create_task(scheduler.run_digest(channel)) for channel in channels]
+    replies = await asyncio.gather(*(services.in_thread(one, i) for i in range(200)))
+    results = await asyncio.gather(*digests)
+    assert len(replies) == 200 and not any("locked" in reply for reply in replies)
+    assert all(result is not None and result.state == "done" for result in results)
+    assert all(len(local_lines(services, channel.split(":")[1])) == 1 for channel in channels)
