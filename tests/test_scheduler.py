@@ -445,3 +445,31 @@ async def test_200_concurrent_commands_during_a_digest_run(
     assert len(replies) == 200 and not any("locked" in reply for reply in replies)
     assert all(result is not None and result.state == "done" for result in results)
     assert all(len(local_lines(services, channel.split(":")[1])) == 1 for channel in channels)
+
+
+def test_run_wires_the_scheduler_to_every_started_platform(services: Services) -> None:
+    from bot.discordbot.poster import DiscordPoster
+    from bot.runner import DiscordComponent, SchedulerComponent, SlackComponent, components
+    from bot.slack.client import make_client
+    from bot.slack.poster import SlackPoster
+
+    settings = replace(
+        services.settings,
+        slack_bot_token="xoxb-1234567890-abc",
+        slack_app_token="xapp-1-abc-123456789",
+        discord_token="x" * 24 + "." + "y" * 6 + "." + "z" * 27,
+    )
+    services.settings = settings
+    parts = components(services, slack_http=False, port=3000)
+    assert [part.name for part in parts] == ["slack", "discord", "scheduler"]  # scheduler last
+    slack, discord_part, scheduler = parts
+    assert isinstance(scheduler, SchedulerComponent) and isinstance(slack, SlackComponent)
+    assert isinstance(discord_part, DiscordComponent)
+    assert set(scheduler.posters()) == {"local"}  # nothing started yet
+    slack.client = make_client("xoxb-1234567890-abc", "http://127.0.0.1:9/api/")
+    discord_part.client = object()  # type: ignore[assignment]
+    posters = scheduler.posters()
+    assert isinstance(posters["slack"], SlackPoster) and isinstance(
+        posters["discord"], DiscordPoster
+    )
+    assert isinstance(posters["local"], LocalPoster)
