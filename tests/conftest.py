@@ -115,3 +115,15 @@ async def fake_discord():  # type: ignore[no-untyped-def]
     fake = await FakeDiscord().start()
     yield fake
     await fake.stop()
+
+
+@pytest.fixture
+async def bot(tmp_path: Path, seed_paths: list[Path], catalog, fake_discord):  # type: ignore[no-untyped-def]
+    """A Paperboy Discord client, logged in to the fake REST API, over the seed papers."""
+    from tests.discord_helpers import logged_in, make_services
+
+    client = await logged_in(
+        make_services(tmp_path, seed_paths, catalog, fake_discord), fake_discord
+    )
+    yield client
+    await client.close()

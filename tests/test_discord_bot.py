@@ -29,14 +29,6 @@ from tests.fakes.discord_api import APP_ID, FakeDiscord
 EPHEMERAL = 1 << 6
 
 
-@pytest.fixture
-async def bot(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_discord: FakeDiscord):  # type: ignore[no-untyped-def]
-    services = make_services(tmp_path, seed_paths, catalog, fake_discord)
-    client = await logged_in(services, fake_discord)
-    yield client
-    await client.close()
-
-
 def subscriptions(client: PaperboyClient) -> list[str]:
     return [
         row["topic_id"] for row in active_subscriptions(open_db(client.services.db_path), CHANNEL)

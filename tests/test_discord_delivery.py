@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,6 @@ from db.channels import get_channel
 from digests.commands import handle
 from digests.ingest import ingest_files
 from digests.render import limits
-from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.discord_helpers import (
     CHANNEL,
@@ -24,18 +22,8 @@ from tests.discord_helpers import (
     MANAGE_CHANNELS,
     dispatch,
     interaction,
-    logged_in,
-    make_services,
 )
 from tests.fakes.discord_api import FakeDiscord
-
-
-@pytest.fixture
-async def bot(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_discord: FakeDiscord):  # type: ignore[no-untyped-def]
-    services = make_services(tmp_path, seed_paths, catalog, fake_discord)
-    client = await logged_in(services, fake_discord)
-    yield client
-    await client.close()
 
 
 async def subscribe(bot: PaperboyClient, fake: FakeDiscord, topic: str) -> None:

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,18 @@ def services(
     return make_services(tmp_path, seed_paths, catalog, fake_slack)
 
 
+async def send(services: Services, fake: FakeSlack, clock: FakeTime, settings: Any = None) -> Any:
+    """Build, queue and deliver this week's digest for CHANNEL through the fake API."""
+    return await send_digest(
+        open_db(services.db_path),
+        poster_for(fake, clock),
+        CHANNEL,
+        NOW,
+        catalog=services.catalog,
+        settings=settings or services.settings,
+    )
+
+
 def follow(services: Services, *topics: str, channel: str = CHANNEL) -> None:
     db = open_db(services.db_path)
     ensure_channel(db, channel, services.settings, NOW)
@@ -85,15 +98,7 @@ async def test_the_whole_path_over_http(
         assert response.status == 200
     finally:
         await client.close()
-    db = open_db(services.db_path)
-    _, result = await send_digest(
-        db,
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    _, result = await send(services, fake_slack, clock)
     assert result.state == "done" and result.sent == 1
     [posted] = fake_slack.posted()
     assert posted["channel"] == "C0001"
@@ -104,14 +109,7 @@ async def test_the_whole_path_over_http(
     [call] = [c for c in fake_slack.calls if c.method == "chat.postMessage"]
     assert call.token == BOT_TOKEN
     # sending again posts nothing twice
-    _, again = await send_digest(
-        db,
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    _, again = await send(services, fake_slack, clock)
     assert again.state == "nothing" and len(fake_slack.posted()) == 1
 
 
@@ -127,14 +125,7 @@ async def test_a_long_digest_is_threaded_and_paced(
     )
     extra.write_text("title\tabstract\n" + rows + "\n")
     ingest_files(open_db(services.db_path), [extra], now=NOW)
-    _, result = await send_digest(
-        open_db(services.db_path),
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=roomy,
-    )
+    _, result = await send(services, fake_slack, clock, settings=roomy)
     posted = fake_slack.posted()
     assert result.sent == len(posted) >= 2
     first_ts = "1700000001.000100"
@@ -155,14 +146,7 @@ async def test_429_waits_for_retry_after_then_succeeds(
         status=429,
         headers={"Retry-After": "7"},
     )
-    _, result = await send_digest(
-        open_db(services.db_path),
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    _, result = await send(services, fake_slack, clock)
     assert result.state == "done" and result.sent == 1
     assert len(fake_slack.posted()) == 2  # the refused attempt, then the retry
     assert 7.0 in clock.sleeps
@@ -180,14 +164,7 @@ async def test_a_429_storm_leaves_the_message_pending_for_later(
             headers={"Retry-After": "30"},
         )
     db = open_db(services.db_path)
-    _, result = await send_digest(
-        db,
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    _, result = await send(services, fake_slack, clock)
     assert result.state == "retrying"
     assert len(fake_slack.posted()) == 4  # one try and three retries, then the outbox takes over
     assert due(db, CHANNEL, (NOW + timedelta(seconds=29)).isoformat()) == []
@@ -210,14 +187,7 @@ async def test_permanent_errors_pause_the_channel(
     follow(services, "robotics")
     fake_slack.queue("chat.postMessage", {"ok": False, "error": error})
     db = open_db(services.db_path)
-    _, result = await send_digest(
-        db,
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    _, result = await send(services, fake_slack, clock)
     assert result.state == "paused" and result.reason == error
     assert len(fake_slack.posted()) == 1  # no retry storm
     assert get_channel(db, CHANNEL)["paused_reason"] == error
@@ -245,14 +215,7 @@ async def test_paper_text_reaches_slack_escaped(
     )
     ingest_files(open_db(services.db_path), [hostile], now=NOW)
     follow(services, "robotics")
-    await send_digest(
-        open_db(services.db_path),
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    await send(services, fake_slack, clock)
     text = json.dumps(fake_slack.posted())
     assert "&lt;!channel&gt; Robots &amp; &lt;@U1&gt;" in text
     assert "<!channel>" not in text and "<!everyone>" not in text and "<@U1>" not in text
@@ -266,14 +229,7 @@ async def test_resuming_is_possible_after_a_pause(
     follow(services, "robotics")
     fake_slack.queue("chat.postMessage", {"ok": False, "error": "not_in_channel"})
     db = open_db(services.db_path)
-    await send_digest(
-        db,
-        poster_for(fake_slack, clock),
-        CHANNEL,
-        NOW,
-        catalog=services.catalog,
-        settings=services.settings,
-    )
+    await send(services, fake_slack, clock)
     set_paused(db, CHANNEL, None, NOW.isoformat())
     resume_channel(db, CHANNEL)
     result = await deliver_channel(db, poster_for(fake_slack, clock), CHANNEL, NOW)

@@ -203,6 +203,11 @@ def _schedule_line(schedule: Schedule, now: datetime) -> str:
     return f"Digest: {schedule.describe()}; next on {upcoming.strftime('%a %-d %b %Y, %H:%M %Z')}."
 
 
+def _changed(text: str, schedule: Schedule, now: datetime) -> Reply:
+    """A change, told to the whole channel, with when its next digest comes."""
+    return info(text, _schedule_line(schedule, now), ephemeral=False, changed=True)
+
+
 def _subscribe(command: Command, ctx: Context) -> Reply:
     topic = _resolve_topic(command, ctx)
     if isinstance(topic, Reply):
@@ -221,12 +226,7 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     )
     schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
-    return info(
-        f"{ctx.user} subscribed this channel to {what}.",
-        _schedule_line(schedule, ctx.now),
-        ephemeral=False,
-        changed=True,
-    )
+    return _changed(f"{ctx.user} subscribed this channel to {what}.", schedule, ctx.now)
 
 
 def _unsubscribe(command: Command, ctx: Context) -> Reply:
@@ -299,11 +299,8 @@ def _schedule(command: Command, ctx: Context) -> Reply:
         return error(str(exc))
     channel_store.set_schedule(ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp)
     schedule = Schedule(weekday, clock, timezone)
-    return info(
-        f"{ctx.user} moved this channel's digest to {schedule.describe()}.",
-        _schedule_line(schedule, ctx.now),
-        ephemeral=False,
-        changed=True,
+    return _changed(
+        f"{ctx.user} moved this channel's digest to {schedule.describe()}.", schedule, ctx.now
     )
 
 

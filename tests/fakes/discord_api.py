@@ -13,6 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.server import serve
+
 APP_ID = "200000000000000000"
 BOT_ID = "100000000000000000"
 BOT_USER = {
@@ -96,11 +98,7 @@ class FakeDiscord:
     async def start(self) -> FakeDiscord:
         app = web.Application()
         app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:

@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.server import serve
+
 
 @dataclass
 class Call:
@@ -64,11 +66,7 @@ class FakeSlack:
         app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/respond/{name}", self._respond)
         app.router.add_get("/socket", self._socket)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:
