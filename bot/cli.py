@@ -228,7 +228,7 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
 @main.command()
 @channel_option
 @click.option("--preview", is_flag=True, help="Show it without recording it as this week's.")
-@click.option("--send", is_flag=True, help="Deliver it to the channel now (Slack or Discord).")
+@click.option("--send", is_flag=True, help="Deliver it to the channel now, through the outbox.")
 @click.option(
     "--format",
     "fmt",
@@ -324,7 +324,19 @@ async def _send_now(db: Database, channel: str, settings: Settings) -> str:
         finally:
             await component.stop()
         return f"{built.week}: {len(built.items)} papers. {result.describe()}"
-    raise UserError("--send posts to slack: and discord: channels; local: channels are not sent")
+    from bot.local import LocalPoster
+
+    built, result = await send_digest(
+        db,
+        LocalPoster(settings.local_dir),
+        channel,
+        _now(),
+        catalog=load_catalog(),
+        settings=settings,
+    )
+    return (
+        f"{built.week}: {len(built.items)} papers. {result.describe()} (into {settings.local_dir})"
+    )
 
 
 @main.command()

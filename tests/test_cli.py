@@ -169,3 +169,18 @@ def test_digest_command_formats_and_records(run, tmp_path: Path, seed_paths) -> 
     )
     assert again["preview"] is False
     assert [i["paper_id"] for i in again["items"]] == [i["paper_id"] for i in preview["items"]]
+
+
+def test_digest_send_to_a_local_channel(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "s.db")
+    run("ingest", *map(str, seed_paths), "--db", db)
+    run("chat", "--channel", "local:lab", "subscribe robotics", "--db", db)
+    env = {"PAPERBOY_LOCAL_DIR": str(tmp_path / "out")}
+    sent = run("digest", "--channel", "local:lab", "--send", "--db", db, **env)
+    assert sent.exit_code == 0 and "local:lab: 1 message(s) sent" in sent.output
+    again = run("digest", "--channel", "local:lab", "--send", "--db", db, **env)
+    assert "nothing to send" in again.output
+    lines = (tmp_path / "out" / "lab.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["channel"] == "local:lab"
+    both = run("digest", "--channel", "local:lab", "--send", "--preview", "--db", db)
+    assert both.exit_code == 2
