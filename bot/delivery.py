@@ -6,14 +6,19 @@ order (`deliver_channel`). Each platform supplies a `Poster`; its errors come ba
 `TransientError` (try again later, with exponential backoff and jitter, up to
 `max_attempts`; then the message is given up and its papers count as undelivered).
 
-Crash safety: a message is marked sent only after the platform accepted it. A crash
-between the two resends that one message on restart; nothing else is lost or repeated.
+Crash safety: a message is claimed, sent, then marked sent. A crash between the send
+and the record resends that one message on restart; nothing else is lost or repeated.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import random
+import socket
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -24,6 +29,7 @@ from db import channels as channel_store
 from db import outbox
 from digests.channels import ChannelRef, parse_channel
 from digests.digest import Digest
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +101,39 @@ def queue_digest(
     """Write a recorded digest's messages (payload, paper ids) to the outbox, once."""
     if digest.digest_id is None:
         raise ValueError("only a recorded digest can be queued, not a preview")
-    rows = outbox.enqueue(
-        db, digest.channel, digest.digest_id, messages, now.isoformat(timespec="seconds")
-    )
+    rows = outbox.enqueue(db, digest.channel, digest.digest_id, messages, stamp(now))
     return len(rows)
+
+
+SENDER = f"{socket.gethostname()}:{os.getpid()}"
+CLAIM_SECONDS = 600  # longer than any one send, retries of rate limits included
+
+
+def sender_alive(sender: str) -> bool:
+    """Whether the process that claimed a message may still be sending it. On this host
+    we can tell; for another host, only the claim's time limit can."""
+    host, _, pid = sender.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _record_sent(db: Database, message_id: int, platform_id: str, at: str) -> None:
+    """Record a send; a busy database must not make an accepted message go out again."""
+    for attempt in range(5):
+        try:
+            outbox.mark_sent(db, message_id, platform_id, at)
+            return
+        except sqlite3.OperationalError:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(0.5 * 2**attempt)
 
 
 async def deliver_channel(
@@ -107,39 +142,71 @@ async def deliver_channel(
     channel: str,
     now: datetime,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    clock: Callable[[], datetime] | None = None,
 ) -> ChannelResult:
-    """Send the channel's due messages in order; stop at the first error."""
+    """Send the channel's due messages in order; stop at the first error.
+
+    Each message is claimed before it is sent, so a second sender (another process,
+    `paperboy digest --send` while `paperboy run` is up) never sends it too.
+    """
     row = channel_store.get_channel(db, channel)
     if row is not None and row["paused"]:
         return ChannelResult(channel, state="paused", reason=row["paused_reason"])
     ref = parse_channel(channel)
-    stamp = now.isoformat(timespec="seconds")
-    sent = 0
-    messages = outbox.due(db, channel, stamp)
+    at = stamp(now)
+    messages = outbox.due(db, channel, at, sender_alive)
     if not messages:
         return ChannelResult(channel, state="nothing")
+    sent = 0
     for message in messages:
+        if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
+            return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
         thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
         try:
             platform_id = await poster.send(ref, message["payload"], thread_of)
         except PermanentError as exc:
-            channel_store.set_paused(db, channel, exc.reason, stamp)
+            channel_store.set_paused(db, channel, exc.reason, at)
             outbox.pause_channel(db, channel, exc.reason)
             log.warning("delivery to %s paused: %s", channel, exc.reason)
             return ChannelResult(channel, sent, "paused", exc.reason)
-        except TransientError as exc:
-            attempts = int(message["attempts"]) + 1
-            if attempts >= max_attempts:
-                outbox.mark_failed(db, message["id"], exc.reason)
-                log.warning(
-                    "delivery to %s gave up after %d attempts: %s", channel, attempts, exc.reason
-                )
-                return ChannelResult(channel, sent, "failed", exc.reason)
-            wait = backoff(attempts - 1, exc.retry_after)
-            retry_at = (now + timedelta(seconds=wait)).isoformat(timespec="seconds")
-            outbox.mark_retry(db, message["id"], exc.reason, retry_at)
-            log.info("delivery to %s failed (%s); retrying after %s", channel, exc.reason, retry_at)
-            return ChannelResult(channel, sent, "retrying", exc.reason)
-        outbox.mark_sent(db, message["id"], platform_id, stamp)
+        except Exception as exc:  # transient, or unexpected: retried with backoff either way
+            if isinstance(exc, TransientError):
+                reason, retry_after = exc.reason, exc.retry_after
+            else:
+                log.exception("unexpected error sending to %s", channel)
+                reason, retry_after = f"unexpected {type(exc).__name__}", None
+            return _retry_later(
+                db,
+                channel,
+                message,
+                reason,
+                retry_after,
+                sent,
+                max_attempts,
+                clock or (lambda: now),
+            )
+        await _record_sent(db, message["id"], platform_id, at)
         sent += 1
     return ChannelResult(channel, sent)
+
+
+def _retry_later(
+    db: Database,
+    channel: str,
+    message: dict[str, Any],
+    reason: str,
+    retry_after: float | None,
+    sent: int,
+    max_attempts: int,
+    clock: Callable[[], datetime],
+) -> ChannelResult:
+    attempts = int(message["attempts"]) + 1
+    if attempts >= max_attempts:
+        outbox.mark_failed(db, message["id"], reason)
+        log.warning("delivery to %s gave up after %d attempts: %s", channel, attempts, reason)
+        return ChannelResult(channel, sent, "failed", reason)
+    # From the time of the error, not of the run: the run may have waited long.
+    retry_at = stamp(clock() + timedelta(seconds=backoff(attempts - 1, retry_after)))
+    outbox.mark_retry(db, message["id"], reason, retry_at)
+    log.info("delivery to %s failed (%s); retrying after %s", channel, reason, retry_at)
+    return ChannelResult(channel, sent, "retrying", reason)

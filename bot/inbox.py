@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from digests.ingest import IngestError, ingest_files
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def ingest_inbox(db: Database, folder: Path | None, now: datetime) -> InboxResul
                 "mtime_ns": stat.st_mtime_ns,
                 "status": status,
                 "detail": detail,
-                "seen_at": now.isoformat(timespec="seconds"),
+                "seen_at": stamp(now),
             },
             pk="path",
         )

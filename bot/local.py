@@ -19,6 +19,7 @@ from typing import Any
 from bot.delivery import PermanentError, TransientError
 from bot.services import utcnow
 from digests.channels import ChannelRef
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class LocalPoster:
         record = {
             "id": message_id,
             "channel": str(channel),
-            "sent_at": self.clock().isoformat(timespec="seconds"),
+            "sent_at": stamp(self.clock()),
             "thread_of": thread_of,
             **payload,
         }

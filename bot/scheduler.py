@@ -34,6 +34,7 @@ from db import outbox
 from digests.channels import parse_channel
 from digests.digest import build_digest
 from digests.schedule import Schedule, week_key
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +97,19 @@ class DigestScheduler:
             return None
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
             await self.services.in_thread(self._build_and_queue, channel, built_at or now, now)
-            return await deliver_channel(
-                self.services.db(), poster, channel, now, self.services.settings.max_attempts
-            )
+            return await self._deliver(poster, channel, now)
+
+    async def _deliver(self, poster: Poster, channel: str, now: datetime) -> ChannelResult:
+        settings = self.services.settings
+        return await deliver_channel(
+            self.services.db(), poster, channel, now, settings.max_attempts, self.services.clock
+        )
 
     async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:
         """Send every channel's due outbox messages, channels in parallel (bounded), so a
         slow or failing channel never delays the others."""
         now = now or self.services.clock()
-        stamp = now.isoformat(timespec="seconds")
+        now_stamp = stamp(now)
         limit = asyncio.Semaphore(self.services.settings.delivery_concurrency)
 
         async def one(channel: str) -> ChannelResult:
@@ -113,12 +118,41 @@ class DigestScheduler:
                 return ChannelResult(channel, state="nothing", reason="platform not configured")
             # The channel's lock: two loops must never send the same pending message.
             async with limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
-                return await deliver_channel(
-                    self.services.db(), poster, channel, now, self.services.settings.max_attempts
-                )
+                return await self._deliver(poster, channel, now)
 
-        channels = outbox.channels_with_due(self.services.db(), stamp)
-        return list(await asyncio.gather(*(one(channel) for channel in channels)))
+        channels = outbox.channels_with_due(self.services.db(), now_stamp)
+        results = await asyncio.gather(
+            *(one(channel) for channel in channels), return_exceptions=True
+        )
+        found = []
+        for channel, result in zip(channels, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("delivery to %s failed: %s: %s", channel, type(result).__name__, result)
+                found.append(ChannelResult(channel, state="retrying", reason=type(result).__name__))
+            else:
+                found.append(result)
+        return found
+
+    def start_due_deliveries(self) -> int:
+        """Start delivering each channel with due messages that is not delivering already,
+        without waiting: a channel stuck in a rate-limit storm holds up no one else."""
+        busy = {task.get_name() for task in self._running}
+        started = 0
+        for channel in outbox.channels_with_due(self.services.db(), stamp(self.services.clock())):
+            name = f"deliver:{channel}"
+            if name in busy or parse_channel(channel).platform not in self.posters:
+                continue
+            poster = self.posters[parse_channel(channel).platform]
+
+            async def work(poster: Poster = poster, channel: str = channel) -> None:
+                async with self._channel_locks.setdefault(channel, asyncio.Lock()):
+                    await self._deliver(poster, channel, self.services.clock())
+
+            task = asyncio.create_task(self._guarded(work(), f"delivery to {channel}"), name=name)
+            self._running.add(task)  # a reference until done, and something stop() can await
+            task.add_done_callback(self._running.discard)
+            started += 1
+        return started
 
     async def catch_up(self, now: datetime | None = None) -> list[str]:
         """Post, once, the digests that fell due while the process was down."""
@@ -128,10 +162,11 @@ class DigestScheduler:
         for channel, schedule in scheduled_channels(self.services).items():
             due_at = schedule.last_at_or_before(now)
             db = self.services.db()
-            if digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone)):
-                continue  # built already; unsent parts go out with the outbox loop
+            built = digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone))
+            if built and outbox.messages_for_digest(db, built["id"]):
+                continue  # built and queued already; unsent parts go out with the outbox loop
             first = next(iter(channel_store.active_subscriptions(db, channel)), None)
-            if first is None or first["created_at"] > due_at.isoformat(timespec="seconds"):
+            if first is None or first["created_at"] > stamp(due_at):
                 continue  # nothing was due yet then
             late = now - due_at
             if late > grace:
@@ -156,7 +191,11 @@ class DigestScheduler:
 
     def sync_jobs(self) -> None:
         """Make the jobs match the channels' schedules in the database."""
-        wanted = scheduled_channels(self.services)
+        try:
+            wanted = scheduled_channels(self.services)
+        except Exception:
+            log.exception("could not read the schedules")
+            return
         for channel in list(self._signatures):
             if channel not in wanted:
                 self.scheduler.remove_job(JOB_PREFIX + channel)
@@ -164,16 +203,20 @@ class DigestScheduler:
         for channel, schedule in wanted.items():
             if self._signatures.get(channel) == schedule:
                 continue
-            self.scheduler.add_job(
-                self._fire,
-                schedule.trigger(),
-                args=[channel],
-                id=JOB_PREFIX + channel,
-                replace_existing=True,
-                coalesce=True,
-                max_instances=1,
-                misfire_grace_time=3600,
-            )
+            try:
+                self.scheduler.add_job(
+                    self._fire,
+                    schedule.trigger(),
+                    args=[channel],
+                    id=JOB_PREFIX + channel,
+                    replace_existing=True,
+                    coalesce=True,
+                    max_instances=1,
+                    misfire_grace_time=3600,
+                )
+            except Exception:  # one bad row (say, an unknown timezone) must not stop the rest
+                log.exception("could not schedule %s (%s)", channel, schedule.describe())
+                continue
             if channel in self._signatures:
                 log.info("schedule of %s is now %s", channel, schedule.describe())
             self._signatures[channel] = schedule
@@ -183,7 +226,7 @@ class DigestScheduler:
 
     async def _maintenance(self) -> None:
         self.sync_jobs()
-        await self._guarded(self.deliver_due(), "outbox delivery")
+        self.start_due_deliveries()
 
     async def _guarded(self, work: Any, what: str) -> None:
         """Run scheduled work so that nothing escapes to crash the scheduler, and so that
@@ -215,13 +258,14 @@ class DigestScheduler:
         self.scheduler.start()
         self.services.listeners.append(lambda channel: self.sync_jobs())
         await self._guarded(self.catch_up(), "catch-up")
-        await self._guarded(self.deliver_due(), "outbox delivery")
+        self.start_due_deliveries()
         platforms = ", ".join(sorted(self.posters))
         return f"scheduler: {len(self._signatures)} channel(s) scheduled; delivering to {platforms}"
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop firing; let in-flight sends finish (a message cut off stays pending)."""
-        self.scheduler.shutdown(wait=False)
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
         running = [task for task in self._running if task is not asyncio.current_task()]
         if running:
             _, pending = await asyncio.wait(running, timeout=timeout)

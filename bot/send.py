@@ -52,4 +52,4 @@ async def send_digest(
     ref = parse_channel(channel)
     digest = build_digest(db, str(ref), now, catalog=catalog, settings=settings)
     queue_digest(db, digest, platform_messages(digest, ref.platform, settings.empty_digest), now)
-    return digest, await deliver_channel(db, poster, str(ref), now)
+    return digest, await deliver_channel(db, poster, str(ref), now, settings.max_attempts)

@@ -145,7 +145,9 @@ def m003_outbox(db: Database) -> None:
             "part": int,  # 1, 2, ... in sending order; parts after the first thread under it
             "payload": str,  # JSON: the platform's message arguments
             "paper_ids": str,  # JSON: the papers this message carries
-            "state": str,  # pending | sent | failed (given up) | paused
+            "state": str,  # pending | sending | sent | failed (given up) | paused
+            "claimed_by": str,  # while sending: "host:pid" of the sender
+            "claimed_until": str,  # while sending: after this, another sender may take it
             "attempts": int,
             "last_error": str,
             "platform_id": str,  # Slack ts or Discord message id, once sent

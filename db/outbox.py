@@ -1,15 +1,17 @@
 """The outbox: every message is written here before it is sent, and marked after.
 
 States: `pending` (to send, now or from `next_attempt_at` after a transient error),
-`sent` (with the platform's id for it), `failed` (given up after too many attempts,
-with the error), `paused` (the channel is paused). A paper counts as delivered to a
-channel only once a message carrying it is `sent`.
+`sending` (claimed by one sender, so that two processes never both send it), `sent`
+(with the platform's id for it), `failed` (given up after too many attempts, with the
+error), `paused` (the channel is paused). A paper counts as delivered to a channel only
+once a message carrying it is `sent`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlite_utils import Database
@@ -20,7 +22,7 @@ log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 # Papers in messages in these states are delivered, or may still be: never picked again.
-CLAIMED_STATES = ("pending", "sent", "paused")
+CLAIMED_STATES = ("pending", "sending", "sent", "paused")
 
 
 def enqueue(
@@ -66,18 +68,37 @@ def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
     ]
 
 
-def due(db: Database, channel: str, now: str) -> list[Row]:
-    """The channel's pending messages that may go now, in sending order (oldest digest
-    first, parts in order). A message waiting to retry holds back those after it."""
+def due(
+    db: Database, channel: str, now: str, sender_alive: Callable[[str], bool] = lambda _: True
+) -> list[Row]:
+    """The channel's messages that may be sent now, in sending order (oldest digest
+    first, parts in order). A message waiting to retry, or being sent by a live sender
+    elsewhere, holds back those after it. A claim whose sender died, or whose time ran
+    out, is taken over: that message may have reached the platform once already."""
     ready = []
     for row in db.query(
-        "select * from outbox where channel = ? and state = 'pending' order by digest_id, part",
+        "select * from outbox where channel = ? and state in ('pending', 'sending') "
+        "order by digest_id, part",
         [channel],
     ):
-        if row["next_attempt_at"] is not None and row["next_attempt_at"] > now:
+        if row["state"] == "sending":
+            abandoned = row["claimed_until"] <= now or not sender_alive(row["claimed_by"])
+            if not abandoned:
+                break
+        elif row["next_attempt_at"] is not None and row["next_attempt_at"] > now:
             break
         ready.append(_decode(row))
     return ready
+
+
+def claim(db: Database, message: Row, sender: str, until: str) -> bool:
+    """Take a message for sending; False if another sender took it first."""
+    cursor = db.execute(
+        "update outbox set state = 'sending', claimed_by = ?, claimed_until = ? "
+        "where id = ? and state = ? and coalesce(claimed_by, '') = ?",
+        [sender, until, message["id"], message["state"], message["claimed_by"] or ""],
+    )
+    return cursor.rowcount == 1
 
 
 def channels_with_due(db: Database, now: str) -> list[str]:
@@ -85,9 +106,9 @@ def channels_with_due(db: Database, now: str) -> list[str]:
         str(row["channel"])
         for row in db.query(
             "select distinct outbox.channel from outbox "
-            "join channels on channels.id = outbox.channel "
-            "where outbox.state = 'pending' and channels.paused = 0 "
-            "and (outbox.next_attempt_at is null or outbox.next_attempt_at <= ?) order by 1",
+            "join channels on channels.id = outbox.channel where channels.paused = 0 and ("
+            "(outbox.state = 'pending' and (outbox.next_attempt_at is null "
+            "or outbox.next_attempt_at <= ?)) or outbox.state = 'sending') order by 1",
             [now],
         )
     ]
@@ -117,8 +138,9 @@ def thread_root(db: Database, row: Row) -> str | None:
 
 def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None:
     db.execute(
-        "update outbox set state = 'sent', platform_id = ?, sent_at = ?, "
-        "attempts = attempts + 1, last_error = null, next_attempt_at = null where id = ?",
+        "update outbox set state = 'sent', platform_id = ?, sent_at = ?, attempts = attempts + 1, "
+        "last_error = null, next_attempt_at = null, claimed_by = null, claimed_until = null "
+        "where id = ?",
         [platform_id, now, message_id],
     )
 
@@ -126,8 +148,8 @@ def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None
 def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) -> None:
     """A transient error: stay pending, try again from `next_attempt_at`."""
     db.execute(
-        "update outbox set last_error = ?, next_attempt_at = ?, attempts = attempts + 1 "
-        "where id = ?",
+        "update outbox set state = 'pending', last_error = ?, next_attempt_at = ?, "
+        "attempts = attempts + 1, claimed_by = null, claimed_until = null where id = ?",
         [error, next_attempt_at, message_id],
     )
 
@@ -136,15 +158,15 @@ def mark_failed(db: Database, message_id: int, error: str) -> None:
     """Given up: the message will not be sent, and its papers count as undelivered."""
     db.execute(
         "update outbox set state = 'failed', last_error = ?, attempts = attempts + 1, "
-        "next_attempt_at = null where id = ?",
+        "next_attempt_at = null, claimed_by = null, claimed_until = null where id = ?",
         [error, message_id],
     )
 
 
 def pause_channel(db: Database, channel: str, error: str) -> None:
     db.execute(
-        "update outbox set state = 'paused', last_error = ? "
-        "where channel = ? and state = 'pending'",
+        "update outbox set state = 'paused', last_error = ?, claimed_by = null, "
+        "claimed_until = null where channel = ? and state in ('pending', 'sending')",
         [error, channel],
     )
 
@@ -161,7 +183,7 @@ def last_delivery(db: Database, channel: str) -> Row | None:
     """The channel's most recent message that was sent, given up or paused."""
     rows = list(
         db.query(
-            "select * from outbox where channel = ? and state != 'pending' "
+            "select * from outbox where channel = ? and state not in ('pending', 'sending') "
             "order by coalesce(sent_at, created_at) desc, id desc limit 1",
             [channel],
         )

@@ -28,6 +28,7 @@ from db.papers import decode
 from digests.channels import parse_channel
 from digests.matching import PaperText
 from digests.schedule import Schedule, week_key, week_start
+from digests.timestamps import stamp
 from digests.topics import Catalog, Topic, custom_topic
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,7 @@ def ensure_channel(db: Database, channel: str, settings: Settings, now: datetime
         "time": settings.default_time,
         "timezone": settings.default_timezone,
     }
-    return channel_store.ensure_channel(db, str(ref), ref.platform, defaults, _stamp(now))
-
-
-def _stamp(now: datetime) -> str:
-    return now.isoformat(timespec="seconds")
+    return channel_store.ensure_channel(db, str(ref), ref.platform, defaults, stamp(now))
 
 
 def subscribed_topics(db: Database, channel: str, catalog: Catalog) -> list[Topic]:
@@ -169,22 +166,24 @@ def build_digest(
     if existing is not None:
         return _recorded(db, existing, topics, catalog)
     already = outbox.claimed_paper_ids(db, channel)
-    stamp = _stamp(now)
+    built_at = stamp(now)
     papers = [
         decode(row)
-        for row in db.query("select * from papers where added_at <= ? order by added_at", [stamp])
+        for row in db.query(
+            "select * from papers where added_at <= ? order by added_at", [built_at]
+        )
         if row["id"] not in already
     ]
     items = select_items(
         papers, topics, threshold=catalog.threshold, per_topic=settings.digest_size
     )
     if preview:
-        return Digest(channel, week, tuple(topics), tuple(items), stamp, recorded=False)
+        return Digest(channel, week, tuple(topics), tuple(items), built_at, recorded=False)
     row = digest_store.insert_digest(
         db,
         channel,
         week,
-        stamp,
+        built_at,
         [topic.id for topic in topics],
         [
             {

@@ -184,6 +184,41 @@ async def test_catch_up_after_three_hours_down(services: Services, clock: Clock)
     assert len(local_lines(services, "lab")) == 1
 
 
+async def test_catch_up_compares_moments_not_local_clock_strings(
+    services: Services, clock: Clock
+) -> None:
+    clock.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # 07:00 in New York: before it was due
+    command(services, "local:ny", "subscribe robotics")
+    command(services, "local:ny", "schedule monday 09:00 America/New_York")
+    clock.now = datetime(2026, 11, 30, 17, 0, tzinfo=UTC)  # due 14:00 UTC, up at 17:00
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert await scheduler.catch_up() == ["local:ny"]
+    [line] = local_lines(services, "ny")
+    assert line["sent_at"] == "2026-11-30T17:00:00+00:00"
+
+
+async def test_a_digest_built_but_never_queued_is_still_posted(
+    services: Services, clock: Clock
+) -> None:
+    from digests.digest import build_digest
+
+    clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    monday_nine(services, "local:lab")
+    due_at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    build_digest(
+        services.db(), "local:lab", due_at, catalog=services.catalog, settings=services.settings
+    )
+    clock.now = due_at + timedelta(hours=2)  # e.g. printed with `paperboy digest`, or a crash
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert await scheduler.catch_up() == ["local:lab"]
+    assert len(local_lines(services, "lab")) == 1
+    assert await scheduler.catch_up() == []
+
+
 async def test_no_catch_up_after_three_days_down(
     services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -243,6 +278,16 @@ def four_part_digest(services: Services, channel: str) -> int:
     return digest.digest_id
 
 
+def dead_sender() -> str:
+    """The claim of a process that has died: a real pid on this host, no longer running."""
+    import socket
+    import subprocess
+
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return f"{socket.gethostname()}:{process.pid}"
+
+
 @pytest.mark.parametrize("accepted", [False, True])
 async def test_a_kill_mid_delivery_loses_nothing(services: Services, accepted: bool) -> None:
     digest_id = four_part_digest(services, "slack:T1/C1")
@@ -250,7 +295,11 @@ async def test_a_kill_mid_delivery_loses_nothing(services: Services, accepted: b
     with pytest.raises(Killed):
         await deliver_channel(services.db(), dying, "slack:T1/C1", NOW)
     states = [m["state"] for m in messages_for_digest(services.db(), digest_id)]
-    assert states == ["sent", "sent", "pending", "pending"]
+    assert states == ["sent", "sent", "sending", "pending"]
+    # the process is gone: its claim on message 3 no longer holds
+    services.db().execute(
+        "update outbox set claimed_by = ? where state = 'sending'", [dead_sender()]
+    )
     restarted = RecordingPoster()
     result = await deliver_channel(
         services.db(), restarted, "slack:T1/C1", NOW + timedelta(minutes=1)
@@ -262,6 +311,50 @@ async def test_a_kill_mid_delivery_loses_nothing(services: Services, accepted: b
     assert sorted(set(received)) == ["part 1", "part 2", "part 3", "part 4"]
     assert received.count("part 3") == (2 if accepted else 1)
     assert all(received.count(part) == 1 for part in ("part 1", "part 2", "part 4"))
+
+
+async def test_two_senders_never_send_the_same_message(services: Services) -> None:
+    """`paperboy digest --send` while `paperboy run` is sending the same channel."""
+    from bot.delivery import CLAIM_SECONDS
+
+    four_part_digest(services, "slack:T1/C1")
+    gate = asyncio.Event()
+
+    class Slow(RecordingPoster):
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            await gate.wait()
+            return await super().send(channel, payload, thread_of)
+
+    first, second = Slow(), RecordingPoster()
+    running = asyncio.create_task(deliver_channel(services.db(), first, "slack:T1/C1", NOW))
+    await asyncio.sleep(0.05)  # the first sender holds message 1
+    other = await deliver_channel(services.db(), second, "slack:T1/C1", NOW + timedelta(seconds=5))
+    assert other.sent == 0 and second.sent == []
+    gate.set()
+    assert (await running).sent == 4
+    assert [p["text"] for _, p in first.sent] == ["part 1", "part 2", "part 3", "part 4"]
+    late = await deliver_channel(
+        services.db(), second, "slack:T1/C1", NOW + timedelta(seconds=CLAIM_SECONDS + 60)
+    )
+    assert late.state == "nothing" and second.sent == []
+
+
+async def test_an_unexpected_error_is_retried_with_backoff(services: Services) -> None:
+    digest_id = four_part_digest(services, "slack:T1/C1")
+
+    class Broken(RecordingPoster):
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            raise KeyError("surprise")
+
+    result = await deliver_channel(services.db(), Broken(), "slack:T1/C1", NOW)
+    assert result.state == "retrying" and result.reason == "unexpected KeyError"
+    [first, *_] = messages_for_digest(services.db(), digest_id)
+    assert first["state"] == "pending" and first["attempts"] == 1
+    assert datetime.fromisoformat(first["next_attempt_at"]) > NOW
 
 
 class FlakyPoster(RecordingPoster):
@@ -473,3 +566,30 @@ def test_run_wires_the_scheduler_to_every_started_platform(services: Services) -
         posters["discord"], DiscordPoster
     )
     assert isinstance(posters["local"], LocalPoster)
+
+
+async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Services) -> None:
+    four_part_digest(services, "slack:T1/SLOW")
+    four_part_digest(services, "slack:T1/FAST")
+    gate = asyncio.Event()
+
+    class Selective(RecordingPoster):
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            if channel.name == "SLOW":
+                await gate.wait()
+            return await super().send(channel, payload, thread_of)
+
+    poster = Selective()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    assert scheduler.start_due_deliveries() == 2  # returns at once
+    for _ in range(100):
+        if len(poster.sent) == 4:
+            break
+        await asyncio.sleep(0.01)
+    assert {c for c, _ in poster.sent} == {"slack:T1/FAST"}
+    assert scheduler.start_due_deliveries() == 0  # SLOW is still under way: not started twice
+    gate.set()
+    await scheduler.stop()
+    assert len(poster.sent) == 8

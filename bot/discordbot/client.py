@@ -13,6 +13,7 @@ from discord import app_commands
 from bot.discordbot.commands import ACK_BUDGET_SECONDS, PapersGroup
 from bot.services import Services
 from db.app_state import get_state, set_state
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,6 @@ class PaperboyClient(discord.Client):
             self.synced = "unchanged"
             return
         await self.tree.sync()
-        set_state(db, SYNC_STATE_KEY, digest, self.services.clock().isoformat(timespec="seconds"))
+        set_state(db, SYNC_STATE_KEY, digest, stamp(self.services.clock()))
         self.synced = "global"
         log.info("discord: /papers synced globally (it can take up to an hour to appear)")

@@ -34,6 +34,7 @@ from digests.commands.grammar import (
 from digests.commands.replies import Reply, error, info
 from digests.digest import build_digest, channel_schedule, ensure_channel, subscribed_topics
 from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_weekday
+from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class Context:
 
     @property
     def stamp(self) -> str:
-        return self.now.isoformat(timespec="seconds")
+        return stamp(self.now)
 
 
 def handle(text: str, ctx: Context) -> Reply:

@@ -12,6 +12,7 @@ from digests.enrich.text import name_key, plain_text, split_camel
 from digests.enrich.titles import derive, is_name_like
 from digests.identity import paper_id
 from digests.records import PaperRecord
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def build_row(record: PaperRecord, now: datetime) -> Row:
     names, name_keys = _names(method, long_name)
     links = extract_links(record.abstract)
     url_kind = classify(record.url) if record.url else None
-    stamp = now.isoformat(timespec="seconds")
+    at = stamp(now)
     return {
         "id": paper_id(record.abstract),
         "venue": record.venue,
@@ -71,8 +72,8 @@ def build_row(record: PaperRecord, now: datetime) -> Row:
         "keywords": list(record.keywords),
         "authors": list(record.authors),
         "sources": [record.source],
-        "added_at": stamp,
-        "updated_at": stamp,
+        "added_at": at,
+        "updated_at": at,
     }
 
 
@@ -111,5 +112,5 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
                 changes[column] = united
     if not changes:
         return None
-    changes["updated_at"] = now.isoformat(timespec="seconds")
+    changes["updated_at"] = stamp(now)
     return changes

@@ -26,6 +26,7 @@ from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
 from digests.ingest.venue import parse_venue, venue_from_filename
 from digests.records import PaperRecord
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def ingest_files(
         papers.record_ingest(
             db,
             {
-                "started_at": now.isoformat(timespec="seconds"),
+                "started_at": stamp(now),
                 "files": summary.files,
                 "added": summary.added,
                 "merged": summary.merged,
