@@ -249,7 +249,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
     if send:
         if preview:
             raise UserError("--send and --preview exclude each other: a preview is never sent")
-        result = asyncio.run(_send_now(db, str(ref), settings))
+        result = asyncio.run(_send_now(db, db_path or settings.db_path, str(ref), settings))
         click.echo(result)
         return
     built = build_digest(
@@ -285,7 +285,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
         click.echo(json.dumps(messages, ensure_ascii=False, indent=2))
 
 
-async def _send_now(db: Database, channel: str, settings: Settings) -> str:
+async def _send_now(db: Database, db_path: Path, channel: str, settings: Settings) -> str:
     from bot.send import send_digest
 
     ref = parse_channel(channel)
@@ -307,9 +307,7 @@ async def _send_now(db: Database, channel: str, settings: Settings) -> str:
 
         if not settings.discord_token:
             raise UserError("DISCORD_TOKEN is not set: it is needed to post to Discord")
-        component = DiscordComponent(
-            Services(settings.db_path, settings, load_catalog()), gateway=False
-        )
+        component = DiscordComponent(Services(db_path, settings, load_catalog()), gateway=False)
         await component.start()
         assert component.client is not None
         try:

@@ -27,7 +27,7 @@ def test_every_verb_has_help_and_an_example_when_it_takes_arguments() -> None:
     names = [verb.name for verb in VERBS]
     assert names == [
         "help", "find", "show", "similar", "topics", "subscribe", "unsubscribe", "list",
-        "schedule", "digest", "status",
+        "schedule", "digest", "status", "resume",
     ]  # fmt: skip
     for verb in VERBS:
         assert verb.help.endswith(".")
@@ -169,6 +169,28 @@ def test_paused_channels_say_so(ctx: Context, seeded_db: Database) -> None:
         "Paused" in line and "channel_not_found" in line for line in handle("status", ctx).lines
     )
     assert any("Paused: channel_not_found" in line for line in handle("list", ctx).lines)
+
+
+def test_resume_lifts_a_pause_and_releases_held_messages(ctx: Context, seeded_db: Database) -> None:
+    from db.channels import set_paused
+    from db.outbox import pause_channel
+
+    assert handle("resume", ctx).text == "Delivery to this channel is not paused."
+    handle("subscribe robotics", ctx)
+    seeded_db.execute(
+        "insert into outbox (channel, part, payload, paper_ids, state, attempts, created_at) "
+        "values (?, 1, '{}', '[]', 'pending', 0, ?)",
+        [CHANNEL, NOW.isoformat()],
+    )
+    set_paused(seeded_db, CHANNEL, "not_in_channel", NOW.isoformat())
+    pause_channel(seeded_db, CHANNEL, "not_in_channel")
+    reply = handle("resume", ctx)
+    assert reply.changed and not reply.ephemeral
+    assert reply.text == "alice resumed delivery to this channel (paused for: not_in_channel)."
+    assert reply.lines == ("1 held message(s) will go out within a minute.",)
+    states = [row["state"] for row in seeded_db.query("select state from outbox")]
+    assert states == ["pending"]
+    assert "Delivery: active." in handle("status", ctx).lines
 
 
 def test_a_bad_channel_is_a_reply_not_a_crash(ctx: Context) -> None:

@@ -201,6 +201,11 @@ class PapersGroup(app_commands.Group):
     ) -> None:
         await self.run(interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""))
 
+    @app_commands.command(name="resume", description=_verb("resume").help)
+    @app_commands.checks.has_permissions(manage_channels=True)
+    async def resume(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "resume")
+
     # --- autocomplete --------------------------------------------------------------
 
     @subscribe.autocomplete("topic")

@@ -1,8 +1,9 @@
 """The Slack Web API client Paperboy uses: its base URL from the settings, and retries.
 
-slack_sdk retries nothing by default. Paperboy retries a 429 after its Retry-After
-(at most `MAX_RATE_LIMIT_RETRIES` times, waiting at most `MAX_WAIT_SECONDS` each), and
-a dropped connection once. Anything else is the outbox's business.
+slack_sdk retries nothing by default. Paperboy retries a 429 after its Retry-After (at
+most `MAX_RATE_LIMIT_RETRIES` times, waiting at most `MAX_WAIT_SECONDS` each): Slack
+refused those messages, so a retry cannot repeat one. Timeouts and dropped connections
+are the outbox's business (backoff, and a record of the attempt).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -77,5 +77,4 @@ def make_client(token: str, base_url: str, sleep: Sleep = asyncio.sleep) -> Asyn
     """An AsyncWebClient against `base_url` that honours rate limits."""
     client = AsyncWebClient(token=token, base_url=base_url, timeout=30)
     client.retry_handlers.append(RetryAfterHandler(sleep=sleep))
-    client.retry_handlers.append(AsyncConnectionErrorRetryHandler(max_retry_count=1))
     return client

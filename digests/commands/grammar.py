@@ -74,6 +74,8 @@ VERBS: tuple[Verb, ...] = (
          (Param("mode", "preview", required=False, choices=("preview",)),), "digest preview",
          slow=True),
     Verb("status", "Show the paper store, this channel's schedule and its last digest."),
+    Verb("resume", "Resume delivery to this channel after a pause, once its cause is fixed.",
+         changes=True),
 )  # fmt: skip
 
 VERBS_BY_NAME = {verb.name: verb for verb in VERBS}

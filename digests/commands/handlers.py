@@ -279,7 +279,7 @@ def _list(command: Command, ctx: Context) -> Reply:
     lines.append(_schedule_line(schedule, ctx.now))
     if channel.get("paused"):
         lines.append(
-            f"Paused: {channel.get('paused_reason')}. Digests are not delivered until resumed."
+            f"Paused: {channel.get('paused_reason')}. Fix the cause, then `{COMMAND} resume`."
         )
     return info(
         f"This channel follows {len(active)} topic{'s' if len(active) != 1 else ''}:", *lines
@@ -373,6 +373,28 @@ def _delivery_line(ctx: Context) -> str:
     return f"Last delivery: held while paused ({last['last_error']})."
 
 
+def _resume(command: Command, ctx: Context) -> Reply:
+    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    if not channel.get("paused"):
+        return info("Delivery to this channel is not paused.")
+    held = int(
+        ctx.db.execute(
+            "select count(*) from outbox where channel = ? and state = 'paused'", [ctx.channel]
+        ).fetchone()[0]
+    )
+    channel_store.set_paused(ctx.db, ctx.channel, None, ctx.stamp)
+    outbox.resume_channel(ctx.db, ctx.channel)
+    return info(
+        f"{ctx.user} resumed delivery to this channel "
+        f"(paused for: {channel.get('paused_reason')}).",
+        f"{held} held message(s) will go out within a minute."
+        if held
+        else "The next digest will go out as scheduled.",
+        ephemeral=False,
+        changed=True,
+    )
+
+
 HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "help": _help,
     "find": _find,
@@ -385,5 +407,6 @@ HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "schedule": _schedule,
     "digest": _digest,
     "status": _status,
+    "resume": _resume,
 }
 assert set(HANDLERS) == {verb.name for verb in VERBS}, "every verb needs a handler"
