@@ -8,11 +8,12 @@ Errors are one line on stderr, never a stack trace: exit status 2 for bad input
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -289,18 +290,25 @@ async def _send_now(db: Database, db_path: Path, channel: str, settings: Setting
     from bot.send import send_digest
 
     ref = parse_channel(channel)
-    if ref.platform == "slack":
+    async with _poster_for(ref.platform, db_path, settings) as poster:
+        built, result = await send_digest(
+            db, poster, channel, _now(), catalog=load_catalog(), settings=settings
+        )
+    where = f" (into {settings.local_dir})" if ref.platform == "local" else ""
+    return f"{built.week}: {len(built.items)} papers. {result.describe()}{where}"
+
+
+@contextlib.asynccontextmanager
+async def _poster_for(platform: str, db_path: Path, settings: Settings) -> AsyncIterator[Any]:
+    """A poster for one send from the command line (Discord needs a login around it)."""
+    if platform == "slack":
         from bot.slack.client import make_client
         from bot.slack.poster import SlackPoster
 
         if not settings.slack_bot_token:
             raise UserError("SLACK_BOT_TOKEN is not set: it is needed to post to Slack")
-        poster = SlackPoster(make_client(settings.slack_bot_token, settings.slack_api_url))
-        built, result = await send_digest(
-            db, poster, channel, _now(), catalog=load_catalog(), settings=settings
-        )
-        return f"{built.week}: {len(built.items)} papers. {result.describe()}"
-    if ref.platform == "discord":
+        yield SlackPoster(make_client(settings.slack_bot_token, settings.slack_api_url))
+    elif platform == "discord":
         from bot.discordbot.poster import DiscordPoster
         from bot.runner import DiscordComponent
         from bot.services import Services
@@ -311,30 +319,13 @@ async def _send_now(db: Database, db_path: Path, channel: str, settings: Setting
         await component.start()
         assert component.client is not None
         try:
-            built, result = await send_digest(
-                db,
-                DiscordPoster(component.client),
-                channel,
-                _now(),
-                catalog=load_catalog(),
-                settings=settings,
-            )
+            yield DiscordPoster(component.client)
         finally:
             await component.stop()
-        return f"{built.week}: {len(built.items)} papers. {result.describe()}"
-    from bot.local import LocalPoster
+    else:
+        from bot.local import LocalPoster
 
-    built, result = await send_digest(
-        db,
-        LocalPoster(settings.local_dir),
-        channel,
-        _now(),
-        catalog=load_catalog(),
-        settings=settings,
-    )
-    return (
-        f"{built.week}: {len(built.items)} papers. {result.describe()} (into {settings.local_dir})"
-    )
+        yield LocalPoster(settings.local_dir)
 
 
 @main.command()

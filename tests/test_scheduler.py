@@ -245,6 +245,21 @@ async def test_nothing_to_catch_up_for_a_new_subscription(services: Services, cl
 # --- crashes, storms, pauses -------------------------------------------------------------
 
 
+class GatedPoster(RecordingPoster):
+    """Sends to the channel named `slow` only once `gate` is set."""
+
+    def __init__(self, gate: asyncio.Event, slow: str) -> None:
+        super().__init__()
+        self.gate, self.slow = gate, slow
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        if channel.name == self.slow:
+            await self.gate.wait()
+        return await super().send(channel, payload, thread_of)
+
+
 class Killed(BaseException):
     """What the process dying looks like from inside (not an Exception: nothing catches it)."""
 
@@ -431,15 +446,7 @@ async def test_one_slow_channel_does_not_delay_the_others(services: Services) ->
     four_part_digest(services, "slack:T1/FAST")
     gate = asyncio.Event()
 
-    class Selective(RecordingPoster):
-        async def send(
-            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
-        ) -> str:
-            if channel.name == "SLOW":
-                await gate.wait()
-            return await super().send(channel, payload, thread_of)
-
-    poster = Selective()
+    poster = GatedPoster(gate, "SLOW")
     scheduler = DigestScheduler(services, {"slack": poster})
     run = asyncio.create_task(scheduler.deliver_due())
     for _ in range(100):
@@ -573,15 +580,7 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     four_part_digest(services, "slack:T1/FAST")
     gate = asyncio.Event()
 
-    class Selective(RecordingPoster):
-        async def send(
-            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
-        ) -> str:
-            if channel.name == "SLOW":
-                await gate.wait()
-            return await super().send(channel, payload, thread_of)
-
-    poster = Selective()
+    poster = GatedPoster(gate, "SLOW")
     scheduler = DigestScheduler(services, {"slack": poster})
     assert scheduler.start_due_deliveries() == 2  # returns at once
     for _ in range(100):
