@@ -61,7 +61,7 @@ def _clock(value: str) -> str:
 def _timezone(value: str) -> str:
     try:
         zoneinfo.ZoneInfo(value.strip())
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         raise ValueError("must be an IANA timezone such as Europe/Berlin or UTC") from None
     return value.strip()
 
@@ -284,7 +284,13 @@ def read_dotenv(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     if not path.is_file():
         return values
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(
+            f"{path} cannot be read as a .env file ({type(exc).__name__})"
+        ) from None
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue

@@ -23,8 +23,11 @@ def ensure_channel(db: Database, channel: str, platform: str, defaults: Row, now
     if existing:
         return existing
     row = {"id": channel, "platform": platform, "created_at": now, "paused": 0, **defaults}
-    db.table("channels").insert(row)
-    return row
+    # Another thread may create it between the read and this insert: then theirs stands.
+    db.table("channels").insert(row, ignore=True)
+    created = get_channel(db, channel)
+    assert created is not None
+    return created
 
 
 def set_schedule(

@@ -98,11 +98,21 @@ class Term:
         return cls(normalise(phrase), float(weight))
 
 
+def _occurrences(text: str, phrase: str) -> int:
+    """Occurrences of a space-padded phrase, counting ones that share a space:
+    " robot robot " has " robot " twice, which str.count would miss."""
+    count, start = 0, text.find(phrase)
+    while start != -1:
+        count += 1
+        start = text.find(phrase, start + len(phrase) - 1)
+    return count
+
+
 def score(paper: PaperText, terms: tuple[Term, ...]) -> float:
     """The paper's score for a topic's terms (0 when nothing matches)."""
     total = 0.0
     for term in terms:
-        count = paper.abstract.count(term.phrase)
+        count = _occurrences(paper.abstract, term.phrase)
         if count:
             total += term.weight * (1.0 + math.log(count))
         if term.phrase in paper.title:

@@ -8,6 +8,7 @@ free text ("diffusion policy") becomes a custom topic matched the same way.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import itertools
 import logging
 import re
@@ -142,8 +143,13 @@ def load_catalog(path: Path | None = None) -> Catalog:
 
 
 def custom_slug(text: str) -> str:
-    words = re.findall(r"[^\W_]+", text.casefold())
-    return CUSTOM_PREFIX + "-".join(words)[:60]
+    """`custom:diffusion-policy`; a long text keeps a hash of the whole so that two
+    texts sharing their first 60 characters stay two topics."""
+    slug = "-".join(re.findall(r"[^\W_]+", text.casefold()))
+    if len(slug) > 60:
+        digest = hashlib.sha256(slug.encode("utf-8")).hexdigest()[:8]
+        slug = f"{slug[:51]}-{digest}"
+    return CUSTOM_PREFIX + slug
 
 
 def custom_topic(text: str) -> Topic:

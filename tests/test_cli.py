@@ -82,7 +82,14 @@ def test_bad_file_is_one_line_exit_2_and_nothing_stored(run, tmp_path: Path) -> 
         f"error: {bad}:1: has no 'abstract' column (columns: title, url)"
     ]
     assert "Traceback" not in result.output
-    assert "0 papers" not in run("find", "x", "--db", db).output
+    good = tmp_path / "good.txt"
+    good.write_text("ICML 2025\n\nWe propose GoodNet, a method for good things.\n")
+    both = run("ingest", str(good), str(bad), "--db", db)
+    assert both.exit_code == 2
+    from db import open_db
+    from db.papers import count_papers
+
+    assert count_papers(open_db(db)) == 0  # the good file was not stored either
 
 
 def test_missing_file_is_a_clear_error(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -36,11 +36,6 @@ def paper(abstract: str, title: str | None = None, **extra) -> dict:  # type: ig
     return row
 
 
-def all_items_once(messages_items: list[list[str]], expected: list[str]) -> None:
-    flat = [item for message in messages_items for item in message]
-    assert flat == expected  # every item whole, once, in order
-
-
 def check_slack(digest: Digest) -> list[slack.SlackMessage]:
     messages = slack.digest_messages(digest)
     for message in messages:

@@ -105,7 +105,11 @@ class PapersGroup(app_commands.Group):
             reply = error(FAILURE)
         if reply.changed:
             self.services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
-        await send_reply(interaction, reply)
+        try:
+            await send_reply(interaction, reply)
+        except (ValueError, TypeError):  # a reply that would not render: say so, politely
+            log.exception("/papers %s: the reply could not be rendered", verb)
+            await send_reply(interaction, error(FAILURE))
 
     async def on_error(
         self, interaction: discord.Interaction[Any], err: app_commands.AppCommandError

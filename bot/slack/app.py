@@ -113,11 +113,10 @@ def create_app(
         if not done:
             await ack(response_type="ephemeral", text=WORKING)
         try:
-            reply = await task
-        except Exception:
+            messages = payloads(await task)
+        except Exception:  # in the command or in rendering its answer: never a stack trace
             log.exception("/papers %r failed", str(command.get("text"))[:80])
-            reply = error(FAILURE)
-        messages = payloads(reply)
+            messages = payloads(error(FAILURE))
         if done:
             await ack(**messages[0])
             messages = messages[1:]

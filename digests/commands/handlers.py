@@ -20,6 +20,7 @@ from db import digests as digest_store
 from db import outbox
 from db.papers import count_papers, last_ingest, resolve_paper
 from db.search import search_papers
+from db.transactions import write_transaction
 from digests import lookup
 from digests.channels import ChannelError, parse_channel
 from digests.commands.grammar import (
@@ -67,10 +68,19 @@ def handle(text: str, ctx: Context) -> Reply:
     except ChannelError as exc:
         return error(str(exc))
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return error("That command has a character I cannot read; please type it again.")
+    try:
         command = parse(text)
     except ParseError as exc:
         return _parse_error(exc)
     log.info("command %s in %s by %s", command.verb.name, ctx.channel, ctx.user)
+    if command.verb.changes:
+        # Check-then-write (already subscribed? too many topics?) as one transaction, so two
+        # people typing at once cannot both pass the check.
+        with write_transaction(ctx.db):
+            return HANDLERS[command.verb.name](command, ctx)
     return HANDLERS[command.verb.name](command, ctx)
 
 
@@ -235,7 +245,7 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     number = text.lstrip("#")
     match = None
-    if number.isdigit():
+    if re.fullmatch(r"[0-9]{1,12}", number):
         match = next((row for row in active if row["id"] == int(number)), None)
     else:
         wanted = {text.lower(), custom_slug(text)}

@@ -72,8 +72,13 @@ def _braced(text: str, start: int) -> tuple[str, int]:
     return text[start + 1 :], len(text)
 
 
-def latex_to_text(source: str) -> str:
+MAX_NESTING = 30
+
+
+def latex_to_text(source: str, depth: int = 0) -> str:
     """Render a fragment of LaTeX maths as readable Unicode text."""
+    if depth > MAX_NESTING:  # absurd nesting: keep the characters, drop the markup
+        return re.sub(r"[\\{}]", "", source)
     out: list[str] = []
     index = 0
     while index < len(source):
@@ -87,10 +92,10 @@ def latex_to_text(source: str) -> str:
             index += match.end()
             if name in ACCENTS or name in KEEP_ARGUMENT or name == "sqrt" or name == "frac":
                 argument, index = _braced(source, index)
-                inner = latex_to_text(argument)
+                inner = latex_to_text(argument, depth + 1)
                 if name == "frac":
                     denominator, index = _braced(source, index)
-                    out.append(f"({inner})/({latex_to_text(denominator)})")
+                    out.append(f"({inner})/({latex_to_text(denominator, depth + 1)})")
                 elif name == "sqrt":
                     out.append(f"√({inner})")
                 elif name in ACCENTS and inner:
@@ -105,7 +110,7 @@ def latex_to_text(source: str) -> str:
                 out.append(name)
         elif char in "_^":
             argument, index = _braced(source, index + 1)
-            rendered = latex_to_text(argument)
+            rendered = latex_to_text(argument, depth + 1)
             out.append(char + (rendered if len(rendered) <= 1 else "{" + rendered + "}"))
         elif char in "{}":
             index += 1

@@ -151,13 +151,19 @@ def _long_form_before(window: str, end: int) -> str | None:
     return before if 1 <= len(before.split()) <= 12 else None
 
 
+MAX_TRIGGERS = 6  # per sentence; real abstracts have one or two
+MAX_WINDOW = 400  # characters after a trigger in which its name must appear
+MAX_SENTENCES = 60
+
+
 def _candidates_in(sentence: str, index: int) -> list[_Candidate]:
     """Names introduced in one sentence, closest to their trigger first."""
     found: list[_Candidate] = []
     triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
     triggers += [(m, "naming") for m in _NAMING.finditer(sentence)]
-    for trigger, kind in sorted(triggers, key=lambda pair: pair[0].start()):
-        window = sentence[trigger.end() :]
+    triggers = sorted(triggers, key=lambda pair: pair[0].start())[:MAX_TRIGGERS]
+    for trigger, kind in triggers:
+        window = sentence[trigger.end() : trigger.end() + MAX_WINDOW]
         offset = trigger.end()
         options: list[tuple[int, _Candidate]] = []
         for acr in _ACRONYM_IN_PARENS.finditer(window):
@@ -230,7 +236,7 @@ def _phrase_before_naming(before: str) -> str | None:
 
 
 def _method(text: str, sents: list[str]) -> _Candidate | None:
-    candidates = [c for i, s in enumerate(sents) for c in _candidates_in(s, i)]
+    candidates = [c for i, s in enumerate(sents[:MAX_SENTENCES]) for c in _candidates_in(s, i)]
     if not candidates:
         return None
     return max(

@@ -66,8 +66,12 @@ def record_from_row(row: Mapping[str, Any], *, source: str, path: str, line: int
     if year_value is not None:
         try:
             year = int(float(str(year_value).strip()))
-        except ValueError:
-            raise IngestError(path, line, f"year {str(year_value)!r} is not a number") from None
+        except (ValueError, OverflowError):
+            raise IngestError(
+                path, line, f"year {str(year_value)[:20]!r} is not a number"
+            ) from None
+        if not 1000 <= year <= 3000:
+            raise IngestError(path, line, f"year {year} is not a plausible year")
     return PaperRecord(
         abstract=_text(pick(row, "abstract")) or "",
         source=source,

@@ -14,6 +14,12 @@ log = logging.getLogger(__name__)
 
 
 def _record(value: Any, *, source: str, path: str, line: int) -> PaperRecord:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise IngestError(
+            path, line, "has an invalid character (a lone surrogate \\ud8xx)"
+        ) from None
     if not isinstance(value, dict):
         raise IngestError(path, line, f"holds a JSON {type(value).__name__}, not an object")
     row = {normalise_key(str(key)): item for key, item in value.items()}
@@ -29,6 +35,8 @@ def parse_json(text: str, *, source: str, path: str) -> list[PaperRecord]:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
             raise IngestError(path, exc.lineno, f"is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise IngestError(path, 1, "is JSON nested too deeply to be a paper list") from None
         if not isinstance(values, list):
             raise IngestError(path, 1, "is not a JSON array of papers")
         records = [_record(value, source=source, path=path, line=1) for value in values]
@@ -41,6 +49,8 @@ def parse_json(text: str, *, source: str, path: str) -> list[PaperRecord]:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise IngestError(path, number, f"is not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise IngestError(path, number, "is JSON nested too deeply") from None
             records.append(_record(value, source=source, path=path, line=number))
     if not records:
         raise IngestError(path, 1, "holds no papers")

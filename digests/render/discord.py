@@ -56,8 +56,8 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
         ],
         "footer": {"text": f"id {paper.id}"},
     }
-    if paper.url:
-        embed["url"] = paper.url
+    if paper.url and paper.url.startswith(("https://", "http://")) and len(paper.url) <= 2000:
+        embed["url"] = paper.url  # Discord refuses the whole message for a bad embed URL
     return embed
 
 

@@ -43,7 +43,8 @@ class SlackMessage:
 
 
 def paper_section(paper: PaperView) -> SectionBlock:
-    link = slack_link(paper.url, paper.raw_title) if paper.url else paper.title
+    linkable = paper.url and paper.url.startswith(("https://", "http://"))
+    link = slack_link(paper.url, paper.raw_title) if linkable and paper.url else paper.title
     text = render("slack/item.mrkdwn.j2", paper=paper, link=link)
     return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
 
@@ -61,10 +62,18 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     header = render("slack/header.txt.j2", view=view)
     prelude: list[Block] = [
         HeaderBlock(text=PlainTextObject(text=clamp(header, limits.SLACK_HEADER_TEXT))),
-        SectionBlock(text=MarkdownTextObject(text=render("slack/intro.mrkdwn.j2", view=view))),
+        SectionBlock(
+            text=MarkdownTextObject(
+                text=clamp(render("slack/intro.mrkdwn.j2", view=view), limits.SLACK_SECTION_TEXT)
+            )
+        ),
     ]
     footer = ContextBlock(
-        elements=[MarkdownTextObject(text=render("slack/footer.mrkdwn.j2", view=view))]
+        elements=[
+            MarkdownTextObject(
+                text=clamp(render("slack/footer.mrkdwn.j2", view=view), limits.SLACK_SECTION_TEXT)
+            )
+        ]
     )
     # The first message also carries the prelude and a divider; each needs room for the footer.
     first_room = limits.SLACK_MAX_BLOCKS - len(prelude) - 2
@@ -125,7 +134,7 @@ def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")]))
     if reply.detail:
         blocks += _text_sections(slack_escape(reply.detail))
-    fallback = clamp(reply.text, limits.SLACK_FALLBACK_TEXT)
+    fallback = clamp(slack_escape(reply.text), limits.SLACK_FALLBACK_TEXT)
     groups = [
         blocks[i : i + limits.SLACK_MAX_BLOCKS]
         for i in range(0, len(blocks), limits.SLACK_MAX_BLOCKS)

@@ -1,0 +1,152 @@
+"""Odd and hostile input: a clear message, nothing changed, never a crash."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from bot.services import Services
+from config.settings import SettingsError, load_settings
+from db import open_db
+from digests.commands import Context, handle
+from digests.digest import Digest, DigestItem
+from digests.enrich.paper import build_row
+from digests.ingest import IngestError, ingest_files
+from digests.records import PaperRecord
+from digests.render import discord, limits, slack
+from digests.topics import Catalog, custom_slug, custom_topic
+from tests.conftest import NOW
+
+
+def test_many_people_subscribing_at_once(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog
+) -> None:
+    db_path = tmp_path / "p.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW)
+    services = Services(db_path, load_settings({}, dotenv=None), catalog, clock=lambda: NOW)
+    errors: list[BaseException] = []
+
+    def worker(number: int) -> None:
+        try:
+            for channel in range(15):
+                for topic in ("robotics", "rlhf"):
+                    reply = handle(
+                        f"subscribe {topic}", services.context(f"local:c{channel}", f"u{number}")
+                    )
+                    assert not reply.error, reply.text
+        except BaseException as exc:  # collected: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    rows = list(
+        open_db(db_path).query(
+            "select channel, topic_id from subscriptions where removed_at is null"
+        )
+    )
+    assert len(rows) == 30  # each channel follows each topic once, whoever was first
+
+
+@pytest.fixture
+def ctx(seeded_db: Database, settings, catalog: Catalog) -> Context:  # type: ignore[no-untyped-def]
+    return Context(seeded_db, "slack:T1/C1", "@alice", NOW, settings, catalog)
+
+
+def test_odd_characters_in_commands(ctx: Context) -> None:
+    handle("subscribe robotics", ctx)
+    assert handle("unsubscribe ²", ctx).error  # a digit to Python, not a number to us
+    assert handle("unsubscribe #99999999999999999999", ctx).error
+    lone = handle("find \ud800", ctx)
+    assert lone.error and "cannot read" in lone.text
+    assert handle("subscribe \ud800x", ctx).error
+
+
+def test_slack_reply_text_is_escaped_too(ctx: Context) -> None:
+    reply = handle('subscribe "<!channel> robots"', ctx)
+    [message] = slack.reply_messages(reply)
+    assert "<!channel>" not in message.text and "&lt;!channel&gt;" in message.text
+
+
+def test_a_digest_with_many_long_escaped_topics_still_fits() -> None:
+    topics = tuple(custom_topic("&" * 90 + f" robot{i}") for i in range(25))
+    row = build_row(PaperRecord(abstract="We propose RoboNet, a robot.", source="t", line=1), NOW)
+    digest = Digest(
+        "slack:T1/C1",
+        "2026-W49",
+        topics,
+        (DigestItem(row, topics, 9.0),),
+        NOW.isoformat(),
+        recorded=False,
+    )
+    for message in slack.digest_messages(digest):
+        assert limits.slack_problems(message.payload()) == []
+    for message in discord.digest_messages(digest):
+        assert limits.discord_problems(message.payload()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "words"),
+    [
+        ("inf.csv", 'abstract,year\n"We propose A.",inf\n', "not a number"),
+        ("huge.csv", 'abstract,year\n"We propose A.",1e30\n', "not a plausible year"),
+        ("old.csv", 'abstract,year\n"We propose A.",12\n', "not a plausible year"),
+        ("lone.jsonl", '{"abstract": "We propose \\ud800 A."}\n', "lone surrogate"),
+        ("deep.json", "[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_malformed_values_are_one_line_errors(
+    fresh_db: Database, tmp_path: Path, name: str, content: str, words: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(IngestError) as caught:
+        ingest_files(fresh_db, [path], now=NOW)
+    assert str(caught.value).startswith(f"{path}:") and words in str(caught.value)
+
+
+def test_absurd_latex_still_ingests(fresh_db: Database, tmp_path: Path) -> None:
+    path = tmp_path / "deep.txt"
+    path.write_text(
+        "ICML 2025\n\nWe propose Deep, with $" + "{" * 2000 + "x" + "}" * 2000 + "$ inside.\n"
+    )
+    assert ingest_files(fresh_db, [path], now=NOW).added == 1
+
+
+def test_bad_settings_are_settings_errors(tmp_path: Path) -> None:
+    for value in ("Europe", "x" * 300, "../../etc/passwd"):
+        with pytest.raises(SettingsError, match="PAPERBOY_DEFAULT_TIMEZONE"):
+            load_settings({"PAPERBOY_DEFAULT_TIMEZONE": value}, dotenv=None)
+    dotenv = tmp_path / ".env"
+    dotenv.write_bytes(b"PAPERBOY_DB=\xff\xfe\n")
+    with pytest.raises(SettingsError, match=r"\.env"):
+        load_settings({}, dotenv=dotenv)
+
+
+def test_long_free_text_topics_stay_distinct() -> None:
+    stem = "reinforcement learning for robotic manipulation with language " * 2
+    first, second = custom_slug(stem + "in kitchens"), custom_slug(stem + "in factories")
+    assert first != second and len(first) <= len("custom:") + 60
+
+
+def test_a_non_http_link_is_not_used_as_a_link() -> None:
+    row = build_row(PaperRecord(abstract="We propose LinkNet.", source="t", line=1, url="N/A"), NOW)
+    topics = (custom_topic("links"),)
+    digest = Digest(
+        "discord:123456/654321",
+        "2026-W49",
+        topics,
+        (DigestItem(row, topics, 9.0),),
+        NOW.isoformat(),
+        recorded=False,
+    )
+    [message] = discord.digest_messages(digest)
+    assert "url" not in message.embeds[0]
+    assert "<N/A|" not in json.dumps(slack.digest_messages(digest)[0].blocks)
