@@ -91,7 +91,7 @@ async def dispatch(
     until the bot has answered (`answers` callback or follow-up requests)."""
     before = len(fake.callbacks()) + len(fake.followups())
     client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
-    for _ in range(200):
+    for _ in range(1000):  # up to 20 s on a slow machine; usually a few milliseconds
         if len(fake.callbacks()) + len(fake.followups()) >= before + answers:
             return
         await asyncio.sleep(0.02)

@@ -64,7 +64,7 @@ async def test_http_mode_serves_signed_requests_until_stopped(
     task = asyncio.create_task(run([SlackComponent(services, http=True, port=port)], stop))
     body = slash_body("topics", fake_slack.response_url())
     async with aiohttp.ClientSession() as session:
-        for _ in range(100):
+        for _ in range(300):
             try:
                 response = await session.post(
                     f"http://127.0.0.1:{port}/slack/events", data=body, headers=signed_headers(body)
