@@ -60,6 +60,7 @@ class DigestScheduler:
         self._running: set[asyncio.Task[Any]] = set()
         # One run per channel at a time (a scheduled fire may meet a catch-up).
         self._channel_locks: dict[str, asyncio.Lock] = {}
+        self._limit = asyncio.Semaphore(services.settings.delivery_concurrency)
 
     # --- what happens ---------------------------------------------------------------
 
@@ -89,40 +90,38 @@ class DigestScheduler:
                 "digest for %s not built: the channel is paused (%s)", channel, row["paused_reason"]
             )
             return None
-        poster = self.posters.get(row["platform"])
-        if poster is None:
+        if row["platform"] not in self.posters:
             log.warning(
                 "digest for %s not built: %s is not configured here", channel, row["platform"]
             )
             return None
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
             await self.services.in_thread(self._build_and_queue, channel, built_at or now, now)
-            return await self._deliver(poster, channel, now)
+        return await self._deliver_channel(channel, now)
 
-    async def _deliver(self, poster: Poster, channel: str, now: datetime) -> ChannelResult:
-        settings = self.services.settings
-        return await deliver_channel(
-            self.services.db(), poster, channel, now, settings.max_attempts, self.services.clock
-        )
+    async def _deliver_channel(self, channel: str, now: datetime | None = None) -> ChannelResult:
+        """Deliver one channel's due messages: one delivery per channel at a time (two must
+        never send the same pending message), at most `delivery_concurrency` channels at once."""
+        poster = self.posters.get(parse_channel(channel).platform)
+        if poster is None:
+            return ChannelResult(channel, state="nothing", reason="platform not configured")
+        async with self._limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
+            return await deliver_channel(
+                self.services.db(),
+                poster,
+                channel,
+                now or self.services.clock(),
+                self.services.settings.max_attempts,
+                self.services.clock,
+            )
 
     async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:
         """Send every channel's due outbox messages, channels in parallel (bounded), so a
         slow or failing channel never delays the others."""
         now = now or self.services.clock()
-        now_stamp = stamp(now)
-        limit = asyncio.Semaphore(self.services.settings.delivery_concurrency)
-
-        async def one(channel: str) -> ChannelResult:
-            poster = self.posters.get(parse_channel(channel).platform)
-            if poster is None:
-                return ChannelResult(channel, state="nothing", reason="platform not configured")
-            # The channel's lock: two loops must never send the same pending message.
-            async with limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
-                return await self._deliver(poster, channel, now)
-
-        channels = outbox.channels_with_due(self.services.db(), now_stamp)
+        channels = outbox.channels_with_due(self.services.db(), stamp(now))
         results = await asyncio.gather(
-            *(one(channel) for channel in channels), return_exceptions=True
+            *(self._deliver_channel(channel, now) for channel in channels), return_exceptions=True
         )
         found = []
         for channel, result in zip(channels, results, strict=True):
@@ -142,13 +141,8 @@ class DigestScheduler:
             name = f"deliver:{channel}"
             if name in busy or parse_channel(channel).platform not in self.posters:
                 continue
-            poster = self.posters[parse_channel(channel).platform]
-
-            async def work(poster: Poster = poster, channel: str = channel) -> None:
-                async with self._channel_locks.setdefault(channel, asyncio.Lock()):
-                    await self._deliver(poster, channel, self.services.clock())
-
-            task = asyncio.create_task(self._guarded(work(), f"delivery to {channel}"), name=name)
+            work = self._deliver_channel(channel)
+            task = asyncio.create_task(self._guarded(work, f"delivery to {channel}"), name=name)
             self._running.add(task)  # a reference until done, and something stop() can await
             task.add_done_callback(self._running.discard)
             started += 1

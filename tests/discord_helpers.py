@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.discord_api import APP_ID, FakeDiscord
+from tests.waiting import eventually
 
 TOKEN = "MTA5NzQ3NzQ2NjAwNjg1NzY3NQ.GhY2aB.abcdefghijklmnopqrstuvwxyz0123456789"
 GUILD = "111111111111111111"
@@ -91,8 +91,7 @@ async def dispatch(
     until the bot has answered (`answers` callback or follow-up requests)."""
     before = len(fake.callbacks()) + len(fake.followups())
     client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
-    for _ in range(1000):  # up to 20 s on a slow machine; usually a few milliseconds
-        if len(fake.callbacks()) + len(fake.followups()) >= before + answers:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the bot did not answer the interaction")
+    answered = await eventually(
+        lambda: len(fake.callbacks()) + len(fake.followups()) >= before + answers
+    )
+    assert answered, "the bot did not answer the interaction"

@@ -25,6 +25,7 @@ from tests.discord_helpers import (
     make_services,
 )
 from tests.fakes.discord_api import APP_ID, FakeDiscord
+from tests.waiting import eventually
 
 EPHEMERAL = 1 << 6
 
@@ -257,12 +258,7 @@ async def test_a_slow_answer_is_deferred_then_followed_up(
         assert deferred["type"] == 5 and deferred["data"]["flags"] & EPHEMERAL
         assert fake_discord.followups() == []
         release.set()
-        for _ in range(600):  # generous for a loaded machine
-            if fake_discord.followups():
-                break
-            import asyncio
-
-            await asyncio.sleep(0.02)
+        await eventually(fake_discord.followups)
         [followup] = fake_discord.followups()
         assert followup["content"].startswith("Top 5")
         assert followup["allowed_mentions"] == {"parse": []}

@@ -26,6 +26,7 @@ from digests.ingest import ingest_files
 from digests.schedule import Schedule
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.waiting import eventually
 
 UTC_ZONE = ZoneInfo("UTC")
 
@@ -449,10 +450,7 @@ async def test_one_slow_channel_does_not_delay_the_others(services: Services) ->
     poster = GatedPoster(gate, "SLOW")
     scheduler = DigestScheduler(services, {"slack": poster})
     run = asyncio.create_task(scheduler.deliver_due())
-    for _ in range(1000):  # generous: a loaded CI machine fsyncs slowly
-        if len(poster.sent) == 4:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(poster.sent) == 4)
     assert [c for c, _ in poster.sent] == ["slack:T1/FAST"] * 4  # all of FAST while SLOW waits
     gate.set()
     results = await run
@@ -583,10 +581,7 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     poster = GatedPoster(gate, "SLOW")
     scheduler = DigestScheduler(services, {"slack": poster})
     assert scheduler.start_due_deliveries() == 2  # returns at once
-    for _ in range(1000):  # generous: a loaded CI machine fsyncs slowly
-        if len(poster.sent) == 4:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(poster.sent) == 4)
     assert {c for c, _ in poster.sent} == {"slack:T1/FAST"}
     assert scheduler.start_due_deliveries() == 0  # SLOW is still under way: not started twice
     gate.set()

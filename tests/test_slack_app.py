@@ -27,6 +27,7 @@ from tests.slack_helpers import (
     slash_body,
     start_http,
 )
+from tests.waiting import eventually
 
 CHANNEL = "slack:T0001/C0001"
 
@@ -119,10 +120,7 @@ async def test_a_slow_command_is_acknowledged_first_and_answered_later(
         assert status == 200 and body["text"] == WORKING and body["response_type"] == "ephemeral"
         assert fake_slack.responses == []
         release.set()
-        for _ in range(600):  # generous for a loaded machine
-            if fake_slack.responses:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: fake_slack.responses)
         [answer] = fake_slack.responses
         assert answer["response_type"] == "ephemeral"
         assert "Top 5" in answer["text"]

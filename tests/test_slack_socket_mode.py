@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -15,6 +14,7 @@ from db.channels import active_subscriptions
 from digests.topics import Catalog
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import APP_TOKEN, BOT_TOKEN, make_services, slash_body
+from tests.waiting import eventually
 
 
 async def test_a_slash_command_over_socket_mode(
@@ -34,10 +34,7 @@ async def test_a_slash_command_over_socket_mode(
                 "payload": payload,
             }
         )
-        for _ in range(600):  # generous for a loaded machine
-            if fake_slack.socket_acks:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: fake_slack.socket_acks)
         [ack] = fake_slack.socket_acks
         assert ack["envelope_id"] == "57d6a792-4d35-4d0b-b6aa-3361493e1caf"
         assert ack["payload"]["response_type"] == "in_channel"
