@@ -34,6 +34,7 @@ from digests.records import PaperRecord
 from digests.render import discord as discord_render
 from digests.render import slack as slack_render
 from digests.render.text import digest_text, reply_text
+from digests.safe_text import json_safe, strip_unsafe
 from digests.samples import sample_paths
 from digests.topics import CatalogError, load_catalog
 
@@ -49,7 +50,7 @@ class UserError(click.ClickException):
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        echo(f"error: {self.format_message()}", err=True)
 
 
 class PaperboyGroup(click.Group):
@@ -67,12 +68,23 @@ class PaperboyGroup(click.Group):
             raise UserError(f"database problem: {exc}") from None
         except Exception as exc:  # the last line of defence: no stack trace for users
             log.debug("unexpected failure", exc_info=True)
-            click.echo(
+            echo(
                 f"error: unexpected failure ({type(exc).__name__}: {exc}). "
                 "Run with --log-level debug for details.",
                 err=True,
             )
             ctx.exit(1)
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    """Print one message. All output goes through here, so that no terminal escape,
+    control, bidi or zero-width character from a paper or a command reaches the terminal."""
+    click.echo(strip_unsafe(text), err=err)
+
+
+def json_text(document: Any) -> str:
+    """JSON for printing: unsafe characters as `\\uXXXX` escapes (the data is unchanged)."""
+    return json_safe(json.dumps(document, ensure_ascii=False, indent=2))
 
 
 def db_option(func: F) -> F:
@@ -142,7 +154,7 @@ def ingest(
     """
     db = open_database(db_path)
     summary = ingest_files(db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress)
-    click.echo(summary.describe())
+    echo(summary.describe())
 
 
 @main.command()
@@ -155,9 +167,9 @@ def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
     text = " ".join(query)
     results = lookup.find(open_database(db_path), text, limit)
     if as_json:
-        click.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        echo(json_text(results))
     else:
-        click.echo(lookup.format_results(results, text))
+        echo(lookup.format_results(results, text))
 
 
 @main.command()
@@ -168,12 +180,12 @@ def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
     """Show one paper in full, by id, id prefix, or OpenReview/arXiv id."""
     result = lookup.show(open_database(db_path), paper_id)
     if result is None:
-        click.echo(f"error: no paper with id {paper_id!r}; try `paperboy find WORDS`.", err=True)
+        echo(f"error: no paper with id {paper_id!r}; try `paperboy find WORDS`.", err=True)
         sys.exit(1)
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+        echo(json_text(result))
     else:
-        click.echo(lookup.format_paper(result))
+        echo(lookup.format_paper(result))
 
 
 def _user() -> str:
@@ -210,7 +222,7 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
     settings = load_settings()
     ctx = _context(open_database(db_path), channel, user or _user(), settings)
     reply = handle(" ".join(text), ctx)
-    click.echo(reply_text(reply))
+    echo(reply_text(reply))
     if reply.error:
         sys.exit(2)
 
@@ -251,7 +263,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
         if preview:
             raise UserError("--send and --preview exclude each other: a preview is never sent")
         result = asyncio.run(_send_now(db, db_path or settings.db_path, str(ref), settings))
-        click.echo(result)
+        echo(result)
         return
     built = build_digest(
         db, str(ref), _now(), catalog=load_catalog(), settings=settings, preview=preview
@@ -273,17 +285,17 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
             ],
             "messages": digest_messages(built, platform_fmt, settings.empty_digest),
         }
-        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        echo(json_text(document))
         return
     messages = digest_messages(built, fmt, settings.empty_digest)
     if not messages:
-        click.echo(
+        echo(
             f"Nothing new for {built.channel} this week; nothing to post (empty digests: skip)."
         )
     elif fmt == "text":
-        click.echo(messages[0])
+        echo(messages[0])
     else:
-        click.echo(json.dumps(messages, ensure_ascii=False, indent=2))
+        echo(json_text(messages))
 
 
 async def _send_now(db: Database, db_path: Path, channel: str, settings: Settings) -> str:
@@ -357,13 +369,15 @@ def status(channel: str | None, db_path: Path | None) -> None:
     db = open_database(db_path)
     if channel:
         ctx = _context(db, channel, _user(), settings)
-        click.echo(reply_text(handle("status", ctx)))
+        echo(reply_text(handle("status", ctx)))
+        for line in _build_failures(db, ctx.channel):
+            echo(line)
         return
     from db.channels import all_channels
     from db.papers import count_papers, last_ingest
 
     ingest = last_ingest(db)
-    click.echo(
+    echo(
         f"Papers: {count_papers(db)}"
         + (
             f"; last ingest {str(ingest['started_at'])[:16]} UTC."
@@ -373,12 +387,27 @@ def status(channel: str | None, db_path: Path | None) -> None:
     )
     rows = all_channels(db)
     if not rows:
-        click.echo('No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"')
+        echo('No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"')
     for row in rows:
         lines = reply_text(
             handle("status", _context(db, row["id"], _user(), settings))
         ).splitlines()
-        click.echo("\n" + "\n".join(lines[0:1] + lines[2:]))
+        echo("\n" + "\n".join(lines[0:1] + lines[2:] + _build_failures(db, row["id"])))
+
+
+def _build_failures(db: Database, channel: str) -> list[str]:
+    """A line for a digest whose build failed and is waiting to be retried."""
+    from db.digests import failures
+
+    try:
+        rows = failures(db, channel)
+    except sqlite3.OperationalError:  # a database from before the table existed
+        return []
+    return [
+        f"Digest build for {str(row['due_at'])[:16]} failed {row['attempts']} time(s) "
+        f"({row['last_error']}); retrying after {str(row['next_attempt_at'])[:16]} UTC."
+        for row in rows
+    ]
 
 
 DEMO_CHANNEL = "local:demo"
@@ -392,20 +421,20 @@ def demo(db_path: Path | None) -> None:
     settings = load_settings()
     db = open_database(db_path)
     summary = ingest_files(db, sample_paths(), now=_now())
-    click.echo(f"Bundled sample papers: {summary.describe()}.")
+    echo(f"Bundled sample papers: {summary.describe()}.")
     ctx = _context(db, DEMO_CHANNEL, "demo", settings)
     ensure_channel(db, DEMO_CHANNEL, settings, ctx.now)
     followed = {row["topic_id"] for row in channel_store.active_subscriptions(db, DEMO_CHANNEL)}
     for topic in DEMO_TOPICS:
         if topic not in followed:
-            click.echo(reply_text(handle(f"subscribe {topic}", ctx)).splitlines()[0])
+            echo(reply_text(handle(f"subscribe {topic}", ctx)).splitlines()[0])
     preview = build_digest(
         db, DEMO_CHANNEL, ctx.now, catalog=ctx.catalog, settings=settings, preview=True
     )
-    click.echo()
-    click.echo(digest_text(preview))
-    click.echo()
-    click.echo(
+    echo()
+    echo(digest_text(preview))
+    echo()
+    echo(
         "This was a preview: nothing is marked as sent. Try: paperboy find alpha dpo, "
         'paperboy chat --channel local:demo "help".'
     )

@@ -10,6 +10,7 @@ from sqlite_utils import Database
 
 from db.papers import resolve_paper
 from db.search import search_papers
+from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def format_results(results: list[Result], query: str, width: int = 88) -> str:
                 )
             )
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+    return strip_unsafe("\n\n".join(blocks))
 
 
 def format_paper(result: Result, width: int = 88) -> str:
@@ -109,4 +110,4 @@ def format_paper(result: Result, width: int = 88) -> str:
             links.insert(0, f"  {'code' if key == 'code_url' else 'page'}: {result[key]}")
     if links:
         lines.extend(["", "Links:", *links])
-    return "\n".join(lines)
+    return strip_unsafe("\n".join(lines))

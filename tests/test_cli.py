@@ -27,7 +27,9 @@ def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None: 
     result = run("demo")
     assert result.exit_code == 0, result.output
     assert "38 added" in result.output
-    assert "demo subscribed this channel to Offline RL (`offline-rl`)." in result.output
+    # Terminal text: no Markdown code marks (Slack and Discord keep them).
+    assert "demo subscribed this channel to Offline RL (offline-rl)." in result.output
+    assert "`" not in result.output
     assert "Paperboy digest for local:demo" in result.output
     assert "== Offline RL ==" in result.output
     assert "LoMAP: Local Manifold Approximation and Projection" in result.output
@@ -138,13 +140,13 @@ def test_chat_runs_the_grammar_for_any_channel(run, tmp_path: Path, seed_paths) 
         "chat", "--channel", "slack:T1/C1", "--user", "ops", "subscribe offline-rl", "--db", db
     )
     assert ok.exit_code == 0
-    assert ok.output.startswith("ops subscribed this channel to Offline RL (`offline-rl`).")
+    assert ok.output.startswith("ops subscribed this channel to Offline RL (offline-rl).")
     listed = run("chat", "--channel", "slack:T1/C1", "list", "--db", db)
-    assert "`offline-rl` Offline RL, by ops" in listed.output
+    assert "offline-rl Offline RL, by ops" in listed.output
     other = run("chat", "--channel", "discord:123456789/987654321", "list", "--db", db)
     assert "follows 0 topics" in other.output  # channels never see each other
     bad = run("chat", "--channel", "slack:T1/C1", "subscribe ofline-rl", "--db", db)
-    assert bad.exit_code == 2 and "Did you mean `offline-rl`?" in bad.output
+    assert bad.exit_code == 2 and "Did you mean offline-rl?" in bad.output
     wrong = run("chat", "--channel", "irc:#x", "help", "--db", db)
     assert wrong.exit_code == 2 and "is not a channel" in wrong.output
 
@@ -191,3 +193,61 @@ def test_digest_send_to_a_local_channel(run, tmp_path: Path, seed_paths) -> None
     assert len(lines) == 1 and json.loads(lines[0])["channel"] == "local:lab"
     both = run("digest", "--channel", "local:lab", "--send", "--preview", "--db", db)
     assert both.exit_code == 2
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b2J\u202eevil\u202c\u200b\x1bP+q\x1b\\\r\x7f"
+
+
+def _poison(db: str, paper_id: str) -> None:
+    """Put terminal escapes and invisible characters into every text field of a paper."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "update papers set title = 'AlphaDPO ' || :h || title, tldr = :h || tldr, "
+            "abstract = :h || abstract, abstract_text = :h || abstract_text, venue = :h || venue "
+            "where id = :id",
+            {"h": HOSTILE, "id": paper_id},
+        )
+
+
+def _assert_inert(output: str, payload_gone: bool = True) -> None:
+    for bad in ("\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\u200b", "\r", "\x7f"):
+        assert bad not in output, (bad, output)
+    assert not payload_gone or "pwned" not in output  # whole sequences go, not only the ESC
+
+
+def test_terminal_escapes_in_papers_never_reach_the_terminal(
+    run, tmp_path: Path, seed_paths
+) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "t.db")
+    run("ingest", *map(str, seed_paths), "--db", db)
+    paper_id = json.loads(run("find", "alphadpo", "--json", "--db", db).output)[0]["id"]
+    _poison(db, paper_id)
+    run("chat", "--channel", "local:lab", "subscribe rlhf", "--db", db)
+    outputs = {
+        "find": run("find", "alphadpo", "--db", db),
+        "find --json": run("find", "alphadpo", "--json", "--db", db),
+        "show": run("show", paper_id, "--db", db),
+        "show --json": run("show", paper_id, "--json", "--db", db),
+        "digest": run("digest", "--channel", "local:lab", "--preview", "--db", db),
+        "chat show": run("chat", "--channel", "local:lab", f"show {paper_id}", "--db", db),
+        "chat find": run("chat", "--channel", "local:lab", "find alphadpo", "--db", db),
+        "chat digest": run("chat", "--channel", "local:lab", "digest", "--db", db),
+    }
+    for name, result in outputs.items():
+        assert result.exit_code == 0, name
+        assert "AlphaDPO" in result.output, name
+        _assert_inert(result.output, payload_gone="json" not in name)
+    # JSON keeps the data, written as escapes: lossless and inert.
+    as_json = json.loads(outputs["show --json"].output)
+    assert as_json["title"].startswith("AlphaDPO " + HOSTILE)
+    assert "\\u001b]0;pwned\\u0007" in outputs["show --json"].output
+
+
+def test_echoed_command_text_is_inert_too(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "u.db")
+    run("ingest", str(seed_paths[0]), "--db", db)
+    result = run("chat", "--channel", "local:lab", "find \x1b]0;pwned\x07zzqq\u202e", "--db", db)
+    assert "No papers match “zzqq”" in result.output
+    _assert_inert(result.output)

@@ -150,3 +150,80 @@ def test_a_non_http_link_is_not_used_as_a_link() -> None:
     [message] = discord.digest_messages(digest)
     assert "url" not in message.embeds[0]
     assert "<N/A|" not in json.dumps(slack.digest_messages(digest)[0].blocks)
+
+
+INVISIBLE = ("\u202e", "\u2066", "\u200b", "\u200f", "\ufeff", "\x1b", "\x07", "\x85", "\x00")
+
+
+def test_topics_with_invisible_or_control_characters_are_refused(
+    ctx: Context, seeded_db: Database
+) -> None:
+    for text in (
+        'subscribe "\u202eLR enilffO"',
+        "subscribe offline-rl\u200b",
+        'subscribe "robots\x1b]0;pwned\x07"',
+        "schedule monday 09:00 Europe/Berlin\u2066",
+    ):
+        reply = handle(text, ctx)
+        assert reply.error and "can't contain invisible or control characters" in reply.text
+    assert list(seeded_db.query("select * from subscriptions")) == []
+    assert list(seeded_db.query("select * from channels")) == []
+
+
+def test_lookups_ignore_invisible_characters(ctx: Context) -> None:
+    found = handle("find alpha\u200bdpo\u202e", ctx)  # pasted text often carries them
+    assert found.papers and found.papers[0]["method"] == "AlphaDPO"
+    assert "\u200b" not in found.text and "\u202e" not in found.text
+
+
+def _hostile_digest(channel: str) -> Digest:
+    hostile = "".join(INVISIBLE)
+    row = build_row(
+        PaperRecord(
+            abstract="We propose RoboNet, a robot that learns.",
+            source="t",
+            line=1,
+            title=f"Robo{hostile}Net title",
+            venue=f"ICML{hostile}",
+        ),
+        NOW,
+    )
+    row = {**row, "title": f"Robo{hostile}Net title", "tldr": f"It {hostile}works."}
+    topics = (custom_topic("robots"),)
+    return Digest(
+        channel,
+        "2026-W49",
+        topics,
+        (DigestItem(row, topics, 9.0),),
+        NOW.isoformat(),
+        recorded=False,
+    )
+
+
+def _visible(rendered: str) -> None:
+    for char in INVISIBLE:
+        assert char not in rendered, repr(char)
+
+
+def test_renderers_strip_invisible_and_control_characters(ctx: Context) -> None:
+    from digests.commands.replies import info
+    from digests.render.text import digest_text, reply_text
+
+    slack_digest = _hostile_digest("slack:T1/C1")
+    discord_digest = _hostile_digest("discord:123456/654321")
+    rendered = [
+        json.dumps([m.payload() for m in slack.digest_messages(slack_digest)], ensure_ascii=False),
+        json.dumps(
+            [m.payload() for m in discord.digest_messages(discord_digest)], ensure_ascii=False
+        ),
+        digest_text(slack_digest),
+    ]
+    reply = info("Top \u202e1\u200b:", "`a\x1b[2Jb` and \u2066c", papers=(), detail="d\u200be")
+    rendered += [
+        json.dumps([m.payload() for m in slack.reply_messages(reply)], ensure_ascii=False),
+        json.dumps([m.payload() for m in discord.reply_messages(reply)], ensure_ascii=False),
+        reply_text(reply),
+    ]
+    for text in rendered:
+        assert "RoboNet" in text or "Top 1" in text
+        _visible(text)

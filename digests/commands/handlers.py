@@ -34,6 +34,7 @@ from digests.commands.grammar import (
 )
 from digests.commands.replies import Reply, error, info
 from digests.digest import build_digest, channel_schedule, ensure_channel, subscribed_topics
+from digests.safe_text import has_unsafe, strip_unsafe
 from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_weekday
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 FIND_LIMIT = 5
 MAX_SUBSCRIPTIONS = 25
 MAX_FREE_TEXT = 100
+UNSAFE_CHANGE = (
+    "Topic names and schedules can't contain invisible or control characters "
+    "(bidi overrides, zero-width spaces, terminal escapes)."
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,12 @@ class Context:
 
 
 def handle(text: str, ctx: Context) -> Reply:
-    """Parse and run one command. Bad input of any kind becomes a helpful Reply."""
+    """Parse and run one command. Bad input of any kind becomes a helpful Reply.
+
+    Invisible and control characters (`digests.safe_text`) are dropped from lookups
+    (pasted text often carries zero-width spaces), and refused, with one message, in
+    commands that change the channel: those are stored and told to everyone.
+    """
     try:
         parse_channel(ctx.channel)
     except ChannelError as exc:
@@ -72,9 +82,12 @@ def handle(text: str, ctx: Context) -> Reply:
     except UnicodeEncodeError:
         return error("That command has a character I cannot read; please type it again.")
     try:
-        command = parse(text)
+        command = parse(strip_unsafe(text))
     except ParseError as exc:
         return _parse_error(exc)
+    if has_unsafe(text) and command.verb.changes:
+        # Told to the whole channel and stored: refuse rather than guess what was meant.
+        return error(UNSAFE_CHANGE, "Please type it again without them.")
     log.info("command %s in %s by %s", command.verb.name, ctx.channel, ctx.user)
     if command.verb.changes:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two

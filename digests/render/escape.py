@@ -1,7 +1,9 @@
 """Escaping paper text for each platform, so that no paper can ping or break a message.
 
 Paper text reaching a renderer is already plain (LaTeX rendered as Unicode, Markdown
-removed: see `digests.enrich.text.plain_text`); these functions make it inert.
+removed: see `digests.enrich.text.plain_text`); these functions make it inert. Each
+first removes terminal escapes, control, bidi and zero-width characters
+(`digests.safe_text.strip_unsafe`), whatever the platform.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+
+from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +24,7 @@ _DISCORD_MENTION = re.compile(r"@(everyone|here)|<(?=[@#:/!&]|a:|t:)", re.I)
 
 def slack_escape(text: str) -> str:
     """Slack mrkdwn: `&`, `<`, `>` become entities, so `<!channel>` is just text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return strip_unsafe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def slack_link(url: str, label: str) -> str:
@@ -35,7 +39,7 @@ def discord_escape(text: str) -> str:
     Messages are also sent with no allowed mentions; this keeps `@everyone` from even
     rendering as a mention, and keeps `*`, `_` and `>` in titles from formatting.
     """
-    escaped = _DISCORD_MARKDOWN.sub(r"\\\1", text)
+    escaped = _DISCORD_MARKDOWN.sub(r"\\\1", strip_unsafe(text))
     escaped = _DISCORD_LINE_START.sub(r"\1\\\2", escaped)
     return _DISCORD_MENTION.sub(
         lambda m: f"@{ZWSP}{m.group(1)}" if m.group(1) else f"<{ZWSP}", escaped
@@ -48,12 +52,13 @@ def discord_link_url(url: str) -> str:
 
 
 def plain(text: str) -> str:
-    return text
+    """Plain text (the terminal, files): nothing to escape, only unsafe characters go."""
+    return strip_unsafe(text)
 
 
 def with_code(text: str, escape: Callable[[str], str], code: Callable[[str], str] = plain) -> str:
     """Escape `text` except inside `backtick` spans, which `code` handles instead."""
-    parts = text.split("`")
+    parts = strip_unsafe(text).split("`")
     if len(parts) % 2 == 0:  # an unpaired backtick: treat it all as text
-        return escape(text)
+        return escape("`".join(parts))
     return "`".join(code(part) if index % 2 else escape(part) for index, part in enumerate(parts))

@@ -17,9 +17,16 @@ def digest_text(digest: Digest) -> str:
     return render("text/digest.txt.j2", view=digest_view(digest, plain))
 
 
+def terminal_line(line: str) -> str:
+    """A reply line for the terminal: the `code` marks that Slack and Discord show as
+    code are dropped (the words stay), and unsafe characters removed."""
+    text = plain(line)
+    return text.replace("`", "") if text.count("`") % 2 == 0 else text  # unpaired: literal
+
+
 def reply_text(reply: Reply, width: int = 88) -> str:
-    """A reply for the terminal."""
-    parts = [reply.text, *(f"  {line}" for line in reply.lines)]
+    """A reply for the terminal: plain text, no Markdown marks."""
+    parts = [terminal_line(reply.text), *(f"  {terminal_line(line)}" for line in reply.lines)]
     if reply.papers and reply.detail is None:
         parts += ["", format_results(list(reply.papers), "", width)]
     elif reply.papers:
