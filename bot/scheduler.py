@@ -11,7 +11,12 @@ APScheduler only decides *when*; what happens is plain coroutines that take `now
   twice, a restart, or a catch-up never posts a second one.
 - On start-up, a digest missed while down is posted once if it was due within
   `PAPERBOY_CATCHUP_HOURS`; older misses are skipped with a log line.
-- Before each digest run, new files in `PAPERBOY_INBOX` are ingested.
+- Before each digest run, new files in `PAPERBOY_INBOX` are ingested: once for all the
+  digests that fire together (they share the ingest under way), in a worker thread.
+- A build that fails (say, "database is locked") is recorded in `digest_failures` and
+  retried with backoff by the maintenance job, also after a restart, until it succeeds
+  or the channel's next digest falls due (its papers, never used up, go in that one).
+  `paperboy status` shows it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.delivery import ChannelResult, Poster, deliver_channel, queue_digest
+from bot.delivery import ChannelResult, Poster, backoff, deliver_channel, queue_digest
 from bot.inbox import ingest_inbox
 from bot.send import platform_messages
 from bot.services import Services
@@ -61,14 +66,27 @@ class DigestScheduler:
         # One run per channel at a time (a scheduled fire may meet a catch-up).
         self._channel_locks: dict[str, asyncio.Lock] = {}
         self._limit = asyncio.Semaphore(services.settings.delivery_concurrency)
+        # The inbox ingest under way, shared by every digest that fires meanwhile.
+        self._inbox: asyncio.Future[Any] | None = None
 
     # --- what happens ---------------------------------------------------------------
 
+    async def ingest_inbox(self, now: datetime) -> None:
+        """Ingest new inbox files once for all the digests firing together: a digest that
+        arrives while an ingest is under way waits for that one instead of starting its
+        own (six channels re-reading one file in parallel held the write lock in turn)."""
+        if self._inbox is None or self._inbox.done():
+            self._inbox = asyncio.ensure_future(self.services.in_thread(self._ingest_sync, now))
+        # Shielded: one waiter cancelled (a stop) must not cancel the others' ingest.
+        await asyncio.shield(self._inbox)
+
+    def _ingest_sync(self, now: datetime) -> None:
+        ingest_inbox(self.services.db(), self.services.settings.inbox, now)
+
     def _build_and_queue(self, channel: str, built_at: datetime, now: datetime) -> int:
-        """In a worker thread (its own connection): inbox, digest, outbox."""
+        """In a worker thread (its own connection): digest, outbox."""
         db = self.services.db()
         settings = self.services.settings
-        ingest_inbox(db, settings.inbox, now)
         digest = build_digest(
             db, channel, built_at, catalog=self.services.catalog, settings=settings
         )
@@ -95,9 +113,77 @@ class DigestScheduler:
                 "digest for %s not built: %s is not configured here", channel, row["platform"]
             )
             return None
+        built_at = built_at or now
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
-            await self.services.in_thread(self._build_and_queue, channel, built_at or now, now)
+            try:
+                await self.ingest_inbox(now)
+                await self.services.in_thread(self._build_and_queue, channel, built_at, now)
+            except Exception as exc:
+                return self._build_failed(channel, built_at, exc)
+            digest_store.clear_failure(self.services.db(), channel, stamp(built_at))
         return await self._deliver_channel(channel, now)
+
+    def _build_failed(self, channel: str, built_at: datetime, exc: Exception) -> ChannelResult:
+        """Record a failed build so that it is retried with backoff (also after a restart)."""
+        reason = f"{type(exc).__name__}: {exc}"
+        failed_at = self.services.clock()
+        db = self.services.db()
+        previous = digest_store.failures(db, channel)
+        attempts = int(previous[0]["attempts"]) if previous else 0
+        retry_at = failed_at + timedelta(seconds=backoff(attempts))
+        attempts = digest_store.record_failure(
+            db, channel, stamp(built_at), reason, stamp(retry_at), stamp(failed_at)
+        )
+        log.warning(
+            "digest for %s failed to build (attempt %d: %s); retrying after %s",
+            channel,
+            attempts,
+            reason,
+            stamp(retry_at),
+        )
+        return ChannelResult(channel, state="retrying", reason=reason)
+
+    @staticmethod
+    def _overtaken(schedule: Schedule, due_at: datetime, now: datetime) -> bool:
+        """Whether a later week's digest has fallen due since `due_at`."""
+        latest = schedule.last_at_or_before(now)
+        return latest > due_at and week_key(latest, schedule.timezone) != week_key(
+            due_at, schedule.timezone
+        )
+
+    def retry_failed_builds(self, now: datetime | None = None) -> list[str]:
+        """Start again, without waiting, the failed builds whose backoff has passed. A
+        failure that the channel's next digest has overtaken is dropped: nothing of it is
+        lost, since a failed build used up no papers."""
+        now = now or self.services.clock()
+        db = self.services.db()
+        schedules = scheduled_channels(self.services)
+        started = []
+        busy = {task.get_name() for task in self._running}
+        for row in digest_store.due_failures(db, stamp(now)):
+            channel = str(row["channel"])
+            due_at = datetime.fromisoformat(row["due_at"])
+            schedule = schedules.get(channel)
+            if schedule is None or self._overtaken(schedule, due_at, now):
+                log.warning(
+                    "digest for %s due %s was never built (%s); dropped: its papers go in "
+                    "the next digest",
+                    channel,
+                    row["due_at"],
+                    row["last_error"],
+                )
+                digest_store.clear_failure(db, channel, row["due_at"])
+                continue
+            name = f"digest:{channel}"
+            if name in busy:
+                continue
+            log.info("retrying the digest for %s due %s", channel, row["due_at"])
+            work = self.run_digest(channel, now=now, built_at=due_at)
+            task = asyncio.create_task(self._guarded(work, f"digest for {channel}"), name=name)
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            started.append(channel)
+        return started
 
     async def _deliver_channel(self, channel: str, now: datetime | None = None) -> ChannelResult:
         """Deliver one channel's due messages: one delivery per channel at a time (two must
@@ -220,6 +306,7 @@ class DigestScheduler:
 
     async def _maintenance(self) -> None:
         self.sync_jobs()
+        self.retry_failed_builds()
         self.start_due_deliveries()
 
     async def _guarded(self, work: Any, what: str) -> None:

@@ -74,3 +74,44 @@ def last_digest(db: Database, channel: str) -> Row | None:
         )
     )
     return _with_items(db, rows[0]) if rows else None
+
+
+def record_failure(
+    db: Database, channel: str, due_at: str, error: str, next_attempt_at: str, now: str
+) -> int:
+    """Record that building the channel's digest for `due_at` failed; returns the number
+    of failed attempts so far (a failure for another moment starts again at 1)."""
+    with write_transaction(db):
+        rows = list(db.query("select * from digest_failures where channel = ?", [channel]))
+        same = rows[0] if rows and rows[0]["due_at"] == due_at else None
+        attempts = int(same["attempts"]) + 1 if same else 1
+        db.table("digest_failures").upsert(
+            {
+                "channel": channel,
+                "due_at": due_at,
+                "attempts": attempts,
+                "last_error": error,
+                "first_failed_at": same["first_failed_at"] if same else now,
+                "next_attempt_at": next_attempt_at,
+            },
+            pk="channel",
+        )
+    return attempts
+
+
+def clear_failure(db: Database, channel: str, up_to: str) -> None:
+    """Forget the channel's failed build for a moment at or before `up_to` (it is built)."""
+    db.execute("delete from digest_failures where channel = ? and due_at <= ?", [channel, up_to])
+
+
+def failures(db: Database, channel: str | None = None) -> list[Row]:
+    """Failed builds waiting for a retry (one channel's, or all), oldest first."""
+    if channel is not None:
+        return list(db.query("select * from digest_failures where channel = ?", [channel]))
+    return list(db.query("select * from digest_failures order by due_at, channel"))
+
+
+def due_failures(db: Database, now: str) -> list[Row]:
+    return list(
+        db.query("select * from digest_failures where next_attempt_at <= ? order by due_at", [now])
+    )

@@ -182,3 +182,20 @@ def m005_inbox_files(db: Database) -> None:
         },
         pk="path",
     )
+
+
+@migrations()
+def m006_digest_failures(db: Database) -> None:
+    # One row per channel whose digest build failed and is waiting to be retried.
+    db.table("digest_failures").create(
+        {
+            "channel": str,
+            "due_at": str,  # the moment the digest was built for (its week)
+            "attempts": int,
+            "last_error": str,
+            "first_failed_at": str,
+            "next_attempt_at": str,
+        },
+        pk="channel",
+        not_null={"due_at", "attempts", "next_attempt_at"},
+    )

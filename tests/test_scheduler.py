@@ -587,3 +587,121 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     gate.set()
     await scheduler.stop()
     assert len(poster.sent) == 8
+
+
+# --- a slow inbox, failed builds (issue 9, item 1) -------------------------------------------
+
+
+async def test_six_channels_firing_together_share_one_slow_inbox_ingest(
+    services: Services, clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import bot.scheduler as scheduler_module
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "new.tsv").write_text(
+        "title\tabstract\nGrasp Everything\tWe propose GraspAll, a robot grasping method.\n"
+    )
+    services.settings = replace(services.settings, inbox=inbox)
+    channels = [f"local:team{i}" for i in range(6)]
+    for channel in channels:
+        monday_nine(services, channel)
+    clock.now = NOW + timedelta(days=1)
+    gate, calls = threading.Event(), []
+    real = scheduler_module.ingest_inbox
+
+    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> Any:
+        calls.append(now)
+        gate.wait(20)  # slow: held until every digest has started
+        return real(db, folder, now)
+
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    runs = [asyncio.create_task(scheduler.run_digest(channel)) for channel in channels]
+    assert await eventually(lambda: calls)
+    for _ in range(50):  # every run reaches the inbox step meanwhile
+        await asyncio.sleep(0)
+    gate.set()
+    results = await asyncio.gather(*runs)
+    assert len(calls) == 1  # one ingest for the six, not six racing for the write lock
+    assert [result.state for result in results if result] == ["done"] * 6
+    for channel in channels:
+        [line] = local_lines(services, channel.split(":")[1])
+        assert "Grasp Everything" in line["text"]
+
+
+async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    import bot.scheduler as scheduler_module
+    from bot.cli import main
+    from db.digests import failures
+
+    monday_nine(services, "local:lab")
+    clock.now = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # Monday 09:00: due
+    real, broken = scheduler_module.build_digest, [True]
+
+    def build_once_broken(*args: Any, **kwargs: Any) -> Any:
+        if broken:
+            broken.clear()
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scheduler_module, "build_digest", build_once_broken)
+    poster = LocalPoster(services.settings.local_dir, clock)
+    scheduler = DigestScheduler(services, {"local": poster})
+    result = await scheduler.run_digest("local:lab")
+    assert result is not None and result.state == "retrying"
+    assert local_lines(services, "lab") == []
+    [failure] = failures(services.db(), "local:lab")
+    assert failure["attempts"] == 1 and "database is locked" in failure["last_error"]
+    wait = datetime.fromisoformat(failure["next_attempt_at"]) - clock.now
+    assert timedelta(seconds=15) <= wait <= timedelta(seconds=30)  # backoff from 30 s, jittered
+
+    status = CliRunner().invoke(main, ["status", "--db", str(services.db_path)])
+    assert (
+        "Digest build for 2026-12-07T09:00 failed 1 time(s) "
+        "(OperationalError: database is locked); retrying after" in status.output
+    )
+    assert scheduler.retry_failed_builds() == []  # not before its time
+    # a restart: the failure is in the database, so a new scheduler retries it
+    clock.now += wait
+    restarted = DigestScheduler(services, {"local": poster})
+    assert restarted.retry_failed_builds() == ["local:lab"]
+    await restarted.stop()
+    [line] = local_lines(services, "lab")
+    assert "week of 7 Dec 2026" in line["text"]
+    assert failures(services.db(), "local:lab") == []
+    status = CliRunner().invoke(main, ["status", "--db", str(services.db_path)])
+    assert "failed" not in status.output
+
+
+async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
+    services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    from db.digests import failures, record_failure
+
+    monday_nine(services, "local:lab")
+    record_failure(
+        services.db(),
+        "local:lab",
+        "2026-11-30T09:00:00+00:00",
+        "OperationalError: database is locked",
+        "2026-11-30T09:01:00+00:00",
+        "2026-11-30T09:00:30+00:00",
+    )
+    clock.now = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)  # the next Monday's is due too
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    assert scheduler.retry_failed_builds() == []
+    assert failures(services.db()) == []
+    assert "was never built (OperationalError: database is locked); dropped" in caplog.text
