@@ -11,6 +11,7 @@ from sqlite_utils import Database
 from db.papers import resolve_paper
 from db.search import search_papers
 from digests.safe_text import strip_unsafe
+from digests.safe_url import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +19,13 @@ Result = dict[str, Any]
 
 
 def paper_link(paper: dict[str, Any]) -> str | None:
-    """The one link to show: the paper's page, else its code."""
-    return paper.get("url") or paper.get("code_url") or paper.get("arxiv_url")
+    """The one link to show: the paper's page, else its code, else its arXiv page; only
+    a well-formed http(s) URL (`digests.safe_url`), so no platform refuses the message."""
+    for key in ("url", "code_url", "arxiv_url"):
+        link = safe_url(paper.get(key))
+        if link:
+            return link
+    return None
 
 
 def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
@@ -33,7 +39,7 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
         "tldr": paper.get("tldr"),
         "abstract": paper["abstract"],
         "url": paper_link(paper),
-        "code_url": paper.get("code_url"),
+        "code_url": safe_url(paper.get("code_url")),
     }
     if score is not None:
         result["score"] = score
@@ -104,7 +110,11 @@ def format_paper(result: Result, width: int = 88) -> str:
         lines.append(textwrap.fill("TL;DR: " + result["tldr"], width))
         lines.append("")
     lines.append(textwrap.fill(result["abstract"], width))
-    links = [f"  {link['kind']}: {link['url']}" for link in result.get("links", [])]
+    links = [
+        f"  {link['kind']}: {url}"
+        for link in result.get("links", [])
+        if (url := safe_url(link.get("url")))
+    ]
     for key in ("url", "code_url"):
         if result.get(key) and all(result[key] not in line for line in links):
             links.insert(0, f"  {'code' if key == 'code_url' else 'page'}: {result[key]}")

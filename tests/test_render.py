@@ -198,3 +198,38 @@ def test_templates_exist_for_every_target() -> None:
     names = environment().list_templates()
     for target in ("text/", "slack/", "discord/"):
         assert any(name.startswith(target) for name in names), target
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://example.org/a b<c>|d", "https://example.org/a%20b%3Cc%3E%7Cd"),
+        ('https://example.org/q?x="{y}"', "https://example.org/q?x=%22%7By%7D%22"),
+        ("https://exa mple.org/x", None),
+        ("javascript:alert(1)", None),
+        ("https://github.com@evil.example/x", None),
+        ("https://example.org/\x1b[2J", None),
+        ("https://example.org:99999/", None),
+        ("https://müller.de/ä", "https://xn--mller-kva.de/%C3%A4"),
+        ("N/A", None),
+    ],
+)
+def test_only_well_formed_http_urls_are_linked(url: str, shown: str | None) -> None:
+    from digests.render.text import digest_text
+
+    row = paper("We propose UrlNet, a method for links.", title="UrlNet", url=url)
+    digest = make_digest([row], [custom_topic("links")], channel="discord:123456/654321")
+    [message] = check_discord(digest)
+    assert message.embeds[0].get("url") == shown
+    sections = [
+        block["text"]["text"]
+        for block in check_slack(replace(digest, channel=CHANNEL))[0].blocks
+        if block["type"] == "section" and "UrlNet" in block["text"]["text"]
+    ]
+    text = digest_text(digest)
+    if shown is None:
+        assert "*UrlNet*" in sections[0] and "<" not in sections[0]
+        assert url not in text
+    else:
+        assert f"*<{shown}|UrlNet>*" in sections[0]
+        assert shown in text

@@ -56,8 +56,8 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
         ],
         "footer": {"text": f"id {paper.id}"},
     }
-    if paper.url and paper.url.startswith(("https://", "http://")) and len(paper.url) <= 2000:
-        embed["url"] = paper.url  # Discord refuses the whole message for a bad embed URL
+    if paper.url:  # checked by `safe_url`: Discord refuses the whole message for a bad one
+        embed["url"] = paper.url
     return embed
 
 

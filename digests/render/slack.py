@@ -43,8 +43,7 @@ class SlackMessage:
 
 
 def paper_section(paper: PaperView) -> SectionBlock:
-    linkable = paper.url and paper.url.startswith(("https://", "http://"))
-    link = slack_link(paper.url, paper.raw_title) if linkable and paper.url else paper.title
+    link = slack_link(paper.url, paper.raw_title) if paper.url else paper.title  # url: safe_url
     text = render("slack/item.mrkdwn.j2", paper=paper, link=link)
     return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
 

@@ -46,7 +46,8 @@ def render(template: str, **context: Any) -> str:
 
 @dataclass(frozen=True)
 class PaperView:
-    """One paper, escaped. `url` is raw (each platform wraps it in its own link syntax)."""
+    """One paper, escaped. `url` is a checked http(s) URL (`digests.safe_url`) or None;
+    each platform wraps it in its own link syntax."""
 
     id: str
     title: str
