@@ -15,7 +15,6 @@ from typing import Protocol
 
 import aiohttp
 import discord
-from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -28,6 +27,8 @@ from bot.scheduler import DigestScheduler
 from bot.services import Services
 from bot.slack.app import create_app
 from bot.slack.client import error_code, make_client
+from bot.slack.endpoint import SlackEndpoint
+from bot.slack.http import HttpServer, http_limits
 from bot.slack.poster import SlackPoster
 from config.settings import SettingsError
 
@@ -52,7 +53,8 @@ class SlackComponent:
     name: str = "slack"
     client: AsyncWebClient | None = field(default=None, init=False)
     _socket: AsyncSocketModeHandler | None = field(default=None, init=False)
-    _runner: web.AppRunner | None = field(default=None, init=False)
+    _http: HttpServer | None = field(default=None, init=False)
+    _endpoint: SlackEndpoint | None = field(default=None, init=False)
 
     def check(self) -> None:
         """Refuse to start on missing settings, naming the variable (never a value)."""
@@ -86,10 +88,21 @@ class SlackComponent:
             ) from None
         who = f"@{identity.get('user')} in team {identity.get('team_id')}"
         if self.http:
-            app = create_app(self.services, client, signing_secret=settings.slack_signing_secret)
-            self._runner = web.AppRunner(app.web_app())
-            await self._runner.setup()
-            await web.TCPSite(self._runner, "0.0.0.0", self.port).start()
+            assert settings.slack_signing_secret is not None
+            self._endpoint = SlackEndpoint(
+                self.services,
+                client,
+                signing_secret=settings.slack_signing_secret,
+                ack_budget=settings.slack_ack_seconds,
+            )
+            self._http = HttpServer(self._endpoint, http_limits(settings), port=self.port)
+            try:
+                await self._http.start()
+            except OSError as exc:
+                raise SettingsError(
+                    f"cannot listen on port {self.port} ({exc.strerror or type(exc).__name__}); "
+                    "choose another with --port"
+                ) from None
             return f"slack: HTTP mode as {who}, POST /slack/events on port {self.port}"
         app = create_app(self.services, client, signing_secret=None)
         self._socket = AsyncSocketModeHandler(app, settings.slack_app_token)
@@ -99,8 +112,10 @@ class SlackComponent:
     async def stop(self) -> None:
         if self._socket is not None:
             await self._socket.close_async()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._http is not None:
+            await self._http.stop()
+        if self._endpoint is not None:
+            await self._endpoint.close()
 
 
 @dataclass

@@ -42,6 +42,13 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _positive_seconds(value: str) -> float:
+    number = float(value)
+    if not 0 < number <= 3600:  # also refuses nan and inf
+        raise ValueError("must be a number of seconds, more than 0")
+    return number
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(value: str) -> str:
         if value.strip().lower() not in allowed:
@@ -252,6 +259,43 @@ SETTINGS: tuple[Setting, ...] = (
         "Channels delivered at the same time.",
         _positive_int,
     ),
+    Setting(
+        "slack_ack_seconds",
+        "PAPERBOY_SLACK_ACK_SECONDS",
+        0.5,
+        "HTTP mode: a /papers answer not ready this long after the request arrived is "
+        'acknowledged with "Working on it…" and sent after.',
+        _positive_seconds,
+    ),
+    Setting(
+        "slack_max_body_bytes",
+        "PAPERBOY_SLACK_MAX_BODY_BYTES",
+        65536,
+        "HTTP mode: larger request bodies are refused (413) unread.",
+        _positive_int,
+    ),
+    Setting(
+        "slack_header_timeout",
+        "PAPERBOY_SLACK_HEADER_TIMEOUT",
+        10.0,
+        "HTTP mode: seconds a connection has to send a request's headers.",
+        _positive_seconds,
+    ),
+    Setting(
+        "slack_body_timeout",
+        "PAPERBOY_SLACK_BODY_TIMEOUT",
+        10.0,
+        "HTTP mode: seconds a request has to send its body (and to read the answer).",
+        _positive_seconds,
+    ),
+    Setting(
+        "slack_max_connections",
+        "PAPERBOY_SLACK_MAX_CONNECTIONS",
+        1000,
+        "HTTP mode: open connections at most; at the cap a new one evicts the oldest that "
+        "has not sent a whole request yet.",
+        _positive_int,
+    ),
 )
 
 
@@ -277,6 +321,11 @@ class Settings:
     catchup_hours: int = 24
     max_attempts: int = 8
     delivery_concurrency: int = 8
+    slack_ack_seconds: float = 0.5
+    slack_max_body_bytes: int = 65536
+    slack_header_timeout: float = 10.0
+    slack_body_timeout: float = 10.0
+    slack_max_connections: int = 1000
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from aiohttp.test_utils import TestClient, TestServer
+import aiohttp
 from slack_sdk.models.blocks import Block
 
 from bot.services import Services
-from bot.slack.app import create_app
 from bot.slack.client import make_client
+from bot.slack.endpoint import SlackEndpoint
+from bot.slack.http import HttpServer, Limits
 from config.settings import load_settings
 from db import open_db
 from digests.ingest import ingest_files
@@ -85,12 +86,43 @@ def make_services(
     return Services(db_path, settings, catalog, clock=lambda: NOW)
 
 
-async def start_http(services: Services, fake: FakeSlack, ack_budget: float = 2.0) -> TestClient:
-    client = make_client(BOT_TOKEN, fake.api_url)
-    app = create_app(services, client, signing_secret=SIGNING_SECRET, ack_budget=ack_budget)
-    test_client = TestClient(TestServer(app.web_app()))
-    await test_client.start_server()
-    return test_client
+class HttpClient:
+    """Paperboy's Slack HTTP endpoint on a loopback port, and a session to call it."""
+
+    def __init__(self, server: HttpServer, endpoint: SlackEndpoint):
+        self.server = server
+        self.endpoint = endpoint
+        self.session = aiohttp.ClientSession()
+        self.services: Services = endpoint.services
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.port}{path}"
+
+    async def post(
+        self, path: str, *, data: str | bytes, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        response = await self.session.post(self.url(path), data=data, headers=headers)
+        await response.read()
+        return response
+
+    async def close(self) -> None:
+        await self.session.close()
+        await self.server.stop()
+        await self.endpoint.close()
+
+
+async def start_http(
+    services: Services, fake: FakeSlack, ack_budget: float = 2.0, limits: Limits | None = None
+) -> HttpClient:
+    endpoint = SlackEndpoint(
+        services,
+        make_client(BOT_TOKEN, fake.api_url),
+        signing_secret=SIGNING_SECRET,
+        ack_budget=ack_budget,
+    )
+    server = HttpServer(endpoint, limits or Limits(), host="127.0.0.1")
+    await server.start()
+    return HttpClient(server, endpoint)
 
 
 def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 
 from bot.services import Services
 from bot.slack.app import WORKING
@@ -21,6 +20,7 @@ from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import (
+    HttpClient,
     assert_valid_blocks,
     make_services,
     signed_headers,
@@ -36,13 +36,12 @@ CHANNEL = "slack:T0001/C0001"
 async def http(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack):  # type: ignore[no-untyped-def]
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     client = await start_http(services, fake_slack)
-    client.services = services  # type: ignore[attr-defined]
     yield client
     await client.close()
 
 
 async def post(
-    client: TestClient, fake: FakeSlack, text: str, **kwargs: Any
+    client: HttpClient, fake: FakeSlack, text: str, **kwargs: Any
 ) -> tuple[int, dict[str, Any]]:
     body = slash_body(text, fake.response_url(), **kwargs)
     response = await client.post("/slack/events", data=body, headers=signed_headers(body))
@@ -54,16 +53,16 @@ def subscriptions(services: Services, channel: str = CHANNEL) -> list[str]:
     return [row["topic_id"] for row in active_subscriptions(open_db(services.db_path), channel)]
 
 
-async def test_subscribe_answers_the_channel(http: TestClient, fake_slack: FakeSlack) -> None:
+async def test_subscribe_answers_the_channel(http: HttpClient, fake_slack: FakeSlack) -> None:
     status, body = await post(http, fake_slack, "subscribe offline-rl")
     assert status == 200
     assert body["response_type"] == "in_channel"
     assert "@alice subscribed this channel to Offline RL" in body["text"]
     assert_valid_blocks(body["blocks"])
-    assert subscriptions(http.services) == ["offline-rl"]  # type: ignore[attr-defined]
+    assert subscriptions(http.services) == ["offline-rl"]
 
 
-async def test_lookups_are_ephemeral_block_kit(http: TestClient, fake_slack: FakeSlack) -> None:
+async def test_lookups_are_ephemeral_block_kit(http: HttpClient, fake_slack: FakeSlack) -> None:
     status, body = await post(http, fake_slack, "find alpha dpo")
     assert status == 200 and body["response_type"] == "ephemeral"
     assert_valid_blocks(body["blocks"])
@@ -75,23 +74,23 @@ async def test_lookups_are_ephemeral_block_kit(http: TestClient, fake_slack: Fak
 
 
 async def test_a_forged_signature_is_refused_and_changes_nothing(
-    http: TestClient, fake_slack: FakeSlack
+    http: HttpClient, fake_slack: FakeSlack
 ) -> None:
     body = slash_body("subscribe offline-rl", fake_slack.response_url())
     headers = signed_headers(body, secret="0" * 32)
     response = await http.post("/slack/events", data=body, headers=headers)
     assert response.status == 401
-    assert subscriptions(http.services) == []  # type: ignore[attr-defined]
+    assert subscriptions(http.services) == []
 
 
 async def test_a_stale_request_is_refused_and_changes_nothing(
-    http: TestClient, fake_slack: FakeSlack
+    http: HttpClient, fake_slack: FakeSlack
 ) -> None:
     body = slash_body("subscribe offline-rl", fake_slack.response_url())
     headers = signed_headers(body, timestamp=int(time.time()) - 6 * 60)
     response = await http.post("/slack/events", data=body, headers=headers)
     assert response.status == 401
-    assert subscriptions(http.services) == []  # type: ignore[attr-defined]
+    assert subscriptions(http.services) == []
 
 
 async def test_a_slow_command_is_acknowledged_first_and_answered_later(
@@ -191,7 +190,7 @@ async def test_mentions_in_paper_text_are_inert(
 
 
 async def test_a_crash_in_a_command_is_a_polite_reply(
-    http: TestClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+    http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bot.slack import app as slack_app
 

@@ -1,9 +1,10 @@
-"""The `/papers` slash command in Slack, on slack-bolt's AsyncApp.
+"""The `/papers` slash command in Slack: what a command answers, and bolt's AsyncApp
+for Socket Mode. (HTTP mode serves the same `answer_payloads` from `bot.slack.endpoint`.)
 
 One handler serves every subcommand: the core grammar decides what the text means.
-Slack wants an acknowledgement within 3 seconds. Paperboy gives the command
-`ACK_BUDGET_SECONDS` to finish: if it does, the answer *is* the acknowledgement;
-if not, it acknowledges with "Working on it…" and answers through `response_url`.
+Slack wants an acknowledgement within 3 seconds. Paperboy gives the command an ack
+budget to finish: if it does, the answer *is* the acknowledgement; if not, it
+acknowledges with "Working on it…" and answers through `response_url`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
 from bot.slack.client import error_code
-from digests.commands import Context, handle
+from digests.commands import handle
 from digests.commands.grammar import ParseError, parse
 from digests.commands.replies import Reply, error
 from digests.render import slack as slack_render
@@ -34,14 +35,42 @@ REFUSAL = (
 )
 FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 
+MAX_MESSAGES = 5  # a response_url takes at most 5 replies (within 30 minutes)
+MORE_PAPERS = "… and {count} more papers, left out here: the full digest has them when it posts."
+CUT = "… (cut here: too long for Slack replies)"
+
 
 def payloads(reply: Reply) -> list[dict[str, Any]]:
-    """`ack`/`respond` arguments for a reply: ephemeral for lookups, in_channel for changes."""
+    """`ack`/`respond` arguments for a reply: ephemeral for lookups, in_channel for changes.
+    At most `MAX_MESSAGES`, so even a large digest preview fits one response_url."""
     response_type = "ephemeral" if reply.ephemeral else "in_channel"
     return [
         {"response_type": response_type, "text": message.text, "blocks": message.blocks}
-        for message in slack_render.reply_messages(reply)
+        for message in fit(slack_render.reply_messages(reply))
     ]
+
+
+def fit(
+    messages: list[slack_render.SlackMessage], limit: int = MAX_MESSAGES
+) -> list[slack_render.SlackMessage]:
+    """The first `limit` messages. When there are more, the last block of the last one
+    kept becomes a note saying how many papers were left out."""
+    if len(messages) <= limit:
+        return messages
+    kept = messages[:limit]
+    last = kept[-1]
+    ids = list(last.paper_ids)
+    if ids and last.blocks and last.blocks[-1].get("type") == "section":
+        ids.pop()  # digest messages end with their papers' sections, in order
+    left_out = (
+        sum(len(message.paper_ids) for message in messages)
+        - sum(len(message.paper_ids) for message in kept[:-1])
+        - len(ids)
+    )
+    text = MORE_PAPERS.format(count=left_out) if left_out else CUT
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+    kept[-1] = slack_render.SlackMessage(last.text, [*last.blocks[:-1], note], tuple(ids))
+    return kept
 
 
 async def may_change(client: AsyncWebClient, managers: str, user_id: str) -> bool:
@@ -63,6 +92,43 @@ def _refusal(managers: str) -> Reply:
     return error(REFUSAL.format(who=who))
 
 
+def _run_command(services: Services, text: str, channel: str, user: str) -> Reply:
+    return handle(text, services.context(channel, user))
+
+
+async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> Reply:
+    """Run one `/papers` command from a slash-command payload (its form fields)."""
+    text = str(command.get("text") or "")
+    try:
+        verb = parse(text).verb
+    except ParseError:
+        verb = None
+    managers = services.settings.slack_managers
+    if (
+        verb is not None
+        and verb.changes
+        and not await may_change(client, managers, str(command["user_id"]))
+    ):
+        return _refusal(managers)
+    channel = f"slack:{command['team_id']}/{command['channel_id']}"
+    user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
+    reply = await services.in_thread(_run_command, services, text, channel, user)
+    if reply.changed:
+        services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
+    return reply
+
+
+async def answer_payloads(
+    services: Services, client: AsyncWebClient, command: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The reply messages for a command; a polite failure instead of any exception."""
+    try:
+        return payloads(await answer(services, client, command))
+    except Exception:  # in the command or in rendering its answer: never a stack trace
+        log.exception("/papers %r failed", str(command.get("text"))[:80])
+        return payloads(error(FAILURE))
+
+
 def create_app(
     services: Services,
     client: AsyncWebClient,
@@ -70,8 +136,9 @@ def create_app(
     signing_secret: str | None,
     ack_budget: float = ACK_BUDGET_SECONDS,
 ) -> AsyncApp:
-    """The bolt app. With a signing secret (HTTP mode) every request is verified;
-    without one (Socket Mode) requests arrive over the app-token websocket instead."""
+    """The bolt app, for Socket Mode (`signing_secret=None`: requests arrive over the
+    app-token websocket). HTTP mode uses `bot.slack.endpoint` instead; bolt over HTTP
+    (with a signing secret) is kept only as the benchmark's reference."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,
@@ -80,43 +147,15 @@ def create_app(
         logger=logging.getLogger("bot.slack.bolt"),
     )
 
-    def run_command(text: str, channel: str, user: str) -> Reply:
-        ctx: Context = services.context(channel, user)
-        return handle(text, ctx)
-
-    async def answer(command: dict[str, Any], client: AsyncWebClient) -> Reply:
-        text = str(command.get("text") or "")
-        try:
-            verb = parse(text).verb
-        except ParseError:
-            verb = None
-        managers = services.settings.slack_managers
-        if (
-            verb is not None
-            and verb.changes
-            and not await may_change(client, managers, command["user_id"])
-        ):
-            return _refusal(managers)
-        channel = f"slack:{command['team_id']}/{command['channel_id']}"
-        user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
-        reply = await services.in_thread(run_command, text, channel, user)
-        if reply.changed:
-            services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
-        return reply
-
     @app.command(COMMAND)
     async def papers(
         ack: Any, command: dict[str, Any], respond: Any, client: AsyncWebClient
     ) -> None:
-        task = asyncio.ensure_future(answer(command, client))
+        task = asyncio.ensure_future(answer_payloads(services, client, command))
         done, _ = await asyncio.wait({task}, timeout=ack_budget)
         if not done:
             await ack(response_type="ephemeral", text=WORKING)
-        try:
-            messages = payloads(await task)
-        except Exception:  # in the command or in rendering its answer: never a stack trace
-            log.exception("/papers %r failed", str(command.get("text"))[:80])
-            messages = payloads(error(FAILURE))
+        messages = await task
         if done:
             await ack(**messages[0])
             messages = messages[1:]

@@ -1,0 +1,178 @@
+"""What Paperboy does with one HTTP request from Slack (`POST /slack/events`).
+
+In this order, so a bad request costs little and learns nothing:
+
+1. the signature is checked on the raw body (`bot.slack.verify`): 401 otherwise;
+2. a signature seen before is a replay: 200, and nothing runs again;
+3. only then is the body parsed; a signed body that makes no sense gets 400;
+4. a slash command is acknowledged within the ack budget, counted from when its headers
+   arrived: with the answer if it is ready, otherwise with "Working on it…", and the
+   answer follows through `response_url`. Nothing here ever answers 404 to a command.
+
+Interactivity is off in Paperboy's manifest, so interaction payloads (`payload=`) and
+Events API callbacks are acknowledged (200) and otherwise ignored; the Events API's
+`url_verification` is answered with its challenge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+import aiohttp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.services import Services
+from bot.slack.app import COMMAND, WORKING, answer_payloads
+from bot.slack.http import Request, Response
+from bot.slack.verify import ReplayMemory, check
+
+log = logging.getLogger(__name__)
+
+PATH = "/slack/events"
+MAX_FIELDS = 64  # a slash command has about 15 form fields
+RESPONSE_TIMEOUT = 10.0
+UNSIGNED = Response(401, b"invalid or missing Slack signature")
+OK = Response(200)
+
+
+def _bad(reason: str) -> Response:
+    return Response(400, reason.encode())
+
+
+class SlackEndpoint:
+    """The request handler for `bot.slack.http.HttpServer`. Call `close()` when done."""
+
+    def __init__(
+        self,
+        services: Services,
+        client: AsyncWebClient,
+        *,
+        signing_secret: str,
+        ack_budget: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.services = services
+        self.client = client
+        self.secret = signing_secret.encode()
+        self.ack_budget = ack_budget
+        self.clock = clock
+        self.replays = ReplayMemory()
+        self.commands_run = 0  # for tests and the benchmark
+        self._followups: set[asyncio.Task[None]] = set()
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __call__(self, request: Request) -> Response:
+        if request.path != PATH:
+            return Response(404, b"not found")
+        if request.method != "POST":
+            return Response(405, b"POST only")
+        timestamp = request.headers.get("x-slack-request-timestamp")
+        signature = request.headers.get("x-slack-signature")
+        refused = check(self.secret, timestamp, signature, request.body, self.clock())
+        if refused is not None:
+            log.warning("refused a Slack request from %s: %s", request.peer, refused)
+            return UNSIGNED
+        assert timestamp is not None and signature is not None
+        if not self.replays.first_time(signature, int(timestamp), self.clock()):
+            log.info("ignored a replayed Slack request from %s", request.peer)
+            return OK
+        return await self._signed(request)
+
+    async def _signed(self, request: Request) -> Response:
+        content_type = request.headers.get("content-type", b"").split(b";")[0].strip().lower()
+        try:
+            text = request.body.decode("utf-8")
+            if content_type == b"application/json":
+                return self._event(json.loads(text))
+            if content_type != b"application/x-www-form-urlencoded":
+                return _bad("unsupported Content-Type")
+            form = dict(parse_qsl(text, max_num_fields=MAX_FIELDS))
+            if "payload" in form:
+                return self._interaction(json.loads(form["payload"]))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # json.JSONDecodeError is a ValueError; so are too many form fields.
+            return _bad("malformed body")
+        if "command" in form:
+            return await self._command(form, request.received)
+        return _bad("neither a slash command nor an interaction")
+
+    def _event(self, event: object) -> Response:
+        if not isinstance(event, dict):
+            return _bad("malformed event")
+        if event.get("type") == "url_verification" and isinstance(event.get("challenge"), str):
+            return Response.json(json.dumps({"challenge": event["challenge"]}))
+        log.debug("ignored an Events API callback of type %r", str(event.get("type"))[:40])
+        return OK
+
+    def _interaction(self, payload: object) -> Response:
+        if not isinstance(payload, dict):
+            return _bad("malformed interaction payload")
+        log.debug("ignored an interaction of type %r", str(payload.get("type"))[:40])
+        return OK
+
+    async def _command(self, form: dict[str, str], received: float) -> Response:
+        missing = [
+            name
+            for name in ("team_id", "channel_id", "user_id", "response_url")
+            if not form.get(name)
+        ]
+        if missing or not form["response_url"].startswith(("https://", "http://")):
+            return _bad(f"slash command without {', '.join(missing) or 'a response_url'}")
+        if form["command"] != COMMAND:
+            return _message({"response_type": "ephemeral", "text": f"I only answer {COMMAND}."})
+        self.commands_run += 1
+        task = asyncio.ensure_future(answer_payloads(self.services, self.client, form))
+        loop = asyncio.get_running_loop()
+        budget = max(0.0, received + self.ack_budget - loop.time())
+        done, _ = await asyncio.wait({task}, timeout=budget)
+        if done:
+            first, *rest = task.result()
+            if rest:
+                self._follow_up(form["response_url"], _given(rest))
+            return _message(first)
+        self._follow_up(form["response_url"], task)
+        return _message({"response_type": "ephemeral", "text": WORKING})
+
+    def _follow_up(self, url: str, messages: Any) -> None:
+        """Post the messages (an awaitable list) to `url` in the background."""
+        follow = asyncio.ensure_future(self._respond(url, messages))
+        self._followups.add(follow)
+        follow.add_done_callback(self._followups.discard)
+
+    async def _respond(self, url: str, messages: Any) -> None:
+        payloads: list[dict[str, Any]] = await messages
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=RESPONSE_TIMEOUT)
+            )
+        for payload in payloads:
+            try:
+                async with self._session.post(url, json=payload) as response:
+                    if response.status >= 300:
+                        log.warning("response_url answered HTTP %d", response.status)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("could not answer through response_url: %s", type(exc).__name__)
+                return
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Let answers in flight reach Slack (up to `grace` seconds), then close."""
+        if self._followups:
+            _, pending = await asyncio.wait(set(self._followups), timeout=grace)
+            for task in pending:
+                task.cancel()
+        if self._session is not None:
+            await self._session.close()
+
+
+async def _given(value: Any) -> Any:
+    return value
+
+
+def _message(payload: dict[str, Any]) -> Response:
+    return Response.json(json.dumps(payload, ensure_ascii=False))
