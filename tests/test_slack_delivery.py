@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +71,16 @@ def services(
 
 async def send(services: Services, fake: FakeSlack, clock: FakeTime, settings: Any = None) -> Any:
     """Build, queue and deliver this week's digest for CHANNEL through the fake API."""
+    return await send_to(services, fake, clock, CHANNEL, settings)
+
+
+async def send_to(
+    services: Services, fake: FakeSlack, clock: FakeTime, channel: str, settings: Any = None
+) -> Any:
     return await send_digest(
         open_db(services.db_path),
         poster_for(fake, clock),
-        CHANNEL,
+        channel,
         NOW,
         catalog=services.catalog,
         settings=settings or services.settings,
@@ -234,3 +241,34 @@ async def test_resuming_is_possible_after_a_pause(
     resume_channel(db, CHANNEL)
     result = await deliver_channel(db, poster_for(fake_slack, clock), CHANNEL, NOW)
     assert result.state == "done" and result.sent == 1
+
+
+async def test_a_dropped_connection_posts_each_message_once_per_attempt(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    """slack_sdk's default connection-error retry re-posted at once: 2 posts per attempt."""
+    follow(services, "robotics")
+    fake_slack.drop("chat.postMessage")  # every post is read, recorded, then cut off
+    db = open_db(services.db_path)
+    poster = poster_for(fake_slack, clock)
+    _, result = await send(services, fake_slack, clock)
+    now = NOW
+    while result.state == "retrying":
+        [row] = db.query("select next_attempt_at from outbox where channel = ?", [CHANNEL])
+        now = datetime.fromisoformat(row["next_attempt_at"])
+        result = await deliver_channel(db, poster, CHANNEL, now, max_attempts=3)
+    assert result.state == "failed" and "connection problem" in (result.reason or "")
+    rows = list(db.query("select * from outbox where channel = ?", [CHANNEL]))
+    assert len(rows) == 1 and rows[0]["attempts"] == 3
+    posts_per_message = Counter(post["text"] for post in fake_slack.posted())
+    assert list(posts_per_message.values()) == [3]  # one post per attempt, never more
+    # an answer lost once: the next attempt delivers, so the message arrives at most twice
+    fake_slack.drop("chat.postMessage", times=1)
+    follow(services, "rlhf", channel="slack:T0001/C0002")
+    _, again = await send_to(services, fake_slack, clock, "slack:T0001/C0002")
+    assert again.state == "retrying"
+    [row] = db.query("select * from outbox where channel = 'slack:T0001/C0002'")
+    later = datetime.fromisoformat(row["next_attempt_at"])
+    done = await deliver_channel(db, poster, "slack:T0001/C0002", later)
+    assert done.state == "done"
+    assert len([p for p in fake_slack.posted() if p["channel"] == "C0002"]) == 2

@@ -1,9 +1,17 @@
 """The Slack Web API client Paperboy uses: its base URL from the settings, and retries.
 
-slack_sdk retries nothing by default. Paperboy retries a 429 after its Retry-After (at
-most `MAX_RATE_LIMIT_RETRIES` times, waiting at most `MAX_WAIT_SECONDS` each): Slack
-refused those messages, so a retry cannot repeat one. Timeouts and dropped connections
-are the outbox's business (backoff, and a record of the attempt).
+slack_sdk's AsyncWebClient comes with one retry handler by default,
+`AsyncConnectionErrorRetryHandler`, which sends a request again at once when the
+connection breaks, even after the server read it. For `chat.postMessage` that posts the
+message twice in one attempt. So Paperboy replaces the defaults:
+
+- a 429 is retried after its Retry-After (at most `MAX_RATE_LIMIT_RETRIES` times,
+  waiting at most `MAX_WAIT_SECONDS` each): Slack refused those messages, so a retry
+  cannot repeat one;
+- a broken connection is retried at once only for calls that post nothing (`auth.test`,
+  `users.info`, `apps.connections.open`...). A post whose answer was lost is the outbox's
+  business: it counts as a failed attempt, retried with backoff, and each attempt sends
+  the message once.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -65,6 +74,28 @@ class RetryAfterHandler(AsyncRetryHandler):
         state.increment_current_attempt()
 
 
+# Calls that post something: sending one again after a lost answer may post it twice.
+POSTING_METHODS = ("chat.postMessage", "chat.postEphemeral", "chat.scheduleMessage")
+
+
+class SafeConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
+    """slack_sdk's connection-error retry (once, at once), but never for a posting call."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if request.url.rstrip("/").rsplit("/", 1)[-1] in POSTING_METHODS:
+            return False
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
+
+
 def error_code(exc: SlackApiError) -> str:
     """Slack's error code (`channel_not_found`), or the HTTP status when there is none."""
     data = exc.response.data
@@ -74,7 +105,11 @@ def error_code(exc: SlackApiError) -> str:
 
 
 def make_client(token: str, base_url: str, sleep: Sleep = asyncio.sleep) -> AsyncWebClient:
-    """An AsyncWebClient against `base_url` that honours rate limits."""
-    client = AsyncWebClient(token=token, base_url=base_url, timeout=30)
-    client.retry_handlers.append(RetryAfterHandler(sleep=sleep))
-    return client
+    """An AsyncWebClient against `base_url` that honours rate limits and never posts a
+    message twice on its own (see the module docstring)."""
+    return AsyncWebClient(
+        token=token,
+        base_url=base_url,
+        timeout=30,
+        retry_handlers=[SafeConnectionErrorRetryHandler(), RetryAfterHandler(sleep=sleep)],
+    )

@@ -2,7 +2,8 @@
 
 Point the real slack_sdk client at `fake.api_url` (its `base_url`). Every call is
 recorded in `fake.calls`; `fake.queue(method, ...)` makes the next call to a method
-answer with an error, a 429 and Retry-After, or anything else.
+answer with an error, a 429 and Retry-After, or anything else; `fake.drop(method)` makes
+calls to it read and record the request, then close the connection without answering.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class FakeSlack:
         default_factory=lambda: defaultdict(deque)
     )
     _ts: int = 1_700_000_000
+    _dropping: dict[str, int | None] = field(default_factory=dict)  # method: times left
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _socket_open: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
@@ -56,6 +58,10 @@ class FakeSlack:
         headers: dict[str, str] | None = None,
     ) -> None:
         self._queued[method].append((status, body, headers or {}))
+
+    def drop(self, method: str, times: int | None = None) -> None:
+        """Read, record, then drop the connection for the next `times` calls (None: all)."""
+        self._dropping[method] = times
 
     def posted(self, method: str = "chat.postMessage") -> list[dict[str, Any]]:
         return [call.args for call in self.calls if call.method == method]
@@ -88,6 +94,16 @@ class FakeSlack:
         args = await self._args(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
         self.calls.append(Call(method, args, token))
+        if method in self._dropping:
+            left = self._dropping[method]
+            if left is not None:
+                if left <= 1:
+                    del self._dropping[method]
+                else:
+                    self._dropping[method] = left - 1
+            assert request.transport is not None
+            request.transport.close()  # the request arrived; its answer never will
+            return web.Response()
         if self._queued[method]:
             status, body, headers = self._queued[method].popleft()
             return web.json_response(body, status=status, headers=headers)
