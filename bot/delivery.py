@@ -202,8 +202,14 @@ def _retry_later(
 ) -> ChannelResult:
     attempts = int(message["attempts"]) + 1
     if attempts >= max_attempts:
-        outbox.mark_failed(db, message["id"], reason)
-        log.warning("delivery to %s gave up after %d attempts: %s", channel, attempts, reason)
+        later = outbox.mark_failed(db, message["id"], reason)
+        log.warning(
+            "delivery to %s gave up after %d attempts: %s%s",
+            channel,
+            attempts,
+            reason,
+            f" (and the {later} later part(s) of that digest)" if later else "",
+        )
         return ChannelResult(channel, sent, "failed", reason)
     # From the time of the error, not of the run: the run may have waited long.
     retry_at = stamp(clock() + timedelta(seconds=backoff(attempts - 1, retry_after)))

@@ -154,13 +154,28 @@ def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) 
     )
 
 
-def mark_failed(db: Database, message_id: int, error: str) -> None:
-    """Given up: the message will not be sent, and its papers count as undelivered."""
-    db.execute(
-        "update outbox set state = 'failed', last_error = ?, attempts = attempts + 1, "
-        "next_attempt_at = null, claimed_by = null, claimed_until = null where id = ?",
-        [error, message_id],
-    )
+def mark_failed(db: Database, message_id: int, error: str) -> int:
+    """Given up: the message will not be sent, and its papers count as undelivered.
+
+    The digest's later parts are given up with it: a part must never go out without the
+    parts before it (part 2 posted alone would be a top-level message with no header).
+    Returns how many later parts were given up."""
+    with write_transaction(db):
+        db.execute(
+            "update outbox set state = 'failed', last_error = ?, attempts = attempts + 1, "
+            "next_attempt_at = null, claimed_by = null, claimed_until = null where id = ?",
+            [error, message_id],
+        )
+        row = db.execute("select digest_id, part from outbox where id = ?", [message_id]).fetchone()
+        if row is None or row[0] is None:
+            return 0
+        cursor = db.execute(
+            "update outbox set state = 'failed', last_error = ?, next_attempt_at = null, "
+            "claimed_by = null, claimed_until = null "
+            "where digest_id = ? and part > ? and state in ('pending', 'paused')",
+            [f"part {row[1]} of this digest was given up", row[0], row[1]],
+        )
+    return int(cursor.rowcount)
 
 
 def pause_channel(db: Database, channel: str, error: str) -> None:

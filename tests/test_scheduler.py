@@ -413,7 +413,35 @@ async def test_a_429_storm_backs_off_then_gives_up(services: Services) -> None:
     for attempt, wait in enumerate(waits):
         assert 0.5 * 30 * 2**attempt <= wait <= 30 * 2**attempt
     states = [m["state"] for m in messages_for_digest(services.db(), digest_id)]
-    assert states == ["failed", "pending", "pending", "pending"]
+    assert states == ["failed"] * 4  # the later parts are given up with part 1
+
+
+async def test_later_parts_never_go_out_without_the_first(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Part 1 given up must not leave part 2 to be posted alone, with no header."""
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    result = await deliver_channel(services.db(), FlakyPoster(failures=1), "slack:T1/C1", NOW, 1)
+    assert result.state == "failed"
+    rows = messages_for_digest(services.db(), digest_id)
+    assert [m["state"] for m in rows] == ["failed"] * 4
+    assert rows[1]["last_error"] == "part 1 of this digest was given up"
+    assert "(and the 3 later part(s) of that digest)" in caplog.text
+    later = RecordingPoster()
+    again = await deliver_channel(services.db(), later, "slack:T1/C1", NOW + timedelta(days=1))
+    assert again.state == "nothing" and later.sent == []
+    # a part given up in the middle holds back the rest too, never the ones before it
+    other = four_part_digest(services, "slack:T1/C2")
+    poster = RecordingPoster()
+    await deliver_channel(services.db(), poster, "slack:T1/C2", NOW)
+    assert len(poster.sent) == 4
+    services.db().execute("update outbox set state = 'pending' where digest_id = ?", [other])
+    services.db().execute(
+        "update outbox set state = 'sent' where digest_id = ? and part = 1", [other]
+    )
+    await deliver_channel(services.db(), FlakyPoster(failures=1), "slack:T1/C2", NOW, 1)
+    states = [m["state"] for m in messages_for_digest(services.db(), other)]
+    assert states == ["sent", "failed", "failed", "failed"]
 
 
 async def test_retry_after_is_honoured(services: Services) -> None:
