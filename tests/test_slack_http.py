@@ -1,0 +1,336 @@
+"""Paperboy's own Slack HTTP endpoint under bad traffic (issue 9: items 6, 7, 9, 10, 16).
+
+Loopback only: raw sockets for what aiohttp's client will not send (slow headers,
+garbage), aiohttp for the rest. No test here is timed; the load goals are in
+bench/slack_load.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from bot.slack import app as slack_app
+from bot.slack import endpoint as slack_endpoint
+from bot.slack import verify
+from bot.slack.app import WORKING
+from bot.slack.http import Limits
+from db import open_db
+from db.channels import active_subscriptions
+from digests.topics import Catalog
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import (
+    SIGNING_SECRET,
+    HttpClient,
+    make_services,
+    signed_headers,
+    slash_body,
+    start_http,
+)
+from tests.waiting import eventually
+
+CHANNEL = "slack:T0001/C0001"
+
+
+@pytest.fixture
+async def http(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack):  # type: ignore[no-untyped-def]
+    client = await start_http(make_services(tmp_path, seed_paths, catalog, fake_slack), fake_slack)
+    yield client
+    await client.close()
+
+
+def subscriptions(client: HttpClient) -> list[str]:
+    db = open_db(client.services.db_path)
+    return [row["topic_id"] for row in active_subscriptions(db, CHANNEL)]
+
+
+async def raw(port: int, data: bytes, *, read: bool = True) -> bytes:
+    """Send bytes over a fresh connection; what the server answers before closing."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 20) if read else b""
+    writer.close()
+    return answer
+
+
+def request_bytes(body: bytes, headers: dict[str, str]) -> bytes:
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (
+        f"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n"
+        f"Connection: close\r\n{head}\r\n"
+    ).encode() + body
+
+
+def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    assert [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
+
+
+# Item 6: the signature is checked on the raw body, before any parsing; bodies are capped.
+
+
+async def test_an_unsigned_body_is_refused_before_it_is_parsed(
+    http: HttpClient,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    parsed: list[str] = []
+    hmacs: list[bytes] = []
+    real_sign = verify.sign
+    monkeypatch.setattr(slack_endpoint.json, "loads", lambda s, **k: parsed.append(s) or {})
+    monkeypatch.setattr(slack_endpoint, "parse_qsl", lambda *a, **k: parsed.append("form") or [])
+    monkeypatch.setattr(verify, "sign", lambda *a: hmacs.append(a[2]) or real_sign(*a))
+    nested = "[" * 8_000 + "]" * 8_000  # 48 KB once form-encoded: under the body cap
+    body = urlencode({"payload": nested})
+    headers = signed_headers(body, secret="0" * 32)
+    response = await http.post("/slack/events", data=body, headers=headers)
+    assert response.status == 401
+    assert parsed == [] and len(hmacs) == 1  # one HMAC, nothing parsed
+    no_tracebacks(caplog)
+
+
+async def test_a_body_over_the_cap_is_refused_unread(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, limits=Limits(max_body=1000))
+    try:
+        # Announce 900 KB but send none of it: the answer comes at once, unread.
+        head = (
+            b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
+        )
+        answer = await raw(client.server.port, head)
+        assert answer.startswith(b"HTTP/1.1 413 ")
+        body = slash_body("topics", fake_slack.response_url())
+        ok = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert ok.status == 200
+    finally:
+        await client.close()
+
+
+def test_a_signature_check_costs_at_most_one_hmac(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = verify.sign
+    monkeypatch.setattr(verify, "sign", lambda *a: calls.append(1) or real(*a))
+    secret, now = SIGNING_SECRET.encode(), time.time()
+    stamp = str(int(now)).encode()
+    good = verify.sign(secret, stamp, b"body").encode()
+    calls.clear()
+    assert verify.check(secret, stamp, good, b"body", now) is None
+    assert verify.check(secret, stamp, good, b"other", now) == "signature mismatch"
+    assert verify.check(secret, b"12x", good, b"body", now) == "missing or malformed timestamp"
+    assert verify.check(secret, None, good, b"body", now) == "missing or malformed timestamp"
+    assert verify.check(secret, b"9" * 40, good, b"body", now) == "missing or malformed timestamp"
+    assert verify.check(secret, stamp, b"v0=zz", b"body", now) == "missing or malformed signature"
+    old = str(int(now) - 301).encode()
+    assert verify.check(secret, old, good, b"body", now) == "timestamp more than 5 minutes away"
+    assert len(calls) == 2  # only the two with well-formed, fresh headers
+
+
+# Item 16: malformed requests get 401 unsigned, 400 signed, never 500 or a traceback.
+
+
+@pytest.mark.parametrize(
+    ("body", "timestamp"),
+    [
+        (b"text=help&command=/papers", "not-a-number"),
+        (b"\xff\xfe\x00garbage", None),
+        (b'payload={"type": "block_actions", "actions": [', None),
+        (b"", None),
+    ],
+)
+async def test_unsigned_malformed_requests_get_401(
+    http: HttpClient, caplog: pytest.LogCaptureFixture, body: bytes, timestamp: str | None
+) -> None:
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    headers["X-Slack-Request-Timestamp"] = timestamp or str(int(time.time()))
+    headers["X-Slack-Signature"] = "v0=" + "0" * 64
+    answer = await raw(http.server.port, request_bytes(body, headers))
+    assert answer.startswith(b"HTTP/1.1 401 ")
+    no_tracebacks(caplog)
+
+
+BLOCK_ACTIONS = json.dumps(
+    {"type": "block_actions", "actions": [], "team": {"id": "T0001"}, "user": {"id": "U0001"}}
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"\xff\xfe\x00garbage", "application/x-www-form-urlencoded", 400),
+        (b"payload=%7Bnot+json", "application/x-www-form-urlencoded", 400),
+        (b"payload=" + b"%5B" * 5000 + b"%5D" * 5000, "application/x-www-form-urlencoded", 400),
+        (b"payload=%5B1%2C2%5D", "application/x-www-form-urlencoded", 400),
+        (b"{not json", "application/json", 400),
+        (b"text=help", "application/x-www-form-urlencoded", 400),
+        (b"command=/papers&text=help", "application/x-www-form-urlencoded", 400),
+        (b"a=1", "text/plain", 400),
+        (urlencode({"payload": BLOCK_ACTIONS}).encode(), "application/x-www-form-urlencoded", 200),
+        (b'{"type": "event_callback", "event": {}}', "application/json", 200),
+    ],
+)
+async def test_signed_malformed_requests_get_400(
+    http: HttpClient,
+    caplog: pytest.LogCaptureFixture,
+    body: bytes,
+    content_type: str,
+    status: int,
+) -> None:
+    headers = signed_headers(body.decode("latin-1"))
+    headers["Content-Type"] = content_type
+    # signed_headers signs text; sign the exact bytes instead.
+    stamp = headers["X-Slack-Request-Timestamp"]
+    headers["X-Slack-Signature"] = verify.sign(SIGNING_SECRET.encode(), stamp.encode(), body)
+    answer = await raw(http.server.port, request_bytes(body, headers))
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:60]
+    assert http.endpoint.commands_run == 0
+    no_tracebacks(caplog)
+
+
+async def test_url_verification_gets_its_challenge(http: HttpClient) -> None:
+    body = json.dumps({"type": "url_verification", "challenge": "abc123", "token": "t"})
+    headers = {**signed_headers(body), "Content-Type": "application/json"}
+    response = await http.post("/slack/events", data=body, headers=headers)
+    assert response.status == 200 and await response.json() == {"challenge": "abc123"}
+
+
+async def test_malformed_http_gets_400_and_other_paths_404(http: HttpClient) -> None:
+    port = http.server.port
+    assert (await raw(port, b"GARBAGE\r\n\r\n")).startswith(b"HTTP/1.1 400 ")
+    assert (await raw(port, b"POST /slack/events HTTP/1.1\r\nbad header\r\n\r\n")).startswith(
+        b"HTTP/1.1 400 "
+    )
+    chunked = b"POST /slack/events HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    assert (await raw(port, chunked)).startswith(b"HTTP/1.1 411 ")
+    assert (await raw(port, b"GET /slack/events HTTP/1.1\r\nConnection: close\r\n\r\n")).startswith(
+        b"HTTP/1.1 405 "
+    )
+    assert (await raw(port, b"GET /admin HTTP/1.1\r\nConnection: close\r\n\r\n")).startswith(
+        b"HTTP/1.1 404 "
+    )
+
+
+# Item 7: header and body deadlines, and a connection cap that slow clients cannot fill.
+
+
+async def test_slow_headers_and_bodies_are_cut_off(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    limits = Limits(header_timeout=0.3, body_timeout=0.3)
+    client = await start_http(services, fake_slack, limits=limits)
+    try:
+        # Headers that never end: the server closes the connection, answering nothing.
+        answer = await raw(client.server.port, b"POST /slack/events HTTP/1.1\r\nX-A: 1\r\n")
+        assert answer == b""
+        # A body that never comes: 408.
+        head = b"POST /slack/events HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc"
+        assert (await raw(client.server.port, head)).startswith(b"HTTP/1.1 408 ")
+        assert await eventually(lambda: client.server.open_connections == 0)
+    finally:
+        await client.close()
+
+
+async def test_at_the_connection_cap_slow_clients_make_room(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, limits=Limits(max_connections=8))
+    port = client.server.port
+    loris = []
+    try:
+        for _ in range(40):  # five times the cap, each sending half a request line
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /slack/ev")
+            loris.append(writer)
+        await eventually(lambda: client.server.evicted >= 32)
+        assert client.server.open_connections <= 8
+        body = slash_body("subscribe offline-rl", fake_slack.response_url())
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert response.status == 200
+        assert subscriptions(client) == ["offline-rl"]
+    finally:
+        for writer in loris:
+            writer.close()
+        await client.close()
+
+
+# Item 9: a replayed signed request is answered 200 and has no effect.
+
+
+async def test_a_replay_is_answered_and_runs_nothing(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    subscribe = slash_body("subscribe offline-rl", fake_slack.response_url())
+    captured = signed_headers(subscribe)
+    first = await http.post("/slack/events", data=subscribe, headers=captured)
+    assert first.status == 200
+    unsubscribe = slash_body("unsubscribe offline-rl", fake_slack.response_url())
+    await http.post("/slack/events", data=unsubscribe, headers=signed_headers(unsubscribe))
+    assert subscriptions(http) == []
+    replayed = await http.post("/slack/events", data=subscribe, headers=captured)
+    assert replayed.status == 200 and await replayed.read() == b""
+    assert subscriptions(http) == []  # the replay did not subscribe again
+    assert http.endpoint.commands_run == 2
+
+
+def test_replay_memory_forgets_what_can_no_longer_be_replayed() -> None:
+    memory = verify.ReplayMemory(size=3, window=300)
+    assert memory.first_time(b"a", 1000, now=1000)
+    assert not memory.first_time(b"a", 1000, now=1200)
+    assert memory.first_time(b"b", 1000, now=1200)
+    assert memory.first_time(b"c", 1400, now=1400)  # a and b have expired by now
+    assert len(memory) == 1
+    for name in (b"d", b"e", b"f", b"g"):
+        memory.first_time(name, 1400, now=1400)
+    assert len(memory) == 3  # bounded
+
+
+# Item 10: acknowledged within the budget, never a 404, each command run exactly once.
+
+
+async def test_many_concurrent_commands_all_get_200_and_run_once(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[str] = []
+    real_handle = slack_app.handle
+
+    def counting(text: str, ctx: Any) -> Any:
+        ran.append(text)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", counting)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    # A tiny budget, so that many answers go through response_url after "Working on it…".
+    client = await start_http(services, fake_slack, ack_budget=0.01)
+    try:
+        texts = [f"find policy {n}" for n in range(200)]
+
+        async def one(text: str) -> tuple[int, dict[str, Any]]:
+            body = slash_body(text, fake_slack.response_url(f"r{text.split()[-1]}"))
+            response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+            return response.status, await response.json()
+
+        answers = await asyncio.gather(*(one(text) for text in texts))
+        assert [status for status, _ in answers] == [200] * 200
+        working = sum(1 for _, body in answers if body.get("text") == WORKING)
+        await eventually(lambda: len(fake_slack.responses) >= working)
+        await asyncio.sleep(0.05)
+        assert sorted(ran) == sorted(texts)  # each exactly once
+        assert len(fake_slack.responses) == working
+    finally:
+        await client.close()
