@@ -2,21 +2,32 @@
 
 Each file is ingested on its own (one transaction each), once per version (path,
 size and modification time). A bad file is reported and skipped; the others load.
+
+Safe to call from several threads or processes at once: a file's version is first
+claimed in a short transaction (`inbox_files.status = 'ingesting'`), so only one
+caller ingests it; the others skip it. A claim whose process died, or that is older
+than `CLAIM_MINUTES`, is taken over. A busy database ("database is locked") makes
+that file fail for this run only: it is not recorded, so the next run tries again.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlite_utils import Database
 
+from bot.delivery import SENDER, sender_alive
+from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
+
+CLAIM_MINUTES = 30  # far longer than any inbox file takes to ingest
 
 
 @dataclass
@@ -26,7 +37,56 @@ class InboxResult:
     added: int = 0
 
 
+def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) -> bool:
+    """Take this version of the file for ingesting; False if it was done or is taken."""
+    with write_transaction(db):
+        rows = list(db.query("select * from inbox_files where path = ?", [str(path)]))
+        if rows:
+            row = rows[0]
+            same_version = row["size"] == size and row["mtime_ns"] == mtime_ns
+            if same_version and row["status"] in ("loaded", "error"):
+                return False
+            if row["status"] == "ingesting":
+                fresh = row["seen_at"] > stamp(now - timedelta(minutes=CLAIM_MINUTES))
+                if fresh and sender_alive(row["detail"] or ""):
+                    return False  # another caller is on it (this version or a newer one)
+        _record(db, path, size, mtime_ns, "ingesting", SENDER, now)
+    return True
+
+
+def _record(
+    db: Database, path: Path, size: int, mtime_ns: int, status: str, detail: str, now: datetime
+) -> None:
+    db.table("inbox_files").upsert(
+        {
+            "path": str(path),
+            "size": size,
+            "mtime_ns": mtime_ns,
+            "status": status,
+            "detail": detail,
+            "seen_at": stamp(now),
+        },
+        pk="path",
+    )
+
+
+def _release(db: Database, path: Path) -> None:
+    """Drop our claim so the next run tries again (the file was not ingested)."""
+    try:
+        with write_transaction(db):
+            db.execute(
+                "delete from inbox_files where path = ? and status = 'ingesting' and detail = ?",
+                [str(path), SENDER],
+            )
+    except sqlite3.OperationalError:
+        log.warning(
+            "inbox: could not release %s; it is retried after %d minutes", path.name, CLAIM_MINUTES
+        )
+
+
 def ingest_inbox(db: Database, folder: Path | None, now: datetime) -> InboxResult:
+    """Ingest the new or changed files in `folder`; never raises for a bad file or a
+    busy database (those are reported in the result and the log)."""
     result = InboxResult()
     if folder is None or not folder.is_dir():
         return result
@@ -34,28 +94,51 @@ def ingest_inbox(db: Database, folder: Path | None, now: datetime) -> InboxResul
         if path.name.startswith(".") or not path.is_file():
             continue
         stat = path.stat()
-        rows = list(db.query("select size, mtime_ns from inbox_files where path = ?", [str(path)]))
-        if rows and rows[0]["size"] == stat.st_size and rows[0]["mtime_ns"] == stat.st_mtime_ns:
-            continue
-        try:
-            summary = ingest_files(db, [path], now=now)
-            status, detail = "loaded", summary.describe()
-            result.loaded.append(path.name)
-            result.added += summary.added
-            log.info("inbox: %s: %s", path.name, detail)
-        except IngestError as exc:
-            status, detail = "error", exc.message
-            result.failed.append(f"{path.name}: {exc.message}")
-            log.warning("inbox: skipped %s", exc)
-        db.table("inbox_files").upsert(
-            {
-                "path": str(path),
-                "size": stat.st_size,
-                "mtime_ns": stat.st_mtime_ns,
-                "status": status,
-                "detail": detail,
-                "seen_at": stamp(now),
-            },
-            pk="path",
+        rows = list(
+            db.query("select size, mtime_ns, status from inbox_files where path = ?", [str(path)])
         )
+        if (
+            rows
+            and rows[0]["size"] == stat.st_size
+            and rows[0]["mtime_ns"] == stat.st_mtime_ns
+            and rows[0]["status"] in ("loaded", "error")
+        ):
+            continue  # the cheap check: most runs end here without taking the write lock
+        try:
+            if not _claim(db, path, stat.st_size, stat.st_mtime_ns, now):
+                continue
+        except sqlite3.OperationalError as exc:
+            result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
+            log.warning("inbox: %s not claimed, database busy (%s); will retry", path.name, exc)
+            continue
+        _ingest_one(db, path, stat.st_size, stat.st_mtime_ns, now, result)
     return result
+
+
+def _ingest_one(
+    db: Database, path: Path, size: int, mtime_ns: int, now: datetime, result: InboxResult
+) -> None:
+    try:
+        summary = ingest_files(db, [path], now=now)
+        status, detail = "loaded", summary.describe()
+        result.loaded.append(path.name)
+        result.added += summary.added
+        log.info("inbox: %s: %s", path.name, detail)
+    except IngestError as exc:
+        status, detail = "error", exc.message
+        result.failed.append(f"{path.name}: {exc.message}")
+        log.warning("inbox: skipped %s", exc)
+    except sqlite3.OperationalError as exc:
+        result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
+        log.warning("inbox: %s not ingested, database busy (%s); will retry", path.name, exc)
+        _release(db, path)
+        return
+    except BaseException:
+        _release(db, path)
+        raise
+    try:
+        with write_transaction(db):
+            _record(db, path, size, mtime_ns, status, detail, now)
+    except sqlite3.OperationalError as exc:
+        # The papers are stored; a later run re-reads the file and finds nothing new.
+        log.warning("inbox: %s ingested but not recorded (%s)", path.name, exc)

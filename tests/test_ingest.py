@@ -227,7 +227,7 @@ def test_a_failure_while_storing_rolls_everything_back(
     from digests.ingest import pipeline
 
     calls = 0
-    real = pipeline.store_record
+    real = pipeline.store_row
 
     def failing(*args: object, **kwargs: object) -> None:
         nonlocal calls
@@ -236,7 +236,7 @@ def test_a_failure_while_storing_rolls_everything_back(
             raise RuntimeError("disk on fire")
         real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pipeline, "store_record", failing)
+    monkeypatch.setattr(pipeline, "store_row", failing)
     with pytest.raises(RuntimeError):
         ingest_files(fresh_db, seed_paths, now=NOW)
     assert count_papers(fresh_db) == 0

@@ -1,7 +1,8 @@
-"""One ingest run: read every file, then store every paper in one transaction.
+"""One ingest run: read and enrich every file, then store every paper in one transaction.
 
-Files are parsed completely before anything is written, and the writes share a
-single transaction, so a bad file (or any failure) leaves the database unchanged.
+Files are parsed and enriched completely before anything is written, and the writes
+share a single short transaction, so a bad file (or any failure) leaves the database
+unchanged and other writers never wait for enrichment.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlite_utils import Database
 
 from db import papers
 from db.transactions import write_transaction
-from digests.enrich.paper import build_row, merge_rows
+from digests.enrich.paper import Row, build_row, merge_rows
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import read_text
 from digests.ingest.detect import FORMATS, detect_format
@@ -88,13 +89,20 @@ def read_file(path: Path, fmt: str | None = None, venue: str | None = None) -> l
     return records
 
 
-def store_record(db: Database, record: PaperRecord, now: datetime, summary: IngestSummary) -> None:
-    """Add the record's paper, or merge it into the paper already stored."""
+def prepare(record: PaperRecord, now: datetime) -> Row | None:
+    """The enriched row for a record (parsing, cleanup, derived title and TL;DR),
+    or None when it has no abstract. Pure: touches no database, so it runs before
+    the write transaction opens."""
     if not record.abstract.strip():
-        summary.without_abstract += 1
-        return
-    row = build_row(record, now)
-    target = papers.paper_id_for_alias(db, record.external_id) if record.external_id else None
+        return None
+    return build_row(record, now)
+
+
+def store_row(
+    db: Database, row: Row, external_id: str | None, now: datetime, summary: IngestSummary
+) -> None:
+    """Add a prepared row's paper, or merge it into the paper already stored."""
+    target = papers.paper_id_for_alias(db, external_id) if external_id else None
     existing = papers.get_paper(db, target or row["id"])
     if existing is None:
         papers.insert_paper(db, row)
@@ -106,8 +114,8 @@ def store_record(db: Database, record: PaperRecord, now: datetime, summary: Inge
             summary.merged += 1
         else:
             summary.skipped += 1
-    if record.external_id:
-        papers.add_alias(db, record.external_id, existing["id"] if existing else row["id"])
+    if external_id:
+        papers.add_alias(db, external_id, existing["id"] if existing else row["id"])
 
 
 def ingest_files(
@@ -119,14 +127,28 @@ def ingest_files(
     venue: str | None = None,
     progress: Progress | None = None,
 ) -> IngestSummary:
-    """Ingest `paths` in one transaction. Raises IngestError before writing anything."""
+    """Ingest `paths` in one transaction. Raises IngestError before writing anything.
+
+    Reading, parsing and enrichment (the slow part) all happen before the write
+    transaction opens; the write lock is held only for the lookups and inserts, so
+    other writers (commands, digests, another ingest) wait for milliseconds, not for
+    the enrichment of a large or hostile file.
+    """
     records: list[PaperRecord] = []
     for path in paths:
         records.extend(read_file(path, fmt, venue))
     summary = IngestSummary(files=[str(path) for path in paths])
+    prepared: list[tuple[Row, str | None]] = []
+    for record in progress(records) if progress else records:
+        row = prepare(record, now)
+        if row is None:
+            summary.without_abstract += 1
+        else:
+            prepared.append((row, record.external_id))
+    del records
     with write_transaction(db):
-        for record in progress(records) if progress else records:
-            store_record(db, record, now, summary)
+        for row, external_id in prepared:
+            store_row(db, row, external_id, now, summary)
         papers.record_ingest(
             db,
             {

@@ -1,0 +1,150 @@
+"""The inbox under contention: one ingest per file version, no "database is locked".
+
+Issue 9, item 1: six channels re-ingested one inbox file in parallel, and title
+derivation ran inside the write transaction, so other writers timed out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from bot.inbox import ingest_inbox
+from db import open_db
+from db.app_state import set_state
+from db.papers import count_papers
+from db.transactions import write_transaction
+from digests.enrich import paper as enrich_paper
+from digests.ingest import ingest_files, pipeline
+from tests.conftest import NOW
+
+SHORT_BUSY_MS = 1500  # shorter than the default, so a held lock shows up as an error fast
+# A crafted abstract like the one in the issue: 45 KB, one long "sentence" full of "e.g.".
+CRAFTED = "We propose X e.g. " * 2500
+
+
+def connect(path: Path) -> Database:
+    db = open_db(path)
+    db.execute(f"PRAGMA busy_timeout = {SHORT_BUSY_MS}")
+    return db
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    path = tmp_path / "paperboy.db"
+    open_db(path).conn.close()
+    return path
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Path:
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "crafted.tsv").write_text(
+        "title\tabstract\n"
+        f"Crafted\t{CRAFTED}\n"
+        "Grasping\tWe introduce GraspAll, a method for grasping anything with one hand.\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+class Paused:
+    """Pauses enrichment (`build_row`) of the first record until released."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        real = enrich_paper.build_row
+
+        def paused(*args, **kwargs):  # type: ignore[no-untyped-def]
+            if not self.entered.is_set():
+                self.entered.set()
+                assert self.release.wait(30), "never released"
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline, "build_row", paused)
+
+
+@pytest.fixture
+def paused(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paused]:
+    pause = Paused(monkeypatch)
+    yield pause
+    pause.release.set()
+
+
+def write_something(db: Database, value: str) -> None:
+    """A short write, as a command or a digest build does."""
+    with write_transaction(db):
+        set_state(db, "probe", value, NOW.isoformat())
+
+
+def in_thread(target, *args):  # type: ignore[no-untyped-def]
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = target(*args)
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def test_other_writers_go_ahead_while_a_file_is_enriched(
+    db_path: Path, inbox: Path, paused: Paused
+) -> None:
+    thread, outcome = in_thread(
+        lambda: ingest_files(connect(db_path), [inbox / "crafted.tsv"], now=NOW)
+    )
+    assert paused.entered.wait(30)
+    write_something(connect(db_path), "written while the ingest was enriching")
+    paused.release.set()
+    thread.join(60)
+    assert "error" not in outcome, outcome
+    assert count_papers(connect(db_path)) == 2
+
+
+def test_concurrent_inbox_runs_ingest_a_file_once_and_never_fail(
+    db_path: Path, inbox: Path, paused: Paused
+) -> None:
+    first, outcome = in_thread(lambda: ingest_inbox(connect(db_path), inbox, NOW))
+    assert paused.entered.wait(30)
+    # Five more runs (the other channels of the issue) while the first is enriching.
+    others = [ingest_inbox(connect(db_path), inbox, NOW) for _ in range(5)]
+    write_something(connect(db_path), "a digest being recorded")
+    paused.release.set()
+    first.join(60)
+    assert "error" not in outcome, outcome
+    assert outcome["value"].loaded == ["crafted.tsv"]  # type: ignore[attr-defined]
+    for result in others:
+        assert (result.loaded, result.failed) == ([], [])
+    db = connect(db_path)
+    assert len(list(db.query("select * from ingests"))) == 1
+    [row] = db.query("select status from inbox_files")
+    assert row["status"] == "loaded"
+    # A later run does nothing: this version is done.
+    again = ingest_inbox(db, inbox, NOW)
+    assert (again.loaded, again.failed) == ([], [])
+
+
+def test_a_dead_claim_is_taken_over(db_path: Path, inbox: Path) -> None:
+    db = connect(db_path)
+    stat = (inbox / "crafted.tsv").stat()
+    db.table("inbox_files").insert(
+        {
+            "path": str(inbox / "crafted.tsv"),
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+            "status": "ingesting",
+            "detail": "no-such-host-crashed:1",
+            "seen_at": "2020-01-01T00:00:00+00:00",
+        }
+    )
+    assert ingest_inbox(db, inbox, NOW).loaded == ["crafted.tsv"]
