@@ -94,10 +94,21 @@ def _signing_secret(value: str) -> str:
     return value
 
 
+def _hide_userinfo(value: str) -> str:
+    """A URL with any `user:password@` replaced, so an error message can show it."""
+    return re.sub(r"(?<=://)[^/\s@]*@", "(hidden)@", value)
+
+
 def _http_url(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
         raise ValueError("must be an http(s) URL")
+    if "@" in value.split("://", 1)[1].split("/", 1)[0]:
+        # aiohttp refuses them next to the token's Authorization header (a ValueError).
+        raise ValueError(
+            "must not contain a user name or password (user:password@): "
+            "the bot token is the only login the API needs"
+        )
     return value if value.endswith("/") else value + "/"
 
 
@@ -366,6 +377,6 @@ def load_settings(
         try:
             values[setting.name] = setting.parse(raw)
         except ValueError as exc:
-            shown = "(hidden)" if setting.secret else repr(raw)
+            shown = "(hidden)" if setting.secret else repr(_hide_userinfo(raw))
             raise SettingsError(f"{setting.env}={shown} is not valid: {exc}") from None
     return Settings(**values)
