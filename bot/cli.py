@@ -24,9 +24,10 @@ from sqlite_utils import Database
 from config.settings import Settings, SettingsError, load_settings
 from db import channels as channel_store
 from db import open_db
+from db.connection import DatabaseUnreadable, NoDatabase
 from digests import lookup
 from digests.channels import ChannelError, parse_channel
-from digests.commands import Context, handle
+from digests.commands import Context, ParseError, handle, parse
 from digests.digest import Digest, build_digest, ensure_channel
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.detect import FORMATS
@@ -87,20 +88,43 @@ def json_text(document: Any) -> str:
     return json_safe(json.dumps(document, ensure_ascii=False, indent=2))
 
 
+DB_HELP = "SQLite database file [default: $PAPERBOY_DB, else db/paperboy.db]."
+
+
 def db_option(func: F) -> F:
+    """`--db` after the command; `main` takes it before the command too (`database_path`)."""
     return click.option(
         "--db",
         "db_path",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="SQLite database file [default: $PAPERBOY_DB, else db/paperboy.db].",
+        help=DB_HELP,
     )(func)
 
 
-def open_database(db_path: Path | None) -> Database:
-    path = db_path or load_settings().db_path
+def database_path(db_path: Path | None) -> Path:
+    """The database to use: `--db` after the command, else before it, else the settings."""
+    current = click.get_current_context(silent=True)
+    before = current.find_root().params.get("db_path") if current is not None else None
+    if db_path and before and Path(db_path) != Path(before):
+        raise UserError(f"--db is given twice, as {before} and as {db_path}: give it once")
+    return Path(db_path or before or load_settings().db_path)
+
+
+def open_database(db_path: Path | None, *, create: bool = False) -> Database:
+    """The database for a command. Only commands that store things (`ingest`, `demo`,
+    `run`, changes through `chat`) pass `create=True`; the others say there is no
+    database at PATH rather than create an empty one, and read a read-only one."""
+    path = database_path(db_path)
     try:
-        return open_db(path)
+        return open_db(path, create=create)
+    except NoDatabase:
+        raise UserError(
+            f"no database at {path}; create one with `paperboy ingest FILE` or "
+            "`paperboy demo` (or check --db and $PAPERBOY_DB)"
+        ) from None
+    except DatabaseUnreadable as exc:
+        raise UserError(str(exc)) from None
     except sqlite3.Error as exc:
         raise UserError(f"cannot open database {path}: {exc}") from None
 
@@ -129,8 +153,11 @@ def _now() -> datetime:
     help="How much to log on stderr [default: info for run, warning otherwise].",
 )
 @click.option("--log-json", is_flag=True, help="Log JSON lines, for log collectors.")
+@click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help=DB_HELP
+)
 @click.pass_context
-def main(ctx: click.Context, log_level: str | None, log_json: bool) -> None:
+def main(ctx: click.Context, log_level: str | None, log_json: bool, db_path: Path | None) -> None:
     """Paperboy: weekly research-paper digests and paper lookups for Slack and Discord."""
     from bot.logs import configure
 
@@ -152,7 +179,7 @@ def ingest(
 
     All files load in one transaction: if any file is malformed, nothing is stored.
     """
-    db = open_database(db_path)
+    db = open_database(db_path, create=True)
     summary = ingest_files(db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress)
     echo(summary.describe())
 
@@ -220,11 +247,25 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
     Example: paperboy chat --channel local:lab "subscribe offline-rl"
     """
     settings = load_settings()
-    ctx = _context(open_database(db_path), channel, user or _user(), settings)
-    reply = handle(" ".join(text), ctx)
+    command = " ".join(text)
+    ctx = _context(_chat_database(command, db_path), channel, user or _user(), settings)
+    reply = handle(command, ctx)
     echo(reply_text(reply))
     if reply.error:
         sys.exit(2)
+
+
+def _chat_database(command: str, db_path: Path | None) -> Database:
+    """A change (`subscribe` …) may create the database, as a new user's first step may be
+    to subscribe a channel; `help` (and a command that does not parse) needs none; any
+    other command needs an existing one."""
+    try:
+        verb = parse(strip_unsafe(command)).verb
+    except ParseError:
+        verb = None
+    if (verb is None or verb.name == "help") and not database_path(db_path).exists():
+        return open_db(":memory:")
+    return open_database(db_path, create=verb is not None and verb.changes)
 
 
 def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
@@ -262,7 +303,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
     if send:
         if preview:
             raise UserError("--send and --preview exclude each other: a preview is never sent")
-        result = asyncio.run(_send_now(db, db_path or settings.db_path, str(ref), settings))
+        result = asyncio.run(_send_now(db, database_path(db_path), str(ref), settings))
         echo(result)
         return
     built = build_digest(
@@ -289,9 +330,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
         return
     messages = digest_messages(built, fmt, settings.empty_digest)
     if not messages:
-        echo(
-            f"Nothing new for {built.channel} this week; nothing to post (empty digests: skip)."
-        )
+        echo(f"Nothing new for {built.channel} this week; nothing to post (empty digests: skip).")
     elif fmt == "text":
         echo(messages[0])
     else:
@@ -351,8 +390,8 @@ def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     from bot.services import Services
 
     settings = load_settings()
-    path = db_path or settings.db_path
-    open_database(path)  # migrate once, up front
+    path = database_path(db_path)
+    open_database(path, create=True)  # create and migrate once, up front
     services = Services(path, settings, load_catalog())
     parts = runner.components(services, slack_http=slack_http, port=port)
     if len(parts) == 1:
@@ -419,7 +458,7 @@ DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
 def demo(db_path: Path | None) -> None:
     """Load the bundled papers, subscribe local:demo to three topics, print its digest."""
     settings = load_settings()
-    db = open_database(db_path)
+    db = open_database(db_path, create=True)
     summary = ingest_files(db, sample_paths(), now=_now())
     echo(f"Bundled sample papers: {summary.describe()}.")
     ctx = _context(db, DEMO_CHANNEL, "demo", settings)

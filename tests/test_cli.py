@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,7 +71,8 @@ def test_db_from_environment(run, tmp_path: Path, seed_paths) -> None:  # type: 
     assert not (tmp_path / "db" / "paperboy.db").exists()
 
 
-def test_find_with_no_match_says_so(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_find_with_no_match_says_so(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    run("ingest", str(seed_paths[0]), "--db", str(tmp_path / "e.db"))
     result = run("find", "?!?", "--db", str(tmp_path / "e.db"))
     assert result.exit_code == 0
     assert result.output.strip() == "No matches for '?!?'."
@@ -100,7 +106,8 @@ def test_missing_file_is_a_clear_error(run, tmp_path: Path) -> None:  # type: ig
     assert "nope.txt: no such file" in result.output
 
 
-def test_unknown_paper_id(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_paper_id(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    run("ingest", str(seed_paths[0]), "--db", str(tmp_path / "s.db"))
     result = run("show", "pzzzzzz", "--db", str(tmp_path / "s.db"))
     assert result.exit_code == 1
     assert "no paper with id 'pzzzzzz'" in result.output
@@ -120,8 +127,10 @@ def test_unopenable_database_is_a_clear_error(run, tmp_path: Path) -> None:  # t
     assert "Traceback" not in result.output
 
 
-def test_unexpected_failure_is_one_line(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_unexpected_failure_is_one_line(run, monkeypatch: pytest.MonkeyPatch, seed_paths) -> None:  # type: ignore[no-untyped-def]
     from digests import lookup
+
+    run("ingest", str(seed_paths[0]))
 
     def boom(*args: object) -> None:
         raise KeyError("surprise")
@@ -251,3 +260,109 @@ def test_echoed_command_text_is_inert_too(run, tmp_path: Path, seed_paths) -> No
     result = run("chat", "--channel", "local:lab", "find \x1b]0;pwned\x07zzqq\u202e", "--db", db)
     assert "No papers match “zzqq”" in result.output
     _assert_inert(result.output)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("find", "robots"),
+        ("show", "p15e97bd3ed"),
+        ("status",),
+        ("status", "--channel", "local:lab"),
+        ("digest", "--channel", "local:lab", "--preview"),
+        ("digest", "--channel", "local:lab"),
+        ("chat", "--channel", "local:lab", "list"),
+        ("chat", "--channel", "local:lab", "find robots"),
+    ],
+)
+def test_a_mistyped_db_is_reported_and_nothing_is_created(run, tmp_path: Path, args) -> None:  # type: ignore[no-untyped-def]
+    wrong = tmp_path / "typo" / "papers.db"
+    result = run(*args, "--db", str(wrong))
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: no database at {wrong}; create one with")
+    assert not (tmp_path / "typo").exists()
+
+
+def test_commands_that_store_things_create_the_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    helped = run("chat", "--channel", "local:lab", "help", "--db", str(tmp_path / "h" / "p.db"))
+    assert helped.exit_code == 0 and "Commands:" in helped.output
+    assert not (tmp_path / "h").exists()  # help needs no database
+    first = tmp_path / "new" / "p.db"
+    result = run("chat", "--channel", "local:lab", "subscribe robotics", "--db", str(first))
+    assert result.exit_code == 0 and first.exists()  # a fresh install's first subscribe works
+    assert run("demo", "--db", str(tmp_path / "d" / "p.db")).exit_code == 0
+
+
+def test_db_before_or_after_the_command(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "b.db")
+    assert run("--db", db, "ingest", str(seed_paths[0])).exit_code == 0
+    assert "AlphaDPO" in run("--db", db, "find", "alphadpo").output
+    assert "AlphaDPO" in run("find", "alphadpo", "--db", db).output
+    assert "AlphaDPO" in run("--db", db, "find", "alphadpo", "--db", db).output
+    twice = run("--db", db, "find", "alphadpo", "--db", str(tmp_path / "other.db"))
+    assert twice.exit_code == 2 and "--db is given twice" in twice.output
+    assert not (tmp_path / "db").exists()  # the default database was never touched
+
+
+def _paperboy_process(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    """`paperboy ARGS` in a process of its own (which closes its database on exit)."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("writer_running", [False, True])
+def test_find_and_status_work_on_a_read_only_database(
+    run,
+    seed_paths,
+    writer_running: bool,  # type: ignore[no-untyped-def]
+) -> None:
+    """chmod'ed read-only, file and folder; with no -wal/-shm left (a WAL database in a
+    read-only folder: opened immutable), or with a writer still holding them. Root ignores
+    permissions, so as root the commands run as `nobody`; other users run them directly."""
+    folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
+    folder.chmod(0o755)  # others may enter (`nobody`, below)
+    db = folder / "ro.db"
+    writer = None
+    try:
+        _paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
+        _paperboy_process("chat", "--channel", "local:lab", "subscribe robotics", "--db", str(db))
+        if writer_running:
+            writer = sqlite3.connect(db)
+            writer.execute("insert into ingests (started_at, files) values ('2026', '[]')")
+            writer.commit()  # stays in the write-ahead log while the writer is open
+        left = sorted(path.name for path in folder.iterdir())
+        db.chmod(0o444)
+        folder.chmod(0o555)
+
+        def paperboy(*args: str) -> tuple[int, str]:
+            if os.geteuid() != 0:
+                result = run(*args)
+                return result.exit_code, result.output
+            done = _paperboy_process(*args, user=65534, env={"PATH": "/usr/bin:/bin"})
+            return done.returncode, done.stdout + done.stderr
+
+        if os.geteuid() == 0 and paperboy("--help")[0] != 0:
+            pytest.skip("cannot run paperboy as nobody here")
+        code, output = paperboy("find", "alphadpo", "--db", str(db))
+        assert code == 0 and "AlphaDPO" in output, output
+        code, output = paperboy("status", "--db", str(db))
+        assert code == 0 and "Papers: 38" in output and "Robotics" in output, output
+        assert ("last ingest 2026 UTC" in output) == writer_running  # the WAL was read
+        code, output = paperboy("status", "--channel", "local:other", "--db", str(db))
+        assert code == 0 and "Topics: none yet" in output, output
+        code, output = paperboy("show", "alphadpo", "--db", str(db))
+        assert code == 1 and "no paper" in output, output  # an answer, not a database error
+        assert sorted(path.name for path in folder.iterdir()) == left  # nothing created
+    finally:
+        if writer is not None:
+            writer.close()
+        folder.chmod(0o755)
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()

@@ -292,10 +292,21 @@ def _subscription_line(row: dict[str, object], catalog: Catalog) -> str:
     return f"#{row['id']}{ident} {_topic_label(row, catalog)}, by {row['created_by']} on {since}"
 
 
+def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
+    """The channel's row and schedule, without creating it: lookups never write, so they
+    work on a read-only database. A channel not yet stored has the default schedule."""
+    row = channel_store.get_channel(ctx.db, ctx.channel) or {}
+    schedule = Schedule(
+        str(row.get("weekday") or ctx.settings.default_weekday),
+        str(row.get("time") or ctx.settings.default_time),
+        str(row.get("timezone") or ctx.settings.default_timezone),
+    )
+    return row, schedule
+
+
 def _list(command: Command, ctx: Context) -> Reply:
-    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    channel, schedule = _peek_channel(ctx)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
-    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     lines = [_subscription_line(row, ctx.catalog) for row in active] or [
         f"No topics yet. See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`."
     ]
@@ -342,8 +353,7 @@ def _digest(command: Command, ctx: Context) -> Reply:
 
 
 def _status(command: Command, ctx: Context) -> Reply:
-    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
-    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    channel, schedule = _peek_channel(ctx)
     ingest = last_ingest(ctx.db)
     lines = [
         f"Papers stored: {count_papers(ctx.db)}"

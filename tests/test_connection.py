@@ -1,0 +1,50 @@
+"""Opening the database: created only when asked, read-only when it must be."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from db import open_db
+from db.connection import DatabaseUnreadable, NoDatabase, open_read_only
+from db.search import search_papers
+from digests.ingest import ingest_files
+from tests.conftest import NOW
+
+
+@pytest.fixture
+def stored(tmp_path: Path, seed_paths: list[Path]) -> Path:
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    ingest_files(db, seed_paths, now=NOW)
+    db.close()
+    return path
+
+
+def test_a_missing_database_is_not_created_unless_asked(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such.db"
+    with pytest.raises(NoDatabase, match="no database at"):
+        open_db(missing, create=False)
+    with pytest.raises(NoDatabase):
+        open_read_only(missing)
+    assert not (tmp_path / "no").exists()
+    open_db(missing)
+    assert missing.exists()
+
+
+def test_read_only_open_reads_and_never_writes(stored: Path) -> None:
+    db = open_read_only(stored)
+    assert search_papers(db, "alphadpo", 1)[0].paper["method"] == "AlphaDPO"
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        db.execute("delete from papers")
+    db.close()
+    assert open_db(stored).execute("select count(*) from papers").fetchone()[0] == 38
+
+
+def test_read_only_open_of_an_old_schema_says_what_to_do(stored: Path) -> None:
+    with sqlite3.connect(stored) as conn:
+        conn.execute("delete from _sqlite_migrations where name = 'm002_channels_and_digests'")
+    with pytest.raises(DatabaseUnreadable, match=r"needs an upgrade .*m002.*write access"):
+        open_read_only(stored)
