@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,11 +65,13 @@ def _clock(value: str) -> str:
 
 
 def _timezone(value: str) -> str:
+    # The same rule as `/papers schedule` (no `localtime`, `Factory`, abbreviations).
+    from digests.schedule import ScheduleError, parse_timezone
+
     try:
-        zoneinfo.ZoneInfo(value.strip())
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return parse_timezone(value)
+    except ScheduleError:
         raise ValueError("must be an IANA timezone such as Europe/Berlin or UTC") from None
-    return value.strip()
 
 
 def _prefixed(prefix: str, what: str) -> Callable[[str], str]:

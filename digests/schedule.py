@@ -6,6 +6,7 @@ APScheduler 3 counts Monday as 0, crontab counts Sunday as 0.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import re
@@ -94,22 +95,88 @@ def parse_time(text: str) -> str:
     raise ScheduleError(f"{text!r} is not a time; use 24-hour HH:MM, e.g. `{EXAMPLE}`")
 
 
+# Zone names a person means: Area/City (and the old country groups such as US/Eastern).
+# Left out: `localtime`, `Factory`, `posixrules`, abbreviations (EST, CET: some keep no
+# daylight saving, all are ambiguous), Etc/GMT+5 (which means UTC-5), and paths.
+AREAS = frozenset(
+    (  # noqa: SIM905
+        "Africa America Antarctica Arctic Asia Atlantic Australia Europe Indian Pacific "
+        "US Canada Brazil Chile Mexico"
+    ).split()
+)
+UTC_NAMES = frozenset(
+    [
+        "utc",
+        "gmt",
+        "z",
+        "zulu",
+        "universal",
+        "greenwich",
+        "uct",
+        "etc/utc",
+        "etc/gmt",
+        "etc/universal",
+        "etc/zulu",
+    ]
+)
+ABBREVIATIONS = {
+    **dict.fromkeys(("est", "edt", "et", "eastern"), "America/New_York"),
+    **dict.fromkeys(("cst", "cdt", "ct", "central"), "America/Chicago"),
+    **dict.fromkeys(("mst", "mdt", "mt", "mountain"), "America/Denver"),
+    **dict.fromkeys(("pst", "pdt", "pt", "pacific"), "America/Los_Angeles"),
+    **dict.fromkeys(("cet", "cest", "met"), "Europe/Berlin"),
+    **dict.fromkeys(("eet", "eest"), "Europe/Athens"),
+    **dict.fromkeys(("wet", "west"), "Europe/Lisbon"),
+    "bst": "Europe/London",
+    "ist": "Asia/Kolkata",
+    "jst": "Asia/Tokyo",
+    "kst": "Asia/Seoul",
+    "aest": "Australia/Sydney",
+    "hst": "Pacific/Honolulu",
+}
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z_-]*(?:/[A-Za-z0-9][A-Za-z0-9_+-]*){1,2}")
+
+
 @functools.cache
 def _zones_by_lower_name() -> dict[str, str]:
-    return {name.lower(): name for name in zoneinfo.available_timezones()}
+    return {
+        name.lower(): name
+        for name in zoneinfo.available_timezones()
+        if _ZONE_NAME.fullmatch(name) and name.split("/")[0] in AREAS
+    }
 
 
 def parse_timezone(text: str) -> str:
-    """An IANA timezone name, matched case-insensitively (`europe/berlin` works)."""
-    name = _zones_by_lower_name().get(text.strip().lower())
-    if name is None and text.strip().upper() in ("UTC", "GMT", "Z"):
-        name = "UTC"
+    """An IANA timezone a person would mean, matched case-insensitively
+    (`europe/berlin` works); UTC and GMT are "UTC". Raises ScheduleError with a
+    suggestion for a typo, a bare city or an abbreviation."""
+    key = text.strip().lower()
+    if key in UTC_NAMES:
+        return "UTC"
+    name = _zones_by_lower_name().get(key)
     if name is None:
-        raise ScheduleError(
-            f"{text!r} is not an IANA timezone; use a name like Europe/Berlin, "
-            f"America/New_York or UTC, e.g. `{EXAMPLE}`"
-        )
+        raise ScheduleError(_timezone_problem(text.strip()[:60]))
     return name
+
+
+def _timezone_problem(typed: str) -> str:
+    key = typed.lower()
+    if key in ABBREVIATIONS:
+        zone = ABBREVIATIONS[key]
+        return (
+            f"{typed!r} is an abbreviation, not a timezone; use a city zone such as {zone} "
+            f"(it follows the local daylight-saving rules), e.g. `schedule monday 09:00 {zone}`"
+        )
+    zones = _zones_by_lower_name()
+    city = key.replace(" ", "_")
+    by_city = sorted(name for lower, name in zones.items() if lower.rsplit("/", 1)[-1] == city)
+    close = difflib.get_close_matches(key, list(zones), n=1, cutoff=0.8)
+    suggestion = by_city[0] if by_city else zones[close[0]] if close else None
+    return (
+        f"{typed!r} is not an IANA timezone; use a name like Europe/Berlin, "
+        f"America/New_York or UTC, e.g. `{EXAMPLE}`"
+        + (f". Did you mean {suggestion}?" if suggestion else "")
+    )
 
 
 def week_key(moment: datetime, timezone: str) -> str:

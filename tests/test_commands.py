@@ -227,3 +227,53 @@ def test_show_of_a_long_abstract_renders_within_limits(ctx: Context, seeded_db: 
         assert limits.discord_problems(message.payload()) == []
     for message in slack.reply_messages(reply):
         assert limits.slack_problems(message.payload()) == []
+
+
+@pytest.mark.parametrize(
+    ("zone", "stored"),
+    [
+        ("europe/berlin", "Europe/Berlin"),
+        ("America/Argentina/Buenos_Aires", "America/Argentina/Buenos_Aires"),
+        ("US/Eastern", "US/Eastern"),
+        ("gmt", "UTC"),
+        ("Etc/UTC", "UTC"),
+    ],
+)
+def test_schedule_accepts_the_timezones_people_mean(ctx: Context, zone: str, stored: str) -> None:
+    reply = handle(f"schedule monday 09:00 {zone}", ctx)
+    assert reply.changed and f"({stored})" in reply.text
+
+
+@pytest.mark.parametrize(
+    ("zone", "hint"),
+    [
+        ("localtime", None),
+        ("Factory", None),
+        ("posixrules", None),
+        ("Etc/Unknown", None),
+        ("Etc/GMT+5", None),
+        ("/etc/localtime", None),
+        ("../../etc/passwd", None),
+        ("right/UTC", None),
+        ("Europe/Berlim", "Did you mean Europe/Berlin?"),
+        ("Berlin", "Did you mean Europe/Berlin?"),
+        ("EST", "is an abbreviation, not a timezone; use a city zone such as America/New_York"),
+    ],
+)
+def test_schedule_refuses_timezones_nobody_means(
+    ctx: Context, seeded_db: Database, zone: str, hint: str | None
+) -> None:
+    reply = handle(f"schedule monday 09:00 {zone}", ctx)
+    assert reply.error and "schedule monday 09:00" in reply.text
+    assert hint is None or hint in reply.text
+    assert list(seeded_db.query("select * from channels where schedule_set_by is not null")) == []
+
+
+def test_the_default_timezone_setting_follows_the_same_rule() -> None:
+    from config.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError, match="PAPERBOY_DEFAULT_TIMEZONE"):
+        load_settings({"PAPERBOY_DEFAULT_TIMEZONE": "localtime"}, dotenv=None)
+    assert (
+        load_settings({"PAPERBOY_DEFAULT_TIMEZONE": "gmt"}, dotenv=None).default_timezone == "UTC"
+    )
