@@ -205,10 +205,15 @@ def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
 @db_option
 def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
     """Show one paper in full, by id, id prefix, or OpenReview/arXiv id."""
-    result = lookup.show(open_database(db_path), paper_id)
-    if result is None:
+    found = lookup.resolve(open_database(db_path), paper_id)
+    if found.candidates:
+        head, lines = lookup.candidates_text(paper_id, found.candidates)
+        echo("\n".join([f"error: {head}", *(f"  {line}" for line in lines)]), err=True)
+        sys.exit(1)
+    if found.paper is None:
         echo(f"error: no paper with id {paper_id!r}; try `paperboy find WORDS`.", err=True)
         sys.exit(1)
+    result = lookup.full_result(found.paper)
     if as_json:
         echo(json_text(result))
     else:

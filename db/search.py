@@ -89,3 +89,17 @@ def search_papers(db: Database, query: str, limit: int = 10) -> list[Hit]:
         score = float(row.pop("score"))
         hits.append(Hit(decode(row), round(score, 4)))
     return hits
+
+
+def papers_with_id_prefix(db: Database, prefix: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Id and title of the papers whose id starts with `prefix` (case-insensitive), by id."""
+    escaped = prefix.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    sql = "select id, title from papers where id like ? escape '\\' order by id limit ?"
+    return list(db.query(sql, [escaped + "%", limit]))
+
+
+def papers_with_arxiv_id(db: Database, arxiv_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Papers whose page or arXiv link is the abstract page of `arxiv_id` (no version)."""
+    pages = [f"{scheme}://arxiv.org/abs/{arxiv_id}" for scheme in ("https", "http")]
+    sql = "select * from papers where arxiv_url in (?, ?) or url in (?, ?) order by id limit ?"
+    return [decode(row) for row in db.query(sql, [*pages, *pages, limit])]

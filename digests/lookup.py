@@ -3,19 +3,72 @@
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 from sqlite_utils import Database
 
-from db.papers import resolve_paper
-from db.search import search_papers
+from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
+from db.search import papers_with_arxiv_id, papers_with_id_prefix, search_papers
+from digests.enrich.text import plain_text
 from digests.safe_text import strip_unsafe
 from digests.safe_url import safe_url
 
 log = logging.getLogger(__name__)
 
 Result = dict[str, Any]
+CANDIDATES_SHOWN = 10
+# New-style (2502.01234) and old-style (hep-th/9901001) arXiv ids, bare or as `arXiv:ID`
+# or an arxiv.org link, with or without a version (v2).
+_ARXIV = re.compile(
+    r"(?:arxiv:\s*|https?://(?:www\.)?arxiv\.org/(?:abs|pdf)/)?"
+    r"(?P<id>\d{4}\.\d{4,5}|[a-z-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?:\.pdf)?",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a paper reference names: one paper, or several `candidates` (id, title) when
+    an id prefix is shared, or neither."""
+
+    paper: dict[str, Any] | None
+    candidates: tuple[dict[str, Any], ...] = ()
+
+
+def arxiv_id(ref: str) -> str | None:
+    """The arXiv id (no version) that `ref` names, if it names one: `2502.01234`,
+    `2502.01234v2`, `arXiv:2502.01234`, `https://arxiv.org/abs/2502.01234v1`."""
+    match = _ARXIV.fullmatch(ref.strip())
+    if match is None:
+        return None
+    return match.group("id")
+
+
+def resolve(db: Database, ref: str) -> Resolution:
+    """A paper by id, unique id prefix, source id (OpenReview, arXiv in any usual form)."""
+    ref = ref.strip()
+    paper = resolve_paper(db, ref)
+    if paper is not None:
+        return Resolution(paper)
+    arxiv = arxiv_id(ref)
+    if arxiv is not None:
+        for alias in (f"arXiv:{arxiv}", arxiv):
+            paper_id = paper_id_for_alias(db, alias)
+            if paper_id is not None:
+                return Resolution(get_paper(db, paper_id))
+        linked = papers_with_arxiv_id(db, arxiv, CANDIDATES_SHOWN)
+        if len(linked) == 1:
+            return Resolution(linked[0])
+        if linked:
+            return Resolution(None, tuple(linked))
+    if len(ref) >= MIN_PREFIX:
+        rows = papers_with_id_prefix(db, ref, CANDIDATES_SHOWN + 1)
+        if len(rows) > 1:
+            return Resolution(None, tuple(rows))
+    return Resolution(None)
 
 
 def paper_link(paper: dict[str, Any]) -> str | None:
@@ -51,12 +104,20 @@ def find(db: Database, query: str, limit: int = 10) -> list[Result]:
 
 
 def show(db: Database, ref: str) -> Result | None:
-    paper = resolve_paper(db, ref)
+    """The paper `ref` names in full, or None (see `resolve` for the candidates)."""
+    paper = resolve(db, ref).paper
     if paper is None:
         return None
+    return full_result(paper)
+
+
+def full_result(paper: dict[str, Any]) -> Result:
+    """Everything `show` prints of a paper; `abstract_text` is the abstract as plain text
+    (LaTeX as Unicode, no Markdown), `abstract` as the source gave it."""
     result = as_result(paper)
     result.update(
         {
+            "abstract_text": paper.get("abstract_text") or plain_text(str(paper["abstract"])),
             "title_derived": bool(paper["title_derived"]),
             "authors": paper["authors"],
             "keywords": paper["keywords"],
@@ -68,6 +129,17 @@ def show(db: Database, ref: str) -> Result | None:
         }
     )
     return result
+
+
+def candidates_text(
+    ref: str, candidates: tuple[dict[str, Any], ...], code: str = ""
+) -> tuple[str, list[str]]:
+    """A heading and one line per paper that an ambiguous reference could mean; ids are
+    wrapped in `code` (a backtick for chat replies)."""
+    shown = candidates[:CANDIDATES_SHOWN]
+    more = " and more" if len(candidates) > CANDIDATES_SHOWN else ""
+    head = f"{ref[:40]!r} matches {len(shown)} papers{more}; use more of the id:"
+    return head, [f"{code}{row['id']}{code} {row['title']}" for row in shown]
 
 
 def venue_label(result: Result) -> str:
@@ -109,7 +181,8 @@ def format_paper(result: Result, width: int = 88) -> str:
     if result.get("tldr"):
         lines.append(textwrap.fill("TL;DR: " + result["tldr"], width))
         lines.append("")
-    lines.append(textwrap.fill(result["abstract"], width))
+    abstract = result.get("abstract_text") or plain_text(str(result["abstract"]))
+    lines.append(textwrap.fill(abstract, width))
     links = [
         f"  {link['kind']}: {url}"
         for link in result.get("links", [])

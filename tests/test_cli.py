@@ -366,3 +366,22 @@ def test_find_and_status_work_on_a_read_only_database(
         for path in folder.iterdir():
             path.unlink()
         folder.rmdir()
+
+
+def test_show_lists_the_papers_an_ambiguous_prefix_could_mean(
+    run, tmp_path: Path, seed_paths
+) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "a.db")
+    run("ingest", *map(str, seed_paths), "--db", db)
+    with sqlite3.connect(db) as conn:
+        ids = [row[0] for row in conn.execute("select id from papers order by id limit 2")]
+        for number, paper_id in enumerate(ids):
+            conn.execute("update papers set id = ? where id = ?", [f"p3e9{number:06d}", paper_id])
+    result = run("show", "p3e9", "--db", db)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == "error: 'p3e9' matches 2 papers; use more of the id:"
+    assert [line.split()[0] for line in lines[1:]] == ["p3e9000000", "p3e9000001"]
+    shown = run("show", "p15e97bd3ed", "--db", db)
+    assert shown.output.count("AlphaDPO: Adaptive preference optimization framework") == 1
+    assert "58.7% LC win rate" in shown.output and "\\(" not in shown.output

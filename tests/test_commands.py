@@ -277,3 +277,77 @@ def test_the_default_timezone_setting_follows_the_same_rule() -> None:
     assert (
         load_settings({"PAPERBOY_DEFAULT_TIMEZONE": "gmt"}, dotenv=None).default_timezone == "UTC"
     )
+
+
+def test_list_numbers_from_one_and_unsubscribe_takes_those_numbers(
+    ctx: Context, seeded_db: Database
+) -> None:
+    from dataclasses import replace
+
+    other = replace(ctx, channel="slack:T0001/C0002")
+    for topic in ("rlhf", "robotics", "quantum-ml"):  # row ids 1-3 belong to another channel
+        handle(f"subscribe {topic}", other)
+    handle("subscribe offline-rl", ctx)
+    handle('subscribe "diffusion policy"', ctx)
+    listing = handle("list", ctx)
+    assert [line.split()[0] for line in listing.lines[:2]] == ["#1", "#2"]
+    assert handle("unsubscribe 3", ctx).error  # only two here
+    gone = handle("unsubscribe 2", ctx)
+    assert gone.changed and '"diffusion policy"' in gone.text
+    first = handle("unsubscribe #1", ctx)
+    assert first.changed and "Offline RL" in first.text
+    assert handle("unsubscribe #1", ctx).error  # nothing left to remove
+    assert handle("list", ctx).text == "This channel follows 0 topics:"
+    assert handle("list", other).text == "This channel follows 3 topics:"
+    assert handle("unsubscribe robotics", other).changed  # names still work
+
+
+def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Database) -> None:
+    rows = list(seeded_db.query("select id, title from papers order by id limit 2"))
+    prefix = "p3e9"
+    for number, row in enumerate(rows):
+        seeded_db.execute(
+            "update papers set id = ? where id = ?", [f"{prefix}0000{number}", row["id"]]
+        )
+    reply = handle(f"show {prefix}", ctx)
+    assert reply.error and reply.text == "'p3e9' matches 2 papers; use more of the id:"
+    assert reply.lines == tuple(f"`{prefix}0000{n}` {row['title']}" for n, row in enumerate(rows))
+    assert handle(f"show {prefix}00001", ctx).papers[0]["title"] == rows[1]["title"]
+    assert "I have no paper" in handle("show p3e8", ctx).text
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "2502.01234",
+        "2502.01234v2",
+        "arXiv:2502.01234",
+        "ARXIV:2502.01234v1",
+        "https://arxiv.org/abs/2502.01234v2",
+    ],
+)
+def test_arxiv_ids_in_every_usual_form(ctx: Context, tmp_path, ref: str) -> None:  # type: ignore[no-untyped-def]
+    from digests.ingest import ingest_files
+    from tests.test_ingest import ARXIV_FEED
+
+    feed = tmp_path / "feed.xml"
+    feed.write_text(ARXIV_FEED, encoding="utf-8")
+    ingest_files(ctx.db, [feed], now=NOW)
+    shown = handle(f"show {ref}", ctx)
+    assert not shown.error, shown.text
+    assert shown.papers[0]["url"] == "https://arxiv.org/abs/2502.01234"
+
+
+def test_show_gives_a_plain_abstract_and_the_title_once(ctx: Context) -> None:
+    reply = handle("show p15e97bd3ed", ctx)  # AlphaDPO: LaTeX and 58.7\% in its abstract
+    text = reply_text(reply)
+    assert text.count("AlphaDPO: Adaptive preference optimization framework") == 1
+    assert "58.7% LC win rate" in text and "\\%" not in text and "\\(" not in text
+    assert "π̂_ref" in text
+    [message] = slack.reply_messages(reply)
+    assert reply.text in message.text  # the notification still names the paper
+    sections = [b["text"]["text"] for b in message.blocks if b["type"] == "section"]
+    assert sum("AlphaDPO: Adaptive preference" in section for section in sections) == 1
+    [discord_message] = discord.reply_messages(reply)
+    assert "AlphaDPO: Adaptive" not in discord_message.content
+    assert discord_message.embeds[0]["title"].startswith("AlphaDPO: Adaptive")

@@ -18,7 +18,7 @@ from config.settings import Settings
 from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
-from db.papers import count_papers, last_ingest, resolve_paper
+from db.papers import count_papers, last_ingest
 from db.search import search_papers
 from db.transactions import write_transaction
 from digests import lookup
@@ -137,7 +137,11 @@ def _find(command: Command, ctx: Context) -> Reply:
 
 
 def _paper_or_error(ref: str, ctx: Context) -> dict[str, object] | Reply:
-    paper = resolve_paper(ctx.db, ref)
+    found = lookup.resolve(ctx.db, ref)
+    if found.candidates:
+        head, lines = lookup.candidates_text(ref, found.candidates, code="`")
+        return error(head, *lines)
+    paper = found.paper
     if paper is None:
         return error(
             f"I have no paper with id `{ref[:40]}`.",
@@ -150,11 +154,9 @@ def _show(command: Command, ctx: Context) -> Reply:
     found = _paper_or_error(command.args["id"], ctx)
     if isinstance(found, Reply):
         return found
-    result = lookup.show(ctx.db, str(found["id"]))
-    assert result is not None
-    return info(
-        str(result["title"]), papers=(result,), detail=str(found.get("abstract_text") or "")
-    )
+    result = lookup.full_result(found)
+    # The title is the notification text; renderers do not repeat it above the paper.
+    return info(str(result["title"]), papers=(result,), detail=str(result["abstract_text"]))
 
 
 def _similar(command: Command, ctx: Context) -> Reply:
@@ -259,7 +261,9 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     number = text.lstrip("#")
     match = None
     if re.fullmatch(r"[0-9]{1,12}", number):
-        match = next((row for row in active if row["id"] == int(number)), None)
+        # The number `list` shows: the position in this channel's list, from 1.
+        position = int(number)
+        match = active[position - 1] if 1 <= position <= len(active) else None
     else:
         wanted = {text.lower(), custom_slug(text)}
         named = ctx.catalog.by_name(text)
@@ -267,7 +271,10 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
             wanted.add(named.id)
         match = next((row for row in active if row["topic_id"] in wanted), None)
     if match is None:
-        following = [_subscription_line(row, ctx.catalog) for row in active]
+        following = [
+            _subscription_line(number, row, ctx.catalog)
+            for number, row in enumerate(active, start=1)
+        ]
         return error(
             f"This channel does not follow `{text[:60]}`.",
             *(["It follows:", *following] if following else ["It follows no topics yet."]),
@@ -286,10 +293,13 @@ def _topic_label(row: dict[str, object], catalog: Catalog) -> str:
     return topic.label if topic else str(row["topic_id"])
 
 
-def _subscription_line(row: dict[str, object], catalog: Catalog) -> str:
+def _subscription_line(number: int, row: dict[str, object], catalog: Catalog) -> str:
+    """A line of `list`, e.g. "#1 offline-rl Offline RL, by alice on 2026-11-30". `number`
+    counts from 1 in the channel's own list (row ids show gaps and other channels' rows)."""
     ident = "" if str(row["topic_id"]).startswith(CUSTOM_PREFIX) else f" `{row['topic_id']}`"
     since = str(row["created_at"])[:10]
-    return f"#{row['id']}{ident} {_topic_label(row, catalog)}, by {row['created_by']} on {since}"
+    label = _topic_label(row, catalog)
+    return f"#{number}{ident} {label}, by {row['created_by']} on {since}"
 
 
 def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
@@ -307,9 +317,9 @@ def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
 def _list(command: Command, ctx: Context) -> Reply:
     channel, schedule = _peek_channel(ctx)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
-    lines = [_subscription_line(row, ctx.catalog) for row in active] or [
-        f"No topics yet. See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`."
-    ]
+    lines = [
+        _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, start=1)
+    ] or [f"No topics yet. See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`."]
     lines.append(_schedule_line(schedule, ctx.now))
     if channel.get("paused"):
         lines.append(

@@ -21,10 +21,19 @@ class Reply:
     ephemeral: bool = True  # only the person who asked sees it
     lines: tuple[str, ...] = ()
     papers: tuple[dict[str, Any], ...] = ()  # lookup results (digests.lookup.Result)
-    detail: str | None = None  # a long plain text, such as an abstract
+    # A long plain text, such as an abstract. A reply with a detail shows its paper in
+    # full; its `text` (the title) is the notification text, not repeated above the paper.
+    detail: str | None = None
     digest: Digest | None = None
     error: bool = False
     changed: bool = False  # the command changed the channel's settings
+
+    @property
+    def body_lines(self) -> list[str]:
+        """The text lines a renderer shows above the papers (the title of a paper shown in
+        full is already on the paper)."""
+        shown_in_full = self.detail is not None and bool(self.papers)
+        return [*([] if shown_in_full else [self.text]), *self.lines]
 
     def plain(self) -> str:
         """Everything as plain text, e.g. for logs or a notification fallback."""

@@ -108,12 +108,12 @@ def _chunks(text: str, size: int) -> list[str]:
 
 def reply_messages(reply: Reply) -> list[DiscordMessage]:
     """A command's reply as Discord messages (usually one)."""
-    lines = [with_code(line, discord_escape, _discord_code) for line in [reply.text, *reply.lines]]
+    lines = [with_code(line, discord_escape, _discord_code) for line in reply.body_lines]
     content = "\n".join(lines)
     text_embeds: list[dict[str, Any]] = []
     if len(content) > limits.DISCORD_CONTENT:
         # Long help or lists go into embed descriptions, which hold twice as much.
-        content = clamp(lines[0], limits.DISCORD_CONTENT)
+        content = clamp(lines[0], limits.DISCORD_CONTENT)  # long, so lines[0] exists
         body = "\n".join(lines[1:])
         text_embeds = [
             {"description": chunk} for chunk in _chunks(body, limits.DISCORD_EMBED_DESCRIPTION)

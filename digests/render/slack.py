@@ -123,9 +123,7 @@ def _text_sections(text: str) -> list[Block]:
 
 def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
     """A command's reply as Slack messages (usually one)."""
-    head = "\n".join(
-        with_code(line, slack_escape, slack_escape) for line in [reply.text, *reply.lines]
-    )
+    head = "\n".join(with_code(line, slack_escape, slack_escape) for line in reply.body_lines)
     blocks: list[Block] = _text_sections(head)
     for result in reply.papers:
         view = paper_view(result, (), slack_escape)

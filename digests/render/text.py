@@ -26,11 +26,12 @@ def terminal_line(line: str) -> str:
 
 def reply_text(reply: Reply, width: int = 88) -> str:
     """A reply for the terminal: plain text, no Markdown marks."""
-    parts = [terminal_line(reply.text), *(f"  {terminal_line(line)}" for line in reply.lines)]
+    lines = [terminal_line(line) for line in reply.body_lines]
+    parts = [*lines[:1], *(f"  {line}" for line in lines[1:])]
     if reply.papers and reply.detail is None:
         parts += ["", format_results(list(reply.papers), "", width)]
     elif reply.papers:
-        parts += ["", format_paper(reply.papers[0], width)]
+        parts += [*([""] if parts else []), format_paper(reply.papers[0], width)]
     if reply.digest is not None:
         parts += ["", digest_text(reply.digest)]
     return "\n".join(parts).rstrip()
