@@ -107,6 +107,9 @@ def queue_digest(
 
 SENDER = f"{socket.gethostname()}:{os.getpid()}"
 CLAIM_SECONDS = 600  # longer than any one send, retries of rate limits included
+# A send with no answer by then is given up for this attempt (a hung connection must not
+# hold a channel, or a stop, for ever). Slack's own retries of a 429 fit within it.
+SEND_TIMEOUT_SECONDS = 300.0
 
 
 def sender_alive(sender: str) -> bool:
@@ -143,11 +146,16 @@ async def deliver_channel(
     now: datetime,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     clock: Callable[[], datetime] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+    send_timeout: float = SEND_TIMEOUT_SECONDS,
 ) -> ChannelResult:
     """Send the channel's due messages in order; stop at the first error.
 
     Each message is claimed before it is sent, so a second sender (another process,
-    `paperboy digest --send` while `paperboy run` is up) never sends it too.
+    `paperboy digest --send` while `paperboy run` is up) never sends it too. No new send
+    starts once `stopping()` is true; a send with no answer within `send_timeout` counts as
+    a transient error (it may have arrived: see "at most one repeat" in the architecture
+    notes). A send cut off by cancellation (a stop) leaves its message pending.
     """
     row = channel_store.get_channel(db, channel)
     if row is not None and row["paused"]:
@@ -159,11 +167,21 @@ async def deliver_channel(
         return ChannelResult(channel, state="nothing")
     sent = 0
     for message in messages:
+        if stopping():
+            return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
         if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
             return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
         thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
         try:
-            platform_id = await poster.send(ref, message["payload"], thread_of)
+            try:
+                platform_id = await asyncio.wait_for(
+                    poster.send(ref, message["payload"], thread_of), send_timeout
+                )
+            except TimeoutError:
+                raise TransientError(f"no answer within {send_timeout:.0f} s") from None
+        except asyncio.CancelledError:
+            outbox.release(db, message["id"])  # cut off by a stop: pending again
+            raise
         except PermanentError as exc:
             channel_store.set_paused(db, channel, exc.reason, at)
             outbox.pause_channel(db, channel, exc.reason)

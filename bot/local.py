@@ -11,6 +11,7 @@ recorded as sent) is cut off before the next append; that message is sent again.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import fcntl
 import json
@@ -30,6 +31,8 @@ from digests.timestamps import stamp
 log = logging.getLogger(__name__)
 
 TAIL_CHUNK = 64 * 1024
+LOCK_WAIT_SECONDS = 30.0  # another process holding the file that long: a transient error
+LOCK_POLL_SECONDS = 0.05
 # The system calls that can fail mid-append (tests swap them for failing ones).
 _write = os.write
 _fsync = os.fsync
@@ -38,9 +41,15 @@ _fsync = os.fsync
 class LocalPoster:
     platform = "local"
 
-    def __init__(self, folder: Path, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        clock: Callable[[], datetime] = utcnow,
+        lock_wait: float = LOCK_WAIT_SECONDS,
+    ) -> None:
         self.folder = folder
         self.clock = clock
+        self.lock_wait = lock_wait
 
     def path_for(self, channel: ChannelRef) -> Path:
         return self.folder / f"{channel.name}.jsonl"
@@ -60,7 +69,12 @@ class LocalPoster:
         path = self.path_for(channel)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            append_record(path, line)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                await self._lock(fd)
+                append_locked(fd, path, line)
+            finally:
+                os.close(fd)  # also releases the lock
         except OSError as exc:
             reason = f"cannot write {path}: {exc.strerror or exc}"
             if is_permanent(exc):
@@ -68,29 +82,39 @@ class LocalPoster:
             raise TransientError(reason) from None
         return message_id
 
-
-def append_record(path: Path, line: bytes) -> None:
-    """Append one whole line to `path` and fsync it; on failure leave the file as it was."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # one appender at a time, so the size below holds
-        size = _whole_lines_end(fd)
-        if size != os.fstat(fd).st_size:
-            log.warning("%s ended in a torn line (a crash mid-write): cut it off", path)
-            os.ftruncate(fd, size)
-        try:
-            written = 0
-            while written < len(line):
-                written += _write(fd, line[written:])
-            _fsync(fd)
-        except OSError:
+    async def _lock(self, fd: int) -> None:
+        """Take the file's exclusive lock (one appender at a time, so the size noted before
+        an append holds), waiting without blocking the event loop, at most `lock_wait`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lock_wait
+        while True:
             try:
-                os.ftruncate(fd, size)  # no partial line left for the next append to follow
-            except OSError:
-                log.error("could not cut %s back after a failed write", path)
-            raise
-    finally:
-        os.close(fd)  # also releases the lock
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if loop.time() >= deadline:
+                    raise OSError(errno.EAGAIN, "locked by another process") from None
+                await asyncio.sleep(LOCK_POLL_SECONDS)
+
+
+def append_locked(fd: int, path: Path, line: bytes) -> None:
+    """Append one whole line to the locked file `fd` and fsync it; on any failure leave
+    the file as it was."""
+    size = _whole_lines_end(fd)
+    if size != os.fstat(fd).st_size:
+        log.warning("%s ended in a torn line (a crash mid-write): cut it off", path)
+        os.ftruncate(fd, size)
+    try:
+        written = 0
+        while written < len(line):
+            written += _write(fd, line[written:])
+        _fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, size)  # no partial line left for the next append to follow
+        except OSError:
+            log.error("could not cut %s back after a failed write", path)
+        raise
 
 
 def _whole_lines_end(fd: int) -> int:

@@ -1,7 +1,12 @@
 """`paperboy run`: one asyncio process for the configured platforms and the scheduler.
 
-Each component starts and logs one line; SIGTERM or SIGINT stops them in reverse order
-(the scheduler first, letting in-flight sends finish), and the process exits 0.
+The components start concurrently, each logging one line when up, so one platform's
+outage stops neither the others nor the scheduler: a platform that cannot be reached
+(`Unavailable`) logs one line per failed attempt, no traceback, and is tried again in the
+background with backoff; its digests are queued meanwhile and sent once it is up. A
+refused token or a bad setting stops the process with one line. SIGTERM or SIGINT is
+seen at once, even during start-up: the parts stop in reverse order (the scheduler
+first: no new send starts, sends under way get a few seconds), and the process exits 0.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +29,7 @@ from bot.delivery import Poster
 from bot.discordbot.client import PaperboyClient, use_api_base
 from bot.discordbot.poster import DiscordPoster
 from bot.local import LocalPoster
-from bot.scheduler import DigestScheduler
+from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
 from bot.slack.app import create_app
 from bot.slack.client import error_code, make_client
@@ -33,6 +39,52 @@ from bot.slack.poster import SlackPoster
 from config.settings import SettingsError
 
 log = logging.getLogger(__name__)
+
+START_RETRY_SECONDS = 5.0  # the first wait before trying an unreachable platform again
+START_RETRY_MAX_SECONDS = 300.0
+PART_STOP_SECONDS = 3.0  # each part's stop beyond the scheduler's own grace
+SOCKET_CONNECT_SECONDS = 30.0  # for the first Socket Mode connection of an attempt
+# slack_sdk's Socket Mode client logs here (see _OneLineFailures).
+SOCKET_LOG = logging.getLogger("bot.slack.socket_mode")
+
+
+class Unavailable(SettingsError):
+    """A platform cannot be reached now (network, DNS, an outage): `run` tries again
+    later. Outside `run` (say `digest --send`) it is a one-line error like a bad setting."""
+
+
+class _OneLineFailures(logging.Filter):
+    """slack_sdk's Socket Mode client logs each failed connection with a traceback and
+    retries every 10 s for ever. This makes each failure one warning line, and lets
+    SlackComponent notice the first failure of an attempt (to retry with backoff)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: asyncio.Event | None = None  # set by SlackComponent for one attempt
+        self.error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.levelno >= logging.ERROR:
+            self.error = record.exc_info[1]
+            if self.failed is not None:  # an attempt of SlackComponent's: it logs the line
+                self.failed.set()
+                return False
+            record.msg, record.args = "slack: Socket Mode: %s", (_describe(self.error),)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no connection"
+    if isinstance(exc, SlackApiError):
+        return f"Slack refused the connection ({error_code(exc)})"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+_SOCKET_FAILURES = _OneLineFailures()
+SOCKET_LOG.addFilter(_SOCKET_FAILURES)
 
 
 class Component(Protocol):
@@ -74,18 +126,23 @@ class SlackComponent:
         self.check()
         settings = self.services.settings
         assert settings.slack_bot_token is not None
-        client = self.client = make_client(settings.slack_bot_token, settings.slack_api_url)
+        client = make_client(settings.slack_bot_token, settings.slack_api_url)
         try:
             identity = await client.auth_test()
         except SlackApiError as exc:
+            if exc.response.status_code in (429,) or exc.response.status_code >= 500:
+                raise Unavailable(
+                    f"Slack answered HTTP {exc.response.status_code} to auth.test"
+                ) from None
             raise SettingsError(
                 f"SLACK_BOT_TOKEN was refused by Slack ({error_code(exc)})"
             ) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SettingsError(
+            raise Unavailable(
                 f"cannot reach Slack at {settings.slack_api_url} ({type(exc).__name__}); "
                 "check SLACK_API_URL and the network"
             ) from None
+        self.client = client  # posting works from here on, with or without the websocket
         who = f"@{identity.get('user')} in team {identity.get('team_id')}"
         if self.http:
             assert settings.slack_signing_secret is not None
@@ -105,9 +162,40 @@ class SlackComponent:
                 ) from None
             return f"slack: HTTP mode as {who}, POST /slack/events on port {self.port}"
         app = create_app(self.services, client, signing_secret=None)
-        self._socket = AsyncSocketModeHandler(app, settings.slack_app_token)
-        await self._socket.connect_async()
+        self._socket = AsyncSocketModeHandler(app, settings.slack_app_token, logger=SOCKET_LOG)
+        await self._connect_socket()
         return f"slack: Socket Mode connected as {who}"
+
+    async def _connect_socket(self) -> None:
+        """One attempt at the Socket Mode connection: Unavailable if it fails (slack_sdk's
+        own loop would retry every 10 s for ever, holding up start-up and a stop)."""
+        assert self._socket is not None
+        watch = _SOCKET_FAILURES
+        watch.failed, watch.error = asyncio.Event(), None
+        connecting = asyncio.ensure_future(self._socket.connect_async())
+        failing = asyncio.ensure_future(watch.failed.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {connecting, failing},
+                timeout=SOCKET_CONNECT_SECONDS,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if connecting in done:
+                connecting.result()
+                return
+        finally:
+            watch.failed = None  # later reconnections: slack_sdk's loop, one line each
+            for task in (connecting, failing):
+                task.cancel()
+            await asyncio.gather(connecting, failing, return_exceptions=True)
+        socket, self._socket = self._socket, None
+        socket.client.wss_uri = None  # ask Slack for a fresh URL next time
+        await socket.close_async()
+        if isinstance(watch.error, SlackApiError) and not str(error_code(watch.error)).startswith(
+            "HTTP"
+        ):
+            raise SettingsError(f"SLACK_APP_TOKEN was refused by Slack ({error_code(watch.error)})")
+        raise Unavailable(f"cannot open the Socket Mode connection ({_describe(watch.error)})")
 
     async def stop(self) -> None:
         if self._socket is not None:
@@ -135,10 +223,12 @@ class DiscordComponent:
             await self.client.login(settings.discord_token)
         except discord.LoginFailure:
             await self.client.close()
+            self.client = None
             raise SettingsError("DISCORD_TOKEN was refused by Discord (401 Unauthorized)") from None
         except (aiohttp.ClientError, TimeoutError, discord.HTTPException) as exc:
             await self.client.close()
-            raise SettingsError(
+            self.client = None
+            raise Unavailable(
                 f"cannot reach Discord at {settings.discord_api_url} ({type(exc).__name__}); "
                 "check DISCORD_API_URL and the network"
             ) from None
@@ -159,29 +249,59 @@ class DiscordComponent:
                 await asyncio.wait_for(self._task, 10)
 
 
+class LivePosters(Mapping[str, Poster]):
+    """The posters of the platforms that are up at the moment of asking: one that comes
+    up later (after an outage at start-up) starts receiving its queued messages."""
+
+    def __init__(self, component: SchedulerComponent) -> None:
+        self.component = component
+
+    def __getitem__(self, platform: str) -> Poster:
+        return self.component.posters()[platform]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.component.posters())
+
+    def __len__(self) -> int:
+        return len(self.component.posters())
+
+
 @dataclass
 class SchedulerComponent:
-    """The weekly digests and the outbox loop, posting through the platforms started
-    before it, and always to local: channels."""
+    """The weekly digests and the outbox loop, posting through the platforms as they come
+    up, and always to local: channels."""
 
     services: Services
     platforms: list[Component]
     name: str = "scheduler"
     scheduler: DigestScheduler | None = field(default=None, init=False)
+    _posters: dict[str, tuple[object, Poster]] = field(default_factory=dict, init=False)
+
+    def _poster(self, platform: str, client: object, make: Callable[[], Poster]) -> Poster:
+        """One poster per client (a Slack poster paces its channels)."""
+        known = self._posters.get(platform)
+        if known is None or known[0] is not client:
+            known = self._posters[platform] = (client, make())
+        return known[1]
 
     def posters(self) -> dict[str, Poster]:
         found: dict[str, Poster] = {
-            "local": LocalPoster(self.services.settings.local_dir, self.services.clock)
+            "local": self._poster(
+                "local",
+                self.services,
+                lambda: LocalPoster(self.services.settings.local_dir, self.services.clock),
+            )
         }
         for part in self.platforms:
-            if isinstance(part, SlackComponent) and part.client is not None:
-                found["slack"] = SlackPoster(part.client)
-            if isinstance(part, DiscordComponent) and part.client is not None:
-                found["discord"] = DiscordPoster(part.client)
+            if isinstance(part, SlackComponent) and (slack := part.client) is not None:
+                found["slack"] = self._poster("slack", slack, lambda: SlackPoster(slack))
+            if isinstance(part, DiscordComponent) and (bot := part.client) is not None:
+                found["discord"] = self._poster("discord", bot, lambda: DiscordPoster(bot))
         return found
 
     async def start(self) -> str:
-        self.scheduler = DigestScheduler(self.services, self.posters())
+        configured = {"local", *(part.name for part in self.platforms)}
+        self.scheduler = DigestScheduler(self.services, LivePosters(self), configured)
         return await self.scheduler.start()
 
     async def stop(self) -> None:
@@ -190,7 +310,7 @@ class SchedulerComponent:
 
 
 def components(services: Services, *, slack_http: bool, port: int) -> list[Component]:
-    """The platforms whose tokens are set, then the scheduler (which needs them)."""
+    """The platforms whose tokens are set, then the scheduler (which posts through them)."""
     found: list[Component] = []
     if services.settings.slack_bot_token:
         found.append(SlackComponent(services, http=slack_http, port=port))
@@ -201,21 +321,62 @@ def components(services: Services, *, slack_http: bool, port: int) -> list[Compo
     return found
 
 
-async def run(parts: list[Component], stop: asyncio.Event | None = None) -> None:
-    """Start every part, wait for SIGTERM/SIGINT (or `stop`), then stop them in reverse."""
+async def run(
+    parts: list[Component],
+    stop: asyncio.Event | None = None,
+    retry_seconds: float = START_RETRY_SECONDS,
+) -> None:
+    """Start every part concurrently, wait for SIGTERM/SIGINT (or `stop`), then stop
+    them in reverse order. A part that is `Unavailable` is retried in the background
+    with backoff; any other failure to start stops everything and is raised."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         # Not possible off the main thread or on Windows; stop then comes from `stop`.
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    started: list[Component] = []
+    fatal: list[BaseException] = []
+    starting = [
+        asyncio.create_task(_keep_starting(part, stop, fatal, retry_seconds), name=part.name)
+        for part in parts
+    ]
     try:
-        for part in parts:
-            log.info("%s", await part.start())
-            started.append(part)
         await stop.wait()
-        log.info("stopping")
+        if not fatal:
+            log.info("stopping")
     finally:
-        for part in reversed(started):
-            await part.stop()
+        for task in starting:
+            task.cancel()
+        await asyncio.gather(*starting, return_exceptions=True)
+        for part in reversed(parts):
+            try:
+                await asyncio.wait_for(part.stop(), _stop_budget(part))
+            except Exception as exc:  # a part that fails to stop must not keep the others up
+                log.warning("%s did not stop cleanly: %s", part.name, _describe(exc))
+    if fatal:
+        raise fatal[0]
+
+
+def _stop_budget(part: Component) -> float:
+    if isinstance(part, SchedulerComponent):
+        return STOP_GRACE_SECONDS + PART_STOP_SECONDS
+    return PART_STOP_SECONDS
+
+
+async def _keep_starting(
+    part: Component, stop: asyncio.Event, fatal: list[BaseException], delay: float
+) -> None:
+    """Start `part`; while it is Unavailable, log one line and try again with backoff."""
+    while not stop.is_set():
+        try:
+            log.info("%s", await part.start())
+            return
+        except Unavailable as exc:
+            log.warning("%s: %s; trying again in %.0f s", part.name, exc, delay)
+        except Exception as exc:
+            fatal.append(exc)
+            stop.set()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, START_RETRY_MAX_SECONDS)

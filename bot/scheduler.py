@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 JOB_PREFIX = "digest:"
 MAINTENANCE_SECONDS = 30
+STOP_GRACE_SECONDS = 5.0  # for sends under way at a stop; the whole stop stays within 10 s
 
 
 def scheduled_channels(services: Services) -> dict[str, Schedule]:
@@ -57,9 +58,19 @@ def scheduled_channels(services: Services) -> dict[str, Schedule]:
 
 
 class DigestScheduler:
-    def __init__(self, services: Services, posters: Mapping[str, Poster]) -> None:
+    def __init__(
+        self,
+        services: Services,
+        posters: Mapping[str, Poster],
+        configured: Iterable[str] | None = None,
+    ) -> None:
+        """`posters` may be live (a platform appears once it has connected); `configured`
+        names the platforms that will deliver, connected or not (default: `posters`'), so
+        their digests are built and queued on time and sent once they connect."""
         self.services = services
-        self.posters = dict(posters)
+        self.posters = posters
+        self.configured = set(configured if configured is not None else posters)
+        self.stopping = False
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self._signatures: dict[str, Schedule] = {}
         self._running: set[asyncio.Task[Any]] = set()
@@ -100,6 +111,8 @@ class DigestScheduler:
     ) -> ChannelResult | None:
         """Build (once per week), queue and deliver one channel's digest."""
         now = now or self.services.clock()
+        if self.stopping:
+            return None
         row = channel_store.get_channel(self.services.db(), channel)
         if row is None:
             return None
@@ -108,7 +121,7 @@ class DigestScheduler:
                 "digest for %s not built: the channel is paused (%s)", channel, row["paused_reason"]
             )
             return None
-        if row["platform"] not in self.posters:
+        if row["platform"] not in self.configured:
             log.warning(
                 "digest for %s not built: %s is not configured here", channel, row["platform"]
             )
@@ -175,13 +188,10 @@ class DigestScheduler:
                 digest_store.clear_failure(db, channel, row["due_at"])
                 continue
             name = f"digest:{channel}"
-            if name in busy:
+            if name in busy or self.stopping:
                 continue
             log.info("retrying the digest for %s due %s", channel, row["due_at"])
-            work = self.run_digest(channel, now=now, built_at=due_at)
-            task = asyncio.create_task(self._guarded(work, f"digest for {channel}"), name=name)
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            self._spawn(self.run_digest(channel, now=now, built_at=due_at), name)
             started.append(channel)
         return started
 
@@ -190,7 +200,7 @@ class DigestScheduler:
         never send the same pending message), at most `delivery_concurrency` channels at once."""
         poster = self.posters.get(parse_channel(channel).platform)
         if poster is None:
-            return ChannelResult(channel, state="nothing", reason="platform not configured")
+            return ChannelResult(channel, state="nothing", reason="platform not connected")
         async with self._limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
             return await deliver_channel(
                 self.services.db(),
@@ -199,6 +209,7 @@ class DigestScheduler:
                 now or self.services.clock(),
                 self.services.settings.max_attempts,
                 self.services.clock,
+                stopping=lambda: self.stopping,
             )
 
     async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:
@@ -225,47 +236,67 @@ class DigestScheduler:
         started = 0
         for channel in outbox.channels_with_due(self.services.db(), stamp(self.services.clock())):
             name = f"deliver:{channel}"
+            if self.stopping:
+                break
             if name in busy or parse_channel(channel).platform not in self.posters:
                 continue
-            work = self._deliver_channel(channel)
-            task = asyncio.create_task(self._guarded(work, f"delivery to {channel}"), name=name)
-            self._running.add(task)  # a reference until done, and something stop() can await
-            task.add_done_callback(self._running.discard)
+            self._spawn(self._deliver_channel(channel), name)
             started += 1
         return started
 
+    def _spawn(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[None]:
+        """Run `work` as a guarded background task that stop() waits for (or cuts off)."""
+        task = asyncio.create_task(self._guarded(work, name), name=name)
+        self._running.add(task)  # a reference until done, and something stop() can await
+        task.add_done_callback(self._running.discard)
+        return task
+
     async def catch_up(self, now: datetime | None = None) -> list[str]:
-        """Post, once, the digests that fell due while the process was down."""
+        """Post, once, the digests that fell due while the process was down. Channels are
+        independent: they catch up in parallel (deliveries bounded by
+        `delivery_concurrency`), so a rate-limited or hanging channel delays no other, and
+        one channel's failure stops no other's catch-up."""
         now = now or self.services.clock()
-        grace = timedelta(hours=self.services.settings.catchup_hours)
+        channels = list(scheduled_channels(self.services).items())
+        results = await asyncio.gather(
+            *(self._catch_up_one(channel, schedule, now) for channel, schedule in channels),
+            return_exceptions=True,
+        )
         caught = []
-        for channel, schedule in scheduled_channels(self.services).items():
-            due_at = schedule.last_at_or_before(now)
-            db = self.services.db()
-            built = digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone))
-            if built and outbox.messages_for_digest(db, built["id"]):
-                continue  # built and queued already; unsent parts go out with the outbox loop
-            first = next(iter(channel_store.active_subscriptions(db, channel)), None)
-            if first is None or first["created_at"] > stamp(due_at):
-                continue  # nothing was due yet then
-            late = now - due_at
-            if late > grace:
-                log.warning(
-                    "missed the digest for %s due %s (%.0f h ago, beyond the %d h grace): skipped",
-                    channel,
-                    due_at.isoformat(timespec="minutes"),
-                    late.total_seconds() / 3600,
-                    self.services.settings.catchup_hours,
-                )
-                continue
-            log.info(
-                "catching up the digest for %s due %s",
+        for (channel, _), result in zip(channels, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("catch-up of %s failed: %s: %s", channel, type(result).__name__, result)
+            elif result:
+                caught.append(channel)
+        return caught
+
+    async def _catch_up_one(self, channel: str, schedule: Schedule, now: datetime) -> bool:
+        if self.stopping:
+            return False
+        grace = timedelta(hours=self.services.settings.catchup_hours)
+        due_at = schedule.last_at_or_before(now)
+        db = self.services.db()
+        built = digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone))
+        if built and outbox.messages_for_digest(db, built["id"]):
+            return False  # built and queued already; unsent parts go out with the outbox loop
+        first = next(iter(channel_store.active_subscriptions(db, channel)), None)
+        if first is None or first["created_at"] > stamp(due_at):
+            return False  # nothing was due yet then
+        late = now - due_at
+        if late > grace:
+            log.warning(
+                "missed the digest for %s due %s (%.0f h ago, beyond the %d h grace): skipped",
                 channel,
                 due_at.isoformat(timespec="minutes"),
+                late.total_seconds() / 3600,
+                self.services.settings.catchup_hours,
             )
-            await self.run_digest(channel, now=now, built_at=due_at)
-            caught.append(channel)
-        return caught
+            return False
+        log.info(
+            "catching up the digest for %s due %s", channel, due_at.isoformat(timespec="minutes")
+        )
+        await self.run_digest(channel, now=now, built_at=due_at)
+        return True
 
     # --- when it happens --------------------------------------------------------------
 
@@ -317,6 +348,11 @@ class DigestScheduler:
             self._running.add(task)
         try:
             await work
+        except asyncio.CancelledError:
+            # A stop cut it off (what was cut off stays pending). Not an error, and not
+            # re-raised: this is the top of its task, and APScheduler would log a
+            # cancelled job as a failure with a traceback.
+            log.info("%s: cut off by the stop", what)
         except Exception:
             log.exception("%s failed", what)
         finally:
@@ -331,6 +367,8 @@ class DigestScheduler:
         }
 
     async def start(self) -> str:
+        """Start firing, and start the catch-up in the background: start() returns at once,
+        so a stop is seen even while the catch-up is under way."""
         self.sync_jobs()
         self.scheduler.add_job(
             self._maintenance, "interval", seconds=MAINTENANCE_SECONDS, id="maintenance",
@@ -338,17 +376,28 @@ class DigestScheduler:
         )  # fmt: skip
         self.scheduler.start()
         self.services.listeners.append(lambda channel: self.sync_jobs())
-        await self._guarded(self.catch_up(), "catch-up")
-        self.start_due_deliveries()
-        platforms = ", ".join(sorted(self.posters))
+        self._spawn(self._start_up(), "catch-up")
+        platforms = ", ".join(sorted(self.configured))
         return f"scheduler: {len(self._signatures)} channel(s) scheduled; delivering to {platforms}"
 
-    async def stop(self, timeout: float = 10.0) -> None:
-        """Stop firing; let in-flight sends finish (a message cut off stays pending)."""
+    async def _start_up(self) -> None:
+        await self.catch_up()
+        self.retry_failed_builds()
+        self.start_due_deliveries()
+
+    async def stop(self, timeout: float = STOP_GRACE_SECONDS) -> None:
+        """Stop at once: no new digest, catch-up or send starts from now on. Sends under way
+        get `timeout` seconds to finish; then they are cut off (their messages stay
+        pending, for the next start)."""
+        self.stopping = True
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         running = [task for task in self._running if task is not asyncio.current_task()]
-        if running:
-            _, pending = await asyncio.wait(running, timeout=timeout)
-            for task in pending:
-                task.cancel()
+        if not running:
+            return
+        _, pending = await asyncio.wait(running, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            log.info("stop: cut off %d unfinished task(s)", len(pending))
+            await asyncio.wait(pending, timeout=timeout)

@@ -145,6 +145,15 @@ def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None
     )
 
 
+def release(db: Database, message_id: int) -> None:
+    """Give a claimed message back (its send was cut off): pending, for any sender."""
+    db.execute(
+        "update outbox set state = 'pending', claimed_by = null, claimed_until = null "
+        "where id = ? and state = 'sending'",
+        [message_id],
+    )
+
+
 def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) -> None:
     """A transient error: stay pending, try again from `next_attempt_at`."""
     db.execute(

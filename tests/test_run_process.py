@@ -119,3 +119,61 @@ def _sent(db_path: Path) -> int:
         return int(db.execute("select count(*) from outbox where state = 'sent'").fetchone()[0])
     finally:
         db.close()
+
+
+def _due_channel(db_path: Path, channel: str, now: datetime, settings: object) -> None:
+    db = open_db(db_path)
+    ensure_channel(db, channel, settings, now - timedelta(days=2))  # type: ignore[arg-type]
+    add_subscription(
+        db, channel, "robotics", None, "test", (now - timedelta(days=2)).isoformat("T", "seconds")
+    )
+    due = now - timedelta(hours=1)
+    set_schedule(
+        db, channel, WEEKDAYS[due.weekday()], due.strftime("%H:%M"), "UTC", "test", now.isoformat()
+    )
+    db.close()
+
+
+def test_sigterm_exits_promptly_while_a_channel_hangs(
+    tmp_path: Path, seed_paths: list[Path]
+) -> None:
+    """Issue 9, item 11: catch-up went one channel at a time, and a hanging channel held
+    up the healthy ones and SIGTERM (191 s). Channels are independent; a stop is prompt."""
+    import fcntl
+
+    db_path, outbox = tmp_path / "paperboy.db", tmp_path / "outbox"
+    now = datetime.now(UTC)
+    ingest_files(open_db(db_path), seed_paths, now=now - timedelta(days=2))
+    settings = load_settings({}, dotenv=None)
+    for channel in ("local:hang", "local:lab"):  # catch-up order: hang first
+        _due_channel(db_path, channel, now, settings)
+    outbox.mkdir()
+    # another process holds the hang channel's file: its send cannot finish
+    held = (outbox / "hang.jsonl").open("a")
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    env = {
+        "PAPERBOY_DB": str(db_path),
+        "PAPERBOY_LOCAL_DIR": str(outbox),
+        "SLACK_BOT_TOKEN": "",
+        "DISCORD_TOKEN": "",
+    }
+    lines = outbox / "lab.jsonl"
+    process = start(env)
+    try:
+        assert wait_for(lambda: lines.exists() and lines.read_text().count("\n") == 1), (
+            "the healthy channel waited for the hanging one"
+        )
+        time.sleep(0.5)  # the hang channel's send is under way
+        process.send_signal(signal.SIGTERM)
+        began = time.monotonic()
+        assert process.wait(30) == 0
+        assert time.monotonic() - began < 10
+    finally:
+        process.kill()
+        held.close()
+    stderr = process.stderr.read() if process.stderr else ""
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+    assert (outbox / "hang.jsonl").read_text() == ""
+    db = open_db(db_path)
+    [row] = db.query("select state from outbox where channel = 'local:hang'")
+    assert row["state"] == "pending"  # cut off by the stop: sent after the next start

@@ -614,7 +614,10 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     assert scheduler.start_due_deliveries() == 0  # SLOW is still under way: not started twice
     gate.set()
     await scheduler.stop()
-    assert len(poster.sent) == 8
+    # the send under way finished; no new one started after the stop: the rest is pending
+    assert len(poster.sent) == 5
+    pending = services.db().query("select count(*) as n from outbox where state = 'pending'")
+    assert next(iter(pending))["n"] == 3
 
 
 # --- a slow inbox, failed builds (issue 9, item 1) -------------------------------------------
@@ -704,6 +707,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     clock.now += wait
     restarted = DigestScheduler(services, {"local": poster})
     assert restarted.retry_failed_builds() == ["local:lab"]
+    assert await eventually(lambda: local_lines(services, "lab"))
     await restarted.stop()
     [line] = local_lines(services, "lab")
     assert "week of 7 Dec 2026" in line["text"]
@@ -733,3 +737,78 @@ async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
     assert scheduler.retry_failed_builds() == []
     assert failures(services.db()) == []
     assert "was never built (OperationalError: database is locked); dropped" in caplog.text
+
+
+# --- independent channels, prompt stops (issue 9, items 11 and 24) ---------------------------
+
+
+class TroublePoster(RecordingPoster):
+    """HANG never answers; LIMIT is rate-limited for an hour; the rest are fine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[str] = []
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        self.started.append(channel.name)
+        if channel.name == "HANG":
+            await asyncio.Event().wait()
+        if channel.name == "LIMIT":
+            raise TransientError("ratelimited", retry_after=3600)
+        return await super().send(channel, payload, thread_of)
+
+
+async def test_catch_up_is_parallel_and_a_stop_cuts_it_short(
+    services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    for name in ("HANG", "LIMIT", "OK1", "OK2"):  # catch-up used to go in this order, one by one
+        monday_nine(services, f"slack:T1/{name}")
+    clock.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    poster = TroublePoster()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    line = await asyncio.wait_for(scheduler.start(), 5)  # does not wait for the catch-up
+    assert line.startswith("scheduler: 4 channel(s) scheduled")
+    assert await eventually(lambda: {c for c, _ in poster.sent} == {"slack:T1/OK1", "slack:T1/OK2"})
+    [limited] = services.db().query("select * from outbox where channel = 'slack:T1/LIMIT'")
+    assert limited["next_attempt_at"] == "2026-11-30T13:00:00+00:00"  # Retry-After honoured
+    # HANG is still hanging: a stop cuts it off at once, and it stays pending for next time
+    assert poster.started.count("HANG") == 1
+    await asyncio.wait_for(scheduler.stop(timeout=0.1), 5)
+    [hung] = services.db().query("select * from outbox where channel = 'slack:T1/HANG'")
+    assert hung["state"] == "pending" and hung["claimed_by"] is None
+    # nothing starts after the stop
+    assert scheduler.start_due_deliveries() == 0
+    assert await scheduler.run_digest("slack:T1/OK1") is None
+    assert poster.started.count("HANG") == 1
+    assert [r for r in caplog.records if r.levelno >= 40] == []  # no ERROR, no traceback
+
+
+async def test_a_scheduled_job_cut_off_by_the_stop_logs_no_error(
+    services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """APScheduler logged a cancelled job as 'Error running job' with a traceback."""
+    caplog.set_level("INFO")
+    clock.now = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    monday_nine(services, "slack:T1/HANG")
+    poster = TroublePoster()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    await scheduler.start()
+    clock.now = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    scheduler.scheduler.add_job(scheduler._fire, args=["slack:T1/HANG"])  # fires now
+    assert await eventually(lambda: poster.started == ["HANG"])
+    await scheduler.stop(timeout=0.1)
+    await asyncio.sleep(0.05)  # APScheduler's done-callback runs after the task ends
+    errors = [r for r in caplog.records if r.levelno >= 30]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert "digest for slack:T1/HANG: cut off by the stop" in caplog.text
+
+
+async def test_a_send_with_no_answer_times_out_as_transient(services: Services) -> None:
+    four_part_digest(services, "slack:T1/HANG")
+    result = await deliver_channel(
+        services.db(), TroublePoster(), "slack:T1/HANG", NOW, send_timeout=0.05
+    )
+    assert result.state == "retrying" and result.reason == "no answer within 0 s"

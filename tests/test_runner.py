@@ -1,0 +1,108 @@
+"""`run`: parts start concurrently, an unreachable platform is retried in the background,
+and a stop is seen at once, even during start-up (issue 9, items 11 and 12)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from bot.runner import SchedulerComponent, SlackComponent, run
+from digests.topics import Catalog
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import APP_TOKEN, make_services
+from tests.waiting import eventually
+
+
+class NeverStarts:
+    """A platform whose start hangs (a websocket that never answers)."""
+
+    name = "stuck"
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    async def start(self) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [record.getMessage() for record in caplog.records]
+
+
+async def test_a_stop_during_start_up_is_seen_at_once(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    stuck = NeverStarts()
+    stop = asyncio.Event()
+    running = asyncio.create_task(run([stuck, SchedulerComponent(services, [stuck])], stop))
+    # the scheduler does not wait for the stuck platform
+    assert await eventually(lambda: any(m.startswith("scheduler:") for m in messages(caplog)))
+    stop.set()
+    await asyncio.wait_for(running, 10)
+    assert stuck.stopped
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_an_unreachable_socket_mode_is_retried_in_the_background(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack, SLACK_APP_TOKEN=APP_TOKEN)
+    for _ in range(3):  # the websocket URL Slack hands out cannot be reached, three times
+        fake_slack.queue("apps.connections.open", {"ok": True, "url": "ws://127.0.0.1:1/socket"})
+    slack = SlackComponent(services)
+    stop = asyncio.Event()
+    running = asyncio.create_task(
+        run([slack, SchedulerComponent(services, [slack])], stop, retry_seconds=0.05)
+    )
+    assert await eventually(
+        lambda: "slack: Socket Mode connected as @paperboy in team T0001" in messages(caplog)
+    )
+    failures = [m for m in messages(caplog) if "cannot open the Socket Mode connection" in m]
+    assert len(failures) == 3  # one line per failed attempt
+    assert failures[0].startswith("slack: cannot open the Socket Mode connection (ClientConnector")
+    assert "trying again in 0 s" in failures[0]
+    assert any(m.startswith("scheduler:") for m in messages(caplog))  # not held up
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback anywhere
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 3
+    stop.set()
+    await asyncio.wait_for(running, 10)
+
+
+async def test_sigterm_while_socket_mode_is_unreachable_stops_promptly(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack, SLACK_APP_TOKEN=APP_TOKEN)
+    for _ in range(1000):
+        fake_slack.queue("apps.connections.open", {"ok": True, "url": "ws://127.0.0.1:1/socket"})
+    slack = SlackComponent(services)
+    stop = asyncio.Event()
+    running = asyncio.create_task(run([slack, SchedulerComponent(services, [slack])], stop))
+    assert await eventually(
+        lambda: any("cannot open the Socket Mode connection" in m for m in messages(caplog))
+    )
+    stop.set()  # what SIGTERM does
+    await asyncio.wait_for(running, 10)
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
