@@ -146,6 +146,11 @@ def _zones_by_lower_name() -> dict[str, str]:
     }
 
 
+def timezone_names() -> list[str]:
+    """Every name `parse_timezone` accepts as it stores it (for autocomplete), sorted."""
+    return sorted({"UTC", *_zones_by_lower_name().values()})
+
+
 def parse_timezone(text: str) -> str:
     """An IANA timezone a person would mean, matched case-insensitively
     (`europe/berlin` works); UTC and GMT are "UTC". Raises ScheduleError with a

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zoneinfo
 from functools import cache
 from typing import Any
 
@@ -22,6 +21,7 @@ from digests.commands import handle
 from digests.commands.grammar import VERBS_BY_NAME, Verb
 from digests.commands.replies import Reply, error
 from digests.render import discord as discord_render
+from digests.schedule import timezone_names
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,8 @@ class PapersGroup(app_commands.Group):
         choices = []
         for row in rows:
             if row["custom_text"]:
-                name, value = f'"{row["custom_text"]}"', f"#{row['id']}"
+                # The text itself: `#N` means the N-th line of `list`, which can shift.
+                name, value = f'"{row["custom_text"]}"', row["custom_text"]
             else:
                 topic = self.services.catalog.get(row["topic_id"])
                 name = f"{topic.label} ({topic.id})" if topic else row["topic_id"]
@@ -262,9 +263,7 @@ class PapersGroup(app_commands.Group):
 
 @cache
 def _all_zones() -> tuple[str, ...]:
-    return tuple(
-        sorted(zone for zone in zoneinfo.available_timezones() if "/" in zone or zone == "UTC")
-    )
+    return tuple(timezone_names())  # the zones `schedule` accepts, no more
 
 
 def matching_zones(typed: str) -> list[str]:
