@@ -34,6 +34,7 @@ TAIL_CHUNK = 64 * 1024
 LOCK_WAIT_SECONDS = 30.0  # another process holding the file that long: a transient error
 LOCK_POLL_SECONDS = 0.05
 # The system calls that can fail mid-append (tests swap them for failing ones).
+_open = os.open
 _write = os.write
 _fsync = os.fsync
 
@@ -69,7 +70,7 @@ class LocalPoster:
         path = self.path_for(channel)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 await self._lock(fd)
                 append_locked(fd, path, line)
@@ -133,6 +134,26 @@ def _whole_lines_end(fd: int) -> int:
     return 0
 
 
+# Errors that will not clear by themselves: a person must fix permissions, a read-only
+# mount, a path that is not a folder, or an over-large file, then `resume` the channel.
+# Everything else (EMFILE/ENFILE: too many open files, ENOSPC/EDQUOT: a full disk,
+# ENOMEM, EIO, EAGAIN, ENOENT for a folder removed meanwhile, an unknown errno) is
+# transient: retried with backoff, and given up after PAPERBOY_MAX_ATTEMPTS, never a
+# pause, since pausing on a passing condition would stop the channel until someone acts.
+PERMANENT_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EFBIG,
+    }
+)
+
+
 def is_permanent(exc: OSError) -> bool:
     """Whether writing cannot work until someone acts (a pause, lifted by resume)."""
-    return exc.errno not in (errno.ENOSPC, errno.EIO, errno.EAGAIN)
+    return exc.errno in PERMANENT_ERRNOS

@@ -9,12 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 import bot.local as local
 from bot.delivery import deliver_channel, queue_digest
 from bot.local import LocalPoster
 from db import open_db
-from db.channels import add_subscription
+from db.channels import add_subscription, get_channel
 from digests.channels import parse_channel
 from digests.digest import build_digest, ensure_channel
 from digests.ingest import ingest_files
@@ -46,8 +47,8 @@ def half_then_enospc(fd: int, data: bytes) -> int:
 
 
 async def test_a_full_disk_mid_write_leaves_no_partial_line(
-    db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     poster = LocalPoster(tmp_path / "out", lambda: NOW)
     path = tmp_path / "out" / "lab.jsonl"
     monkeypatch.setattr(local, "_write", half_then_enospc)
@@ -91,3 +92,29 @@ async def test_a_line_torn_by_a_crash_is_cut_before_the_next_append(tmp_path: Pa
         file.write(b'{"id": "abc", "text": "tor')
     await poster.send(parse_channel(CHANNEL), {"text": "after"}, None)
     assert [line["text"] for line in lines(path)] == ["whole", "after"]
+
+
+@pytest.mark.parametrize(
+    ("code", "paused"),
+    [
+        (errno.EMFILE, False),  # too many open files: passes when connections close
+        (errno.ENFILE, False),
+        (errno.ENOSPC, False),
+        (errno.EDQUOT, False),
+        (errno.ENOMEM, False),
+        (errno.EIO, False),
+        (errno.EACCES, True),  # permissions: someone must act
+        (errno.EROFS, True),
+        (errno.ENOTDIR, True),
+    ],
+)
+async def test_only_errors_that_need_a_person_pause_the_channel(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, paused: bool
+) -> None:
+    def failing_open(*args: object, **kwargs: object) -> int:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(local, "_open", failing_open)
+    result = await deliver_channel(db, LocalPoster(tmp_path / "out", lambda: NOW), CHANNEL, NOW)
+    assert result.state == ("paused" if paused else "retrying")
+    assert bool(get_channel(db, CHANNEL)["paused"]) is paused
