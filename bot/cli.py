@@ -66,6 +66,8 @@ class PaperboyGroup(click.Group):
             raise UserError(str(exc)) from None
         except sqlite3.Error as exc:
             log.debug("database error", exc_info=True)
+            if "readonly" in str(exc):
+                raise UserError(READ_ONLY.format(path="the database")) from None
             raise UserError(f"database problem: {exc}") from None
         except Exception as exc:  # the last line of defence: no stack trace for users
             log.debug("unexpected failure", exc_info=True)
@@ -89,6 +91,7 @@ def json_text(document: Any) -> str:
 
 
 DB_HELP = "SQLite database file [default: $PAPERBOY_DB, else db/paperboy.db]."
+READ_ONLY = "{path} is read-only for you, and this command needs to change it"
 
 
 def db_option(func: F) -> F:
@@ -126,6 +129,8 @@ def open_database(db_path: Path | None, *, create: bool = False) -> Database:
     except DatabaseUnreadable as exc:
         raise UserError(str(exc)) from None
     except sqlite3.Error as exc:
+        if "readonly" in str(exc):
+            raise UserError(READ_ONLY.format(path=path)) from None
         raise UserError(f"cannot open database {path}: {exc}") from None
 
 

@@ -358,6 +358,12 @@ def test_find_and_status_work_on_a_read_only_database(
         assert code == 0 and "Topics: none yet" in output, output
         code, output = paperboy("show", "alphadpo", "--db", str(db))
         assert code == 1 and "no paper" in output, output  # an answer, not a database error
+        code, output = paperboy("chat", "--channel", "local:lab", "subscribe rlhf", "--db", str(db))
+        assert code == 2 and "is read-only for you, and this command needs to change it" in output
+        code, output = paperboy("chat", "--channel", "local:lab", "digest", "--db", str(db))
+        assert code == 0 and "This week's digest (a preview" in output  # a preview: no write
+        code, output = paperboy("digest", "--channel", "local:lab", "--db", str(db))  # records
+        assert code == 2 and "read-only for you" in output and "Traceback" not in output
         assert sorted(path.name for path in folder.iterdir()) == left  # nothing created
     finally:
         if writer is not None:

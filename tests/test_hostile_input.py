@@ -227,3 +227,21 @@ def test_renderers_strip_invisible_and_control_characters(ctx: Context) -> None:
     for text in rendered:
         assert "RoboNet" in text or "Top 1" in text
         _visible(text)
+
+
+def test_strip_unsafe_leaves_nothing_unsafe_and_is_idempotent() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from digests.safe_text import has_unsafe, json_safe, strip_unsafe
+
+    alphabet = st.sampled_from(list("ab \n\t[];0?P\\\x07\x1b\x9b\x9c\x9d\u202e\u2066\u200b\u2028é"))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=alphabet, max_size=200))
+    def check(text: str) -> None:
+        cleaned = strip_unsafe(text)
+        assert not has_unsafe(cleaned) and strip_unsafe(cleaned) == cleaned
+        assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
+
+    check()
