@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -138,3 +140,17 @@ async def test_permanent_errors_pause_the_channel(
     ]
     ctx = bot.services.context(CHANNEL, "@alice")
     assert any(reason in line for line in handle("status", ctx).lines)
+
+
+async def test_an_hour_long_429_leaves_the_message_queued_and_returns(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """discord.py slept through a retry_after of 3600 s: `digest --send` hung for an hour."""
+    await subscribe(bot, fake_discord, "robotics")
+    fake_discord.queue_rate_limit("/messages", retry_after=3600)
+    _, result = await asyncio.wait_for(deliver(bot), 20)
+    assert result.state == "retrying" and result.reason == "rate limited"
+    assert len(fake_discord.made("POST", "/messages")) == 1
+    [row] = open_db(bot.services.db_path).query("select * from outbox")
+    assert row["state"] == "pending" and row["attempts"] == 1
+    assert datetime.fromisoformat(row["next_attempt_at"]) == NOW + timedelta(seconds=3600)

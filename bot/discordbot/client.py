@@ -18,6 +18,7 @@ from digests.timestamps import stamp
 log = logging.getLogger(__name__)
 
 SYNC_STATE_KEY = "discord.commands.sha256"
+MAX_RATE_LIMIT_WAIT_SECONDS = 30.0  # discord.py's smallest allowed value
 
 
 def use_api_base(url: str) -> None:
@@ -38,6 +39,9 @@ class PaperboyClient(discord.Client):
             intents=discord.Intents(guilds=True),
             application_id=application_id,
             allowed_mentions=discord.AllowedMentions.none(),
+            # A longer rate limit raises discord.RateLimited instead of sleeping through it
+            # (an hour's retry_after blocked `digest --send` for an hour): the outbox waits.
+            max_ratelimit_timeout=MAX_RATE_LIMIT_WAIT_SECONDS,
         )
         self.services = services
         self.guild_id = guild_id

@@ -1,6 +1,7 @@
 """Posting digest messages to Discord channels through discord.py.
 
-discord.py handles rate limits itself (it waits out a 429 and retries). Errors that
+discord.py waits out a 429 and retries, for waits up to 30 s; a longer one comes back
+as a transient error with its retry_after, so the message stays queued. Errors that
 retrying cannot fix pause the channel: Unknown Channel, Missing Access, Missing
 Permissions. Every message goes out with mentions disabled.
 """
@@ -46,6 +47,8 @@ class DiscordPoster:
                 embeds=[discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
                 allowed_mentions=discord.AllowedMentions.none(),
             )
+        except discord.RateLimited as exc:  # longer than the client will wait: try later
+            raise TransientError("rate limited", retry_after=exc.retry_after) from None
         except (discord.NotFound, discord.Forbidden) as exc:
             reason = PERMANENT_CODES.get(exc.code, f"{exc.status} {exc.text or 'refused'}")
             raise PermanentError(reason) from None
