@@ -38,32 +38,47 @@ def _with_items(db: Database, digest: Row) -> Row:
 def insert_digest(
     db: Database, channel: str, week: str, built_at: str, topics: list[str], items: list[Row]
 ) -> Row:
-    """Record a digest and its items in one transaction; returns it as `get_digest` would."""
+    """Record a digest and its items in one transaction; returns it as `get_digest` would.
+
+    If the channel's digest for that week was recorded meanwhile (another process, such as
+    a second `paperboy run` on the same database, won the race), that one stands and is
+    returned: losing the race is normal, not an error."""
     with write_transaction(db):
-        db.table("digests").insert(
-            {
-                "channel": channel,
-                "week": week,
-                "built_at": built_at,
-                "topics": json.dumps(topics),
-                "empty": 0 if items else 1,
-            }
-        )
-        digest_id = db.execute("select last_insert_rowid()").fetchone()[0]
-        db.table("digest_items").insert_all(
-            {
-                "digest_id": digest_id,
-                "channel": channel,
-                "paper_id": item["paper_id"],
-                "rank": rank,
-                "topics": json.dumps(item["topics"]),
-                "score": item["score"],
-            }
-            for rank, item in enumerate(items, start=1)
-        )
+        if get_digest(db, channel, week) is not None:
+            log.info(
+                "digest %s %s: built meanwhile by another process; using that one", channel, week
+            )
+        else:
+            _insert(db, channel, week, built_at, topics, items)
     found = get_digest(db, channel, week)
     assert found is not None
     return found
+
+
+def _insert(
+    db: Database, channel: str, week: str, built_at: str, topics: list[str], items: list[Row]
+) -> None:
+    db.table("digests").insert(
+        {
+            "channel": channel,
+            "week": week,
+            "built_at": built_at,
+            "topics": json.dumps(topics),
+            "empty": 0 if items else 1,
+        }
+    )
+    digest_id = db.execute("select last_insert_rowid()").fetchone()[0]
+    db.table("digest_items").insert_all(
+        {
+            "digest_id": digest_id,
+            "channel": channel,
+            "paper_id": item["paper_id"],
+            "rank": rank,
+            "topics": json.dumps(item["topics"]),
+            "score": item["score"],
+        }
+        for rank, item in enumerate(items, start=1)
+    )
 
 
 def last_digest(db: Database, channel: str) -> Row | None:

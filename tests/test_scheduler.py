@@ -812,3 +812,58 @@ async def test_a_send_with_no_answer_times_out_as_transient(services: Services) 
         services.db(), TroublePoster(), "slack:T1/HANG", NOW, send_timeout=0.05
     )
     assert result.state == "retrying" and result.reason == "no answer within 0 s"
+
+
+# --- two processes on one database (issue 9, item 15) -----------------------------------------
+
+
+def test_a_digest_built_meanwhile_elsewhere_is_used_not_an_error(
+    services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other process records the week's digest between our check and our insert."""
+    import digests.digest as digest_module
+    from digests.digest import build_digest
+
+    caplog.set_level("INFO")
+    command(services, "local:lab", "subscribe robotics")
+    other = open_db(services.db_path)  # the other process's connection
+    real = digest_module.outbox.claimed_paper_ids
+    raced = []
+
+    def other_wins(db: Any, channel: str) -> set[str]:
+        if not raced:
+            raced.append(channel)
+            build_digest(other, channel, NOW, catalog=services.catalog, settings=services.settings)
+        return real(db, channel)
+
+    monkeypatch.setattr(digest_module.outbox, "claimed_paper_ids", other_wins)
+    mine = build_digest(
+        services.db(), "local:lab", NOW, catalog=services.catalog, settings=services.settings
+    )
+    assert raced == ["local:lab"]
+    rows = list(services.db().query("select id from digests where channel = 'local:lab'"))
+    assert [row["id"] for row in rows] == [mine.digest_id]
+    assert "built meanwhile by another process; using that one" in caplog.text
+    assert [r for r in caplog.records if r.levelno >= 30] == []
+
+
+async def test_two_schedulers_on_one_database_catch_up_quietly(
+    services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    channels = [f"local:team{i}" for i in range(8)]
+    for channel in channels:
+        monday_nine(services, channel)
+    clock.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    schedulers = [
+        DigestScheduler(
+            Services(services.db_path, services.settings, services.catalog, clock=clock),
+            {"local": LocalPoster(services.settings.local_dir, clock)},
+        )
+        for _ in range(2)
+    ]
+    first, second = await asyncio.gather(*(s.catch_up() for s in schedulers))
+    assert sorted(set(first) | set(second)) == channels  # neither stopped early
+    for channel in channels:
+        assert len(local_lines(services, channel.split(":")[1])) == 1  # and nothing twice
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 30] == []
