@@ -205,6 +205,15 @@ async def deliver_channel(
             )
         await _record_sent(db, message["id"], platform_id, at)
         sent += 1
+        week, parts = outbox.digest_parts(db, message["digest_id"])
+        log.info(
+            "delivered to %s: digest %s (%s), part %d of %d",
+            channel,
+            message["digest_id"],
+            week,
+            message["part"],
+            parts,
+        )
     return ChannelResult(channel, sent)
 
 

@@ -125,6 +125,16 @@ def claimed_paper_ids(db: Database, channel: str) -> set[str]:
     return {str(row["paper_id"]) for row in rows}
 
 
+def digest_parts(db: Database, digest_id: int) -> tuple[str | None, int]:
+    """The digest's week and how many parts (messages) it has, for log lines."""
+    row = db.execute(
+        "select (select week from digests where id = ?), "
+        "(select count(*) from outbox where digest_id = ?)",
+        [digest_id, digest_id],
+    ).fetchone()
+    return (str(row[0]) if row[0] is not None else None), int(row[1])
+
+
 def thread_root(db: Database, row: Row) -> str | None:
     """The platform id of part 1 of the same digest, if it has been sent."""
     rows = list(

@@ -867,3 +867,16 @@ async def test_two_schedulers_on_one_database_catch_up_quietly(
     for channel in channels:
         assert len(local_lines(services, channel.split(":")[1])) == 1  # and nothing twice
     assert [r.getMessage() for r in caplog.records if r.levelno >= 30] == []
+
+
+async def test_each_delivered_message_is_logged(
+    services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="bot.delivery")
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    await deliver_channel(services.db(), RecordingPoster(), "slack:T1/C1", NOW)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("delivered")]
+    assert lines == [
+        f"delivered to slack:T1/C1: digest {digest_id} (2026-W49), part {part} of 4"
+        for part in range(1, 5)
+    ]
