@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 
 START_RETRY_SECONDS = 5.0  # the first wait before trying an unreachable platform again
 START_RETRY_MAX_SECONDS = 300.0
-PART_STOP_SECONDS = 3.0  # each part's stop beyond the scheduler's own grace
+# Stopping every part, the scheduler's grace for sends under way included: the process
+# exits within 10 s of SIGTERM.
+STOP_SECONDS = STOP_GRACE_SECONDS + 3.0
 SOCKET_CONNECT_SECONDS = 30.0  # for the first Socket Mode connection of an attempt
 # slack_sdk's Socket Mode client logs here (see _OneLineFailures).
 SOCKET_LOG = logging.getLogger("bot.slack.socket_mode")
@@ -348,19 +350,14 @@ async def run(
         for task in starting:
             task.cancel()
         await asyncio.gather(*starting, return_exceptions=True)
+        deadline = loop.time() + STOP_SECONDS  # for all the parts together
         for part in reversed(parts):
             try:
-                await asyncio.wait_for(part.stop(), _stop_budget(part))
+                await asyncio.wait_for(part.stop(), max(deadline - loop.time(), 0.1))
             except Exception as exc:  # a part that fails to stop must not keep the others up
                 log.warning("%s did not stop cleanly: %s", part.name, _describe(exc))
     if fatal:
         raise fatal[0]
-
-
-def _stop_budget(part: Component) -> float:
-    if isinstance(part, SchedulerComponent):
-        return STOP_GRACE_SECONDS + PART_STOP_SECONDS
-    return PART_STOP_SECONDS
 
 
 async def _keep_starting(
