@@ -134,6 +134,43 @@ def test_concurrent_inbox_runs_ingest_a_file_once_and_never_fail(
     assert (again.loaded, again.failed) == ([], [])
 
 
+def test_six_channels_and_writers_at_once_none_locked_out(db_path: Path, inbox: Path) -> None:
+    """The issue's scenario, unpaused: six inbox runs and busy writers, all succeed."""
+    results: list[object] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def channel() -> None:
+        try:
+            result = ingest_inbox(connect(db_path), inbox, NOW)
+            write_something(connect(db_path), "digest")
+            with lock:
+                results.append(result)
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+
+    def writer() -> None:
+        db = connect(db_path)
+        try:
+            for n in range(20):
+                write_something(db, str(n))
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=channel) for _ in range(6)]
+    threads += [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    assert all(not result.failed for result in results)  # type: ignore[attr-defined]
+    assert sum(len(result.loaded) for result in results) == 1  # type: ignore[attr-defined]
+    assert count_papers(connect(db_path)) == 2
+
+
 def test_a_dead_claim_is_taken_over(db_path: Path, inbox: Path) -> None:
     db = connect(db_path)
     stat = (inbox / "crafted.tsv").stat()

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
-_MD_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)")
+# Linear: link text stops at any bracket, a URL at "[", so no scan runs to the end of
+# the text once per opener (the same pattern as `digests.enrich.text`).
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\((https?://[^)\s\[]+)\)")
 _BARE_URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
+MAX_LINKS = 50  # a real abstract has a handful; this bounds the work on a hostile one
 _CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "huggingface.co", "codeberg.org")
 
 
@@ -37,7 +40,8 @@ def _clean(url: str) -> str:
 
 
 def extract_links(abstract: str) -> list[Link]:
-    """All links in `abstract`, Markdown ones first, in order, without duplicates."""
+    """The links in `abstract` (at most MAX_LINKS), Markdown ones first, in order,
+    without duplicates."""
     links: list[Link] = []
     seen: set[str] = set()
 
@@ -49,8 +53,12 @@ def extract_links(abstract: str) -> list[Link]:
 
     for match in _MD_LINK.finditer(abstract):
         add(match.group(2), match.group(1))
+        if len(links) >= MAX_LINKS:
+            return links
     for match in _BARE_URL.finditer(_MD_LINK.sub(" ", abstract)):
         add(match.group(0))
+        if len(links) >= MAX_LINKS:
+            break
     return links
 
 

@@ -42,11 +42,22 @@ KEEP_ARGUMENT = {
     "overline", "widetilde", "widehat", "textrm", "textsc", "mathscr", "mathfrak",
 }  # fmt: skip
 
-_MD_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)")
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
-_EMPHASIS = re.compile(r"(?<![\w*_])(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?![\w*_])")
+# Every pattern here runs in linear time: a span's body may not contain its own opening
+# delimiter, so a scan from one opener stops at the next one instead of running to the
+# end of the text for each of them (issue 9: "*a " x 20,000 took 24 s).
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\((https?://[^)\s\[]+)\)")
+_MATH_SPAN = re.compile(
+    r"\$\$([^$]+)\$\$|\$([^$]+)\$"
+    r"|\\\(([^\\]*(?:\\(?![()])[^\\]*)*)\\\)|\\\[([^\\]*(?:\\(?![\[\]])[^\\]*)*)\\\]"
+)
+_EMPHASIS = re.compile(
+    r"(?<![\w*_])(?:(\*{1,3})(?=[^\s*])([^*\n]+?)(?<=[^\s*])\1(?![\w*])"
+    r"|(_{1,3})(?=[^\s_])([^_\n]+?)(?<=[^\s_])\3(?![\w_]))"
+)
 _CODE = re.compile(r"`([^`\n]+)`")
 _SPACES = re.compile(r"[ \t\u00a0]+")
+_ANY_SPACE = re.compile(r"\s+")
+_COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.S)
 
 
 def _braced(text: str, start: int) -> tuple[str, int]:
@@ -57,9 +68,10 @@ def _braced(text: str, start: int) -> tuple[str, int]:
         return "", start
     if text[start] != "{":
         if text[start] == "\\":
-            match = re.match(r"\\([A-Za-z]+|.)", text[start:])
-            assert match is not None
-            return match.group(0), start + match.end()
+            match = _COMMAND.match(text, start)
+            if match is None:  # a trailing backslash
+                return "", start + 1
+            return match.group(0), match.end()
         return text[start], start + 1
     depth = 0
     for index in range(start, len(text)):
@@ -84,12 +96,12 @@ def latex_to_text(source: str, depth: int = 0) -> str:
     while index < len(source):
         char = source[index]
         if char == "\\":
-            match = re.match(r"\\([A-Za-z]+|.)", source[index:])
+            match = _COMMAND.match(source, index)  # from `index`: slicing would be quadratic
             if match is None:  # a trailing backslash
                 index += 1
                 continue
             name = match.group(1)
-            index += match.end()
+            index = match.end()
             if name in ACCENTS or name in KEEP_ARGUMENT or name == "sqrt" or name == "frac":
                 argument, index = _braced(source, index)
                 inner = latex_to_text(argument, depth + 1)
@@ -123,9 +135,36 @@ def latex_to_text(source: str, depth: int = 0) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _math(match: re.Match[str]) -> str:
-    body = next(group for group in match.groups() if group is not None)
-    return latex_to_text(body)
+MATH_BUDGET = 20_000  # characters of maths rendered per text; real abstracts have < 2,000
+MAX_MATH_SPANS = 1_000  # real abstracts have < 50
+
+
+def _render_maths(text: str) -> str:
+    """Render maths spans as Unicode until MATH_BUDGET characters or MAX_MATH_SPANS spans
+    are used up; after that only drop the delimiters (a C-speed literal substitution).
+    Rendering is a Python loop per character and per span, and no abstract needs more,
+    so a hostile text stays fast."""
+    out: list[str] = []
+    position, budget = 0, MATH_BUDGET
+    for count, match in enumerate(_MATH_SPAN.finditer(text)):
+        body = next(group for group in match.groups() if group is not None)
+        budget -= len(body)
+        out.append(text[position : match.start()])
+        if budget < 0 or count >= MAX_MATH_SPANS:
+            out.append(_MATH_DELIMITERS.sub("", text[match.start() :]))
+            return "".join(out)
+        out.append(latex_to_text(body))
+        position = match.end()
+    out.append(text[position:])
+    return "".join(out)
+
+
+# Markup is read in the first FINE_LIMIT characters; past that (no real abstract is that
+# long) markup characters are only deleted. The fine pass costs a Python call per link,
+# span or emphasis, which on a megabyte of "*a*" adds up; the coarse pass is C-speed.
+FINE_LIMIT = 100_000
+_COARSE = str.maketrans("", "", "*`$\\{}")
+_MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
 
 
 @functools.lru_cache(maxsize=1024)  # one abstract is cleaned for its id, title and index
@@ -133,20 +172,29 @@ def plain_text(markup: str) -> str:
     """Markdown and LaTeX in, readable single-spaced plain text out.
 
     Links keep their text (or their URL when the text is the URL itself); emphasis
-    markers, code ticks and grouping braces go; maths becomes Unicode.
+    markers, code ticks and grouping braces go; maths becomes Unicode. Linear in the
+    length of `markup` (see FINE_LIMIT, MATH_BUDGET).
     """
+    if len(markup) <= FINE_LIMIT:
+        return _fine(markup)
+    cut = markup.rfind(" ", FINE_LIMIT // 2, FINE_LIMIT)
+    cut = cut if cut > 0 else FINE_LIMIT
+    tail = _ANY_SPACE.sub(" ", markup[cut:].translate(_COARSE)).strip()
+    return f"{_fine(markup[:cut])} {tail}".strip()
+
+
+def _fine(markup: str) -> str:
     text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), markup)
-    text = _MATH_SPAN.sub(_math, text)
+    text = _render_maths(text)
     # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
     text = re.sub(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text)
     text = re.sub(r"\\([%&#_$])", r"\1", text)
     text = _CODE.sub(r"\1", text)
-    for _ in range(2):  # nested emphasis such as ***bold italic***
-        text = _EMPHASIS.sub(r"\2", text)
+    for _ in range(2):  # nested emphasis such as **bold *italic* bold**
+        text = _EMPHASIS.sub(r"\2\4", text)  # the unmatched group gives ""
     text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _SPACES.sub(" ", text.replace("\n", " "))
-    return text.strip()
+    # All whitespace (line ends, em spaces, form feeds) becomes one space.
+    return _ANY_SPACE.sub(" ", text).strip()
 
 
 def name_key(text: str) -> str:
@@ -168,16 +216,25 @@ _ABBREVIATIONS = re.compile(
 )
 
 
+_ABBREVIATION_TAIL = 12  # longer than the longest abbreviation ("approx.") plus one
+
+
 def sentences(text: str) -> list[str]:
-    """Split plain text into sentences, keeping "e.g." and "et al." inside theirs."""
+    """Split plain text into sentences, keeping "e.g." and "et al." inside theirs.
+
+    Linear: only the end of each piece is tested for an abbreviation, and merged pieces
+    are joined once (issue 9: a 72 KB run of "e.g." took 20 s).
+    """
     pieces = re.split(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])", text)
-    merged: list[str] = []
+    merged: list[list[str]] = []
     for piece in pieces:
-        if merged and _ABBREVIATIONS.search(merged[-1]):
-            merged[-1] = f"{merged[-1]} {piece}"
+        # The tail keeps a character before any abbreviation, so `\b` means the same.
+        if merged and _ABBREVIATIONS.search(merged[-1][-1][-_ABBREVIATION_TAIL:]):
+            merged[-1].append(piece)
         else:
-            merged.append(piece)
-    return [sentence.strip() for sentence in merged if sentence.strip()]
+            merged.append([piece])
+    joined = (" ".join(parts).strip() for parts in merged)
+    return [sentence for sentence in joined if sentence]
 
 
 def shorten(text: str, limit: int, ellipsis: str = "…") -> str:

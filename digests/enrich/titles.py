@@ -11,6 +11,7 @@ The rules, in order:
 - With no method named, the title is a headline cut from the key sentence, the one
   that states the contribution ("We propose ...", "We show that ...").
 - The TL;DR is that key sentence, trimmed to about 200 characters at a word boundary.
+- Only the first DERIVE_MAX_CHARS characters are read, so derivation is bounded.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 TITLE_LIMIT = 120
 DESCRIPTOR_LIMIT = 100
 TLDR_LIMIT = 200
+# Titles and TL;DRs come from the start of an abstract: the contribution is stated in
+# its first sentences. Reading only this much keeps derivation bounded on any input.
+DERIVE_MAX_CHARS = 8_000
 
 # Field-wide acronyms that abstracts define in passing: never a paper's method name.
 GENERIC_ACRONYMS = frozenset(
@@ -316,6 +320,9 @@ def tldr_from(sentence: str) -> str:
 def derive(abstract: str) -> Derived:
     """Derive the method name, display title and TL;DR of an abstract (Markdown/LaTeX ok)."""
     text = plain_text(abstract)
+    if len(text) > DERIVE_MAX_CHARS:
+        cut = text.rfind(" ", DERIVE_MAX_CHARS // 2, DERIVE_MAX_CHARS)
+        text = text[: cut if cut > 0 else DERIVE_MAX_CHARS]
     sents = sentences(text)
     method = _method(text, sents)
     if method is not None:
