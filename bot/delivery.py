@@ -13,6 +13,7 @@ and the record resends that one message on restart; nothing else is lost or repe
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import random
@@ -53,6 +54,18 @@ class TransientError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+# The outbox message being sent, as a key that is the same on every attempt: a platform
+# that deduplicates on a client key (Discord's `nonce` with `enforce_nonce`) uses it.
+MESSAGE_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "paperboy_message_key", default=None
+)
+
+
+def message_key(message: dict[str, Any]) -> str:
+    """At most 25 characters (Discord's nonce limit), stable across attempts."""
+    return f"pb{message['digest_id']}.{message['part']}.{message['id']}"[:25]
 
 
 class Poster(Protocol):
@@ -172,6 +185,7 @@ async def deliver_channel(
         if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
             return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
         thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
+        key = MESSAGE_KEY.set(message_key(message))
         try:
             try:
                 platform_id = await asyncio.wait_for(
@@ -203,6 +217,8 @@ async def deliver_channel(
                 max_attempts,
                 clock or (lambda: now),
             )
+        finally:
+            MESSAGE_KEY.reset(key)
         await _record_sent(db, message["id"], platform_id, at)
         sent += 1
         week, parts = outbox.digest_parts(db, message["digest_id"])

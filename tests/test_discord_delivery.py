@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from bot.delivery import deliver_channel
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.poster import DiscordPoster
 from bot.send import send_digest
@@ -154,3 +155,24 @@ async def test_an_hour_long_429_leaves_the_message_queued_and_returns(
     [row] = open_db(bot.services.db_path).query("select * from outbox")
     assert row["state"] == "pending" and row["attempts"] == 1
     assert datetime.fromisoformat(row["next_attempt_at"]) == NOW + timedelta(seconds=3600)
+
+
+async def test_a_lost_answer_is_not_posted_twice_on_the_next_attempt(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """Every attempt at one outbox message carries the same nonce (enforce_nonce), so
+    Discord answers the retry with the message the lost attempt created."""
+    await subscribe(bot, fake_discord, "robotics")
+    fake_discord.drop("/messages")  # created, but the answer is lost
+    _, first = await deliver(bot)
+    assert first.state == "retrying" and "connection problem" in (first.reason or "")
+    db = open_db(bot.services.db_path)
+    [row] = db.query("select * from outbox")
+    later = datetime.fromisoformat(row["next_attempt_at"])
+    second = await deliver_channel(db, DiscordPoster(bot), CHANNEL, later)
+    assert second.state == "done"
+    posts = fake_discord.made("POST", f"/channels/{CHANNEL_ID}/messages")
+    assert len(posts) == 2 and posts[0].body["nonce"] == posts[1].body["nonce"]
+    assert len(fake_discord.created) == 1  # one message in the channel
+    [sent] = db.query("select * from outbox")
+    assert sent["platform_id"] == fake_discord.created[0]["id"]

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from bot.delivery import PermanentError, TransientError
+from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
 from digests.channels import ChannelRef
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,10 @@ class DiscordPoster:
         )
         try:
             message = await target.send(
+                # The same nonce on every attempt at one outbox message: with enforce_nonce
+                # (which discord.py sets), Discord answers a repeat within a few minutes
+                # with the message it already created, instead of posting it again.
+                nonce=MESSAGE_KEY.get(),
                 content=payload.get("content") or None,
                 embeds=[discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
                 allowed_mentions=discord.AllowedMentions.none(),

@@ -2,6 +2,10 @@
 
 Two details of discord.py shape it: JSON is parsed only when Content-Type is exactly
 `application/json`, and a 429 without a `Via` header is taken for a Cloudflare ban.
+Like Discord, a channel message with `enforce_nonce` and a nonce already used in that
+channel returns the existing message instead of creating another (`created` lists the
+messages really created). `drop(route)` makes the next matching request create its
+message, then lose the answer (the connection closes).
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ class FakeDiscord:
     _runner: web.AppRunner | None = None
     port: int = 0
     token_ok: bool = True
+    created: list[dict[str, Any]] = field(default_factory=list)
+    _by_nonce: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _dropping: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, route: str, times: int = 1) -> None:
+        """The next `times` requests ending with `route` are handled, then their answer is
+        lost: the connection closes."""
+        self._dropping[route] = times
 
     @property
     def base(self) -> str:
@@ -125,7 +137,13 @@ class FakeDiscord:
             if queued and path.endswith(route):
                 status, answer, headers = queued.popleft()
                 return json_response(answer, status, headers)
-        return self._default(request.method, path, body)
+        response = self._default(request.method, path, body)
+        for route, left in list(self._dropping.items()):
+            if left and path.endswith(route):
+                self._dropping[route] = left - 1
+                assert request.transport is not None
+                request.transport.close()  # done, but the answer never arrives
+        return response
 
     def _message(self, channel_id: str, body: dict[str, Any] | None) -> dict[str, Any]:
         body = body or {}
@@ -190,5 +208,15 @@ class FakeDiscord:
         if path.startswith("/webhooks/") and method == "PATCH":
             return json_response(self._message("0", body))
         if path.startswith("/channels/") and path.endswith("/messages") and method == "POST":
-            return json_response(self._message(path.split("/")[2], body))
+            channel_id = path.split("/")[2]
+            nonce = (body or {}).get("nonce")
+            if nonce and (body or {}).get("enforce_nonce"):
+                known = self._by_nonce.get((channel_id, str(nonce)))
+                if known is not None:
+                    return json_response(known)
+            message = self._message(channel_id, body)
+            self.created.append(message)
+            if nonce:
+                self._by_nonce[(channel_id, str(nonce))] = message
+            return json_response(message)
         return json_response({"message": "404: Not Found", "code": 0}, status=404)
