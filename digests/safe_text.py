@@ -1,18 +1,27 @@
 """Characters that must never reach a terminal or a chat message: terminal escape
-sequences, control characters, bidi overrides and zero-width characters.
+sequences, control characters, bidi overrides and invisible characters.
 
 Paper text and command text come from anyone. On a terminal, `ESC ] 0 ; … BEL` sets
 the window title and `ESC [ 2 J` clears the screen; in a chat, U+202E turns
-"Offline RL" around and zero-width characters make two names look the same.
+"Offline RL" around and invisible characters make two names look the same.
 `strip_unsafe()` removes all of them (whole escape sequences, not just the ESC) and
 keeps newlines and tabs; `has_unsafe()` says whether there was anything to remove.
 
 Removed: C0 controls except `\\n` and `\\t` (so `\\r` too), DEL, C1 controls (U+0080 to
 U+009F), bidi embeddings, overrides, isolates and marks (U+202A to U+202E, U+2066 to
-U+2069, U+200E, U+200F, U+061C), zero-width characters (U+200B to U+200D, U+2060 to
-U+2064, U+FEFF), and U+2028/U+2029 (line and paragraph separators, which some
-terminals and clients treat as line breaks; they become a space). Zero-width joiners
-go too: an emoji sequence then shows as its separate emoji, a small price.
+U+2069, U+200E, U+200F, U+061C), invisible characters (U+200B, U+2060 to U+2064, the
+deprecated format characters U+206A to U+206F, U+FEFF, U+180E, the interlinear
+annotation characters U+FFF9 to U+FFFB, and the tag characters U+E0000 to U+E007F),
+and U+2028/U+2029 (line and paragraph separators, which some terminals and clients
+treat as line breaks; they become a space).
+
+Kept, because people's text needs them:
+- a zero-width joiner or non-joiner (U+200D, U+200C) between two visible non-ASCII
+  characters: emoji sequences (👩‍💻), Persian (می‌خواهم), Indic scripts (क्‍ष). Anywhere
+  else (next to ASCII, a space, the start or end) it only hides something, and goes.
+- tag characters that spell a subdivision flag after U+1F3F4 (🏴 England, Scotland,
+  Wales), up to the cancel tag U+E007F.
+
 Every pattern is linear in the input.
 """
 
@@ -34,33 +43,61 @@ _ESCAPE_SEQUENCES = re.compile(
     # any other escape: ESC, intermediates, one final character
     r"|\x1b[ -/]*+[0-~]"
 )
-_UNSAFE_CHARS = (
+_ALWAYS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (but \t, \n), DEL, C1
-    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"  # bidi, zero-width
+    "\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi, zero-width space
+    "\u180e\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"  # invisible format characters
 )
-_UNSAFE = re.compile(f"[{_UNSAFE_CHARS}]")
-_SEPARATORS = re.compile("[\u2028\u2029]")
-_ANY = re.compile(f"[{_UNSAFE_CHARS}\u2028\u2029]")
+_JOINERS = "\u200c\u200d"
+_TAGS = "\U000e0000-\U000e007f"
+_SEPARATOR_CHARS = "\u2028\u2029"
+# A character a joiner may sit next to: visible and not ASCII.
+_VISIBLE_NON_ASCII = rf"[^\x00-\x7f\s{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}]"
+_UNSAFE = re.compile(f"[{_ALWAYS}]")
+_TAG_RUNS = re.compile(rf"(?P<flag>\U0001f3f4[\U000e0020-\U000e007e]{{1,32}}\U000e007f)|[{_TAGS}]+")
+_LONE_JOINERS = re.compile(
+    rf"(?<!{_VISIBLE_NON_ASCII})[{_JOINERS}]|[{_JOINERS}](?!{_VISIBLE_NON_ASCII})"
+)
+_SEPARATORS = re.compile(f"[{_SEPARATOR_CHARS}]")
+# Every character `strip_unsafe` may remove or replace (a fast first scan).
+_ANY = re.compile(f"[{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}]")
+_TAG = re.compile(f"[{_TAGS}]")
+_JOINER = re.compile(f"[{_JOINERS}]")
 
 
 def has_unsafe(text: str) -> bool:
     """Whether `text` holds any character `strip_unsafe` would remove or replace."""
-    return _ANY.search(text) is not None
+    return _ANY.search(text) is not None and strip_unsafe(text) != text
 
 
 def strip_unsafe(text: str) -> str:
-    """`text` without escape sequences, control, bidi or zero-width characters."""
-    if not has_unsafe(text):
+    """`text` without escape sequences, control, bidi or invisible characters."""
+    if _ANY.search(text) is None:
         return text  # the common case: one scan, no copy
     text = _ESCAPE_SEQUENCES.sub("", text)
     text = _SEPARATORS.sub(" ", text)
-    return _UNSAFE.sub("", text)
+    text = _UNSAFE.sub("", text)
+    # Tags, then joiners: each pass sees the neighbours that the result will have.
+    if _TAG.search(text):
+        text = _TAG_RUNS.sub(lambda match: match.group("flag") or "", text)
+    if _JOINER.search(text):
+        text = _LONE_JOINERS.sub("", text)
+    return text
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # JSON spells a character outside the BMP as a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def json_safe(document: str) -> str:
-    """JSON text with every unsafe character written as a `\\uXXXX` escape.
+    """JSON text with every character `strip_unsafe` might remove written as a `\\uXXXX`
+    escape (joiners and flag tags too: JSON is data, and this keeps it simple).
 
     Lossless (the decoded data is unchanged) and inert on a terminal. In JSON made by
     `json.dumps`, such characters can only occur inside strings, where an escape is valid.
     """
-    return _ANY.sub(lambda match: f"\\u{ord(match.group()):04x}", document)
+    return _ANY.sub(_json_escape, document)

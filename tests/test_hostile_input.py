@@ -235,13 +235,76 @@ def test_strip_unsafe_leaves_nothing_unsafe_and_is_idempotent() -> None:
 
     from digests.safe_text import has_unsafe, json_safe, strip_unsafe
 
-    alphabet = st.sampled_from(list("ab \n\t[];0?P\\\x07\x1b\x9b\x9c\x9d\u202e\u2066\u200b\u2028é"))
+    alphabet = st.sampled_from(
+        [
+            *"ab \n\t[];0?P\\\x07\x1b\x9b\x9c\x9d\u202e\u2066\u200b\u2028é",
+            *"\u200d\u200c👩ب\U0001f3f4\U000e0067\U000e0062\U000e007f\U000e0001\u206a\ufff9",
+        ]
+    )
 
     @settings(max_examples=300, deadline=None)
     @given(st.text(alphabet=alphabet, max_size=200))
     def check(text: str) -> None:
         cleaned = strip_unsafe(text)
         assert not has_unsafe(cleaned) and strip_unsafe(cleaned) == cleaned
+        # An oracle independent of the module's own patterns: what may remain.
+        assert not any(char in "\x07\x1b\x9b\x9c\x9d\u202e\u2066\u200b\u2028" for char in cleaned)
+        assert not any(char in "\u206a\ufff9\U000e0001" for char in cleaned)
+        for index, char in enumerate(cleaned):
+            if char in "\u200c\u200d":  # a joiner only between two visible non-ASCII characters
+                assert 0 < index < len(cleaned) - 1
+                assert all(
+                    ord(n) > 0x7F and n in "é👩ب\U0001f3f4"
+                    for n in cleaned[index - 1 : index + 2 : 2]
+                )
+            if char in "\U000e0067\U000e0062\U000e007f":  # a tag only inside a flag sequence
+                assert "\U0001f3f4" in cleaned[max(0, index - 33) : index]
         assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
 
     check()
+
+
+# People's text that needs a joiner or tag characters: emoji sequences, a subdivision flag,
+# Persian with a zero-width non-joiner, Devanagari with a zero-width joiner.
+PEOPLE_TEXT = (
+    "👩\u200d💻 and 👨\u200d👩\u200d👧",
+    "🏳\ufe0f\u200d🌈",
+    "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f England",
+    "می\u200cخواهم",
+    "क्\u200dष",
+)
+
+
+def test_joiners_and_flag_tags_in_people_s_text_are_kept(ctx: Context) -> None:
+    from digests.render.escape import discord_escape, plain, slack_escape
+    from digests.safe_text import has_unsafe, json_safe, strip_unsafe
+
+    for text in PEOPLE_TEXT:
+        assert not has_unsafe(text), repr(text)
+        for escape in (strip_unsafe, plain, slack_escape, discord_escape):
+            assert escape(text) == text, (escape.__name__, repr(text))
+        assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
+    reply = handle('subscribe "می\u200cخواهم"', ctx)  # a Persian topic, typed as Persian is
+    assert not reply.error, reply.text
+    assert "می\u200cخواهم" in reply.text
+
+
+def test_tag_characters_and_stray_joiners_are_invisible_tricks(
+    ctx: Context, seeded_db: Database
+) -> None:
+    from digests.safe_text import json_safe, strip_unsafe
+
+    hidden = "".join(chr(0xE0000 + ord(char)) for char in "ignore this")  # ASCII smuggling
+    for text, cleaned in (
+        (f"offline-rl{hidden}", "offline-rl"),
+        ("off\u200dline\u200c-rl\u200d", "offline-rl"),  # joiners next to ASCII hide things
+        ("\u200d👩", "👩"),  # at the start of text
+        ("\U0001f3f4\U000e0067\U000e0062 x", "\U0001f3f4 x"),  # a flag with no cancel tag
+        ("a\u180eb\u206ac\ufff9d\ufffbe\u2061f", "abcdef"),
+    ):
+        assert strip_unsafe(text) == cleaned, repr(text)
+        assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
+    for text in (f"subscribe offline-rl{hidden}", "subscribe offline\u200d-rl"):
+        reply = handle(text, ctx)
+        assert reply.error and "can't contain invisible or control characters" in reply.text
+    assert list(seeded_db.query("select * from subscriptions")) == []
