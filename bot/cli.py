@@ -273,7 +273,7 @@ def _chat_database(command: str, db_path: Path | None) -> Database:
         verb = parse(strip_unsafe(command)).verb
     except ParseError:
         verb = None
-    if (verb is None or verb.name == "help") and not database_path(db_path).exists():
+    if (verb is None or verb.name == "help") and not database_path(db_path).is_file():
         return open_db(":memory:")
     return open_database(db_path, create=verb is not None and verb.changes)
 

@@ -7,10 +7,16 @@ Three ways in:
 - `open_db(path, create=False)` needs the file to exist (`NoDatabase` otherwise), so a
   mistyped path never leaves an empty database behind. When the file or its folder is
   not writable it opens read-only (below) instead of failing at the first query.
-- `open_read_only(path)` never writes: no migration, no WAL switch. A WAL database
-  needs its `-shm` index, which SQLite cannot create in a read-only folder; then the
-  file is opened as immutable, which is exact as long as no write-ahead log holds
-  changes (it is checked) and nobody writes meanwhile (nobody can: it is read-only).
+- `open_read_only(path)` never writes and never creates a file: no migration, no WAL
+  switch. When the database has no `-wal`, `-shm` or `-journal` file beside it (no
+  connection has it open and nothing is pending), the file is read as immutable:
+  opened plainly, SQLite would create a `-wal` and `-shm` owned by this reader, which the
+  database's owner then cannot write, so the owner's own next command would find the
+  database read-only. When those files exist (a writer is running), SQLite reads through
+  them (`mode=ro`); if it cannot (a WAL database in a read-only folder with no `-shm`), the
+  file is read as immutable too, unless its write-ahead log holds changes: that is refused
+  with a one-line fix. Immutable reads assume nobody writes meanwhile; a writer that starts
+  during a lookup can make that lookup fail, never the database.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ class NoDatabase(FileNotFoundError):
 
 
 class DatabaseUnreadable(sqlite3.OperationalError):
-    """The database exists but cannot be opened read-only; the message says why."""
+    """The database cannot be opened as it is (read-only, or not a file); the message says
+    why and what to do."""
 
 
 def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
@@ -53,6 +60,7 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
         db = Database(memory=True)
     else:
         file = Path(path)
+        _refuse_folder(file)
         if not create:
             if not file.exists():
                 raise NoDatabase(file)
@@ -68,6 +76,15 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
         log.info("applying migrations: %s", ", ".join(pending))
         migrations.apply(db)
     return db
+
+
+def _refuse_folder(file: Path) -> None:
+    # SQLite would only say "unable to open database file".
+    if file.is_dir():
+        raise DatabaseUnreadable(
+            f"{file} is a folder, not a database file; give the database file's path "
+            "(--db or $PAPERBOY_DB), e.g. db/paperboy.db"
+        )
 
 
 def _writable(file: Path) -> bool:
@@ -94,8 +111,13 @@ def open_read_only(path: str | Path) -> Database:
     the fix) if it cannot be read as it is.
     """
     file = Path(path)
+    _refuse_folder(file)
     if not file.is_file():
         raise NoDatabase(file)
+    sidecars = (file.with_name(file.name + suffix) for suffix in ("-wal", "-shm", "-journal"))
+    if not any(sidecar.exists() for sidecar in sidecars):
+        # Nothing pending, nobody connected: read it as it is, and create no -wal/-shm.
+        return _checked(file, _connect(file, immutable=True))
     try:
         connection = _connect(file, immutable=False)
     except sqlite3.OperationalError as exc:
@@ -107,6 +129,11 @@ def open_read_only(path: str | Path) -> Database:
             ) from exc
         log.debug("read-only open of %s failed (%s); opening it as immutable", file, exc)
         connection = _connect(file, immutable=True)
+    return _checked(file, connection)
+
+
+def _checked(file: Path, connection: sqlite3.Connection) -> Database:
+    """The database on `connection`, if its schema is current (it cannot be migrated)."""
     db = Database(connection)
     pending = [m.name for m in migrations.pending(db)]
     if pending:

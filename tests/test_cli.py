@@ -125,6 +125,16 @@ def test_unopenable_database_is_a_clear_error(run, tmp_path: Path) -> None:  # t
     result = run("find", "x", "--db", str(folder))
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+    # Through the environment click cannot check it: the message says what is wrong.
+    for args in (("find", "x"), ("status",), ("ingest", "nothing.txt")):
+        result = run(*args, PAPERBOY_DB=str(folder))
+        assert result.exit_code == 2, result.output
+        assert result.output == (
+            f"error: {folder} is a folder, not a database file; give the database file's "
+            "path (--db or $PAPERBOY_DB), e.g. db/paperboy.db\n"
+        )
+    helped = run("chat", "--channel", "local:lab", "help", PAPERBOY_DB=str(folder))
+    assert helped.exit_code == 0 and "Commands:" in helped.output  # help needs no database
 
 
 def test_unexpected_failure_is_one_line(run, monkeypatch: pytest.MonkeyPatch, seed_paths) -> None:  # type: ignore[no-untyped-def]
