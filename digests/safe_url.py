@@ -7,7 +7,11 @@ embed URL is malformed (a space, `<`, `|`), and Slack's `<url|label>` syntax bre
 - the scheme is http or https, and there is a host: DNS labels (non-ASCII names in
   their IDNA form) with at least one dot, or an IP address; an optional numeric port;
 - no user name or password (`https://github.com@evil.example` misleads the reader);
-- no control, bidi or zero-width characters anywhere (such a URL is broken or a trick);
+- no control, bidi or zero-width characters anywhere, tab and newline included (Python's
+  `urlsplit` drops those silently, so the link would differ from the text: such a URL is
+  broken or a trick);
+- an IPv6 address without a zone (`[fe80::1%25eth0]` means nothing off that machine), and
+  a port from 1 to 65535;
 - in the path, query and fragment, spaces and characters outside RFC 3986 (`<>|"{}^\\`
   and backtick, `[` `]`, non-ASCII letters) are percent-encoded, and a `%` that starts no
   escape becomes `%25`;
@@ -40,6 +44,8 @@ def _host(hostname: str, bracketed: bool) -> str | None:
     except ValueError:
         address = None
     if address is not None:
+        if getattr(address, "scope_id", None):  # a zone only means something on one host
+            return None
         return f"[{address.compressed}]" if address.version == 6 else address.compressed
     if bracketed:
         return None
@@ -64,14 +70,14 @@ def safe_url(url: object) -> str | None:
     if not isinstance(url, str):
         return None
     url = url.strip()
-    if not url or len(url) > MAX_URL or has_unsafe(url):
+    if not url or len(url) > MAX_URL or has_unsafe(url) or any(c in url for c in "\t\n\r"):
         return None
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:  # a bad port or a malformed IPv6 address
         return None
-    if parts.scheme.lower() not in SCHEMES or not parts.hostname:
+    if parts.scheme.lower() not in SCHEMES or not parts.hostname or port == 0:
         return None
     if "@" in parts.netloc or any(char.isspace() for char in parts.netloc):
         return None

@@ -212,6 +212,12 @@ def test_templates_exist_for_every_target() -> None:
         ("https://example.org:99999/", None),
         ("https://müller.de/ä", "https://xn--mller-kva.de/%C3%A4"),
         ("N/A", None),
+        # urlsplit drops tabs and newlines silently: the link would not be the text shown
+        ("https://exa\tmple.org/x", None),
+        ("https://example.org/a\nb", None),
+        ("http://[fe80::1%25eth0]/x", None),  # a zone only means something on one machine
+        ("https://example.org:0/", None),
+        ("http://[2001:db8::1]:8080/a", "http://[2001:db8::1]:8080/a"),
     ],
 )
 def test_only_well_formed_http_urls_are_linked(url: str, shown: str | None) -> None:
