@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -62,6 +63,10 @@ class PaperboyGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`paperboy find x | head -1`): not a failure to report.
+            _silence_stdout()
+            ctx.exit(1)
         except (IngestError, SettingsError, CatalogError, ChannelError) as exc:
             raise UserError(str(exc)) from None
         except sqlite3.Error as exc:
@@ -77,6 +82,14 @@ class PaperboyGroup(click.Group):
                 err=True,
             )
             ctx.exit(1)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit raises no second
+    BrokenPipeError."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real file descriptor
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def echo(text: str = "", *, err: bool = False) -> None:

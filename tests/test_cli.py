@@ -316,14 +316,30 @@ def test_db_before_or_after_the_command(run, tmp_path: Path, seed_paths) -> None
 
 def _paperboy_process(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     """`paperboy ARGS` in a process of its own (which closes its database on exit)."""
+    if "stdout" not in kwargs:
+        kwargs["stdout"] = subprocess.PIPE
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         cwd=Path(__file__).resolve().parent.parent,
-        capture_output=True,
+        stderr=subprocess.PIPE,
         text=True,
         timeout=120,
         **kwargs,
     )
+
+
+def test_a_reader_that_stops_reading_is_not_an_error(tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    """`paperboy find x | head -1`: the pipe closes under us, which is no failure to report."""
+    db = str(tmp_path / "p.db")
+    assert _paperboy_process("ingest", *map(str, seed_paths), "--db", db).returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: the first write fails with EPIPE
+    try:
+        done = _paperboy_process("find", "dpo", "--db", db, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1
+    assert done.stderr == ""  # no "unexpected failure (BrokenPipeError…)", no traceback
 
 
 @pytest.mark.parametrize("writer_running", [False, True])
