@@ -31,6 +31,7 @@ from digests.channels import ChannelError, parse_channel
 from digests.commands import Context, ParseError, handle, parse
 from digests.digest import Digest, build_digest, ensure_channel
 from digests.ingest import IngestError, ingest_files
+from digests.ingest.decode import Limits
 from digests.ingest.detect import FORMATS
 from digests.records import PaperRecord
 from digests.render import discord as discord_render
@@ -197,8 +198,11 @@ def ingest(
 
     All files load in one transaction: if any file is malformed, nothing is stored.
     """
+    limits = Limits.from_kb(load_settings().max_record_kb)
     db = open_database(db_path, create=True)
-    summary = ingest_files(db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress)
+    summary = ingest_files(
+        db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress, limits=limits
+    )
     echo(summary.describe())
 
 

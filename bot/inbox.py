@@ -17,12 +17,14 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from stat import S_ISDIR
 
 from sqlite_utils import Database
 
 from bot.delivery import SENDER, sender_alive
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
+from digests.ingest.decode import Limits
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -84,16 +86,27 @@ def _release(db: Database, path: Path) -> None:
         )
 
 
-def ingest_inbox(db: Database, folder: Path | None, now: datetime) -> InboxResult:
+def ingest_inbox(
+    db: Database, folder: Path | None, now: datetime, *, max_record_kb: int | None = None
+) -> InboxResult:
     """Ingest the new or changed files in `folder`; never raises for a bad file or a
-    busy database (those are reported in the result and the log)."""
+    busy database (those are reported in the result and the log). Symbolic links and
+    anything but regular files are refused (reported once per version, never read)."""
+    limits = Limits.from_kb(max_record_kb) if max_record_kb else Limits()
     result = InboxResult()
     if folder is None or not folder.is_dir():
         return result
     for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or not path.is_file():
+        if path.name.startswith("."):
             continue
-        stat = path.stat()
+        try:
+            # lstat: a link is judged as itself, never followed; anything but a regular
+            # file goes on to be refused by ingest, which says why, once per version.
+            stat = path.lstat()
+        except OSError:
+            continue  # removed meanwhile
+        if S_ISDIR(stat.st_mode):
+            continue
         rows = list(
             db.query("select size, mtime_ns, status from inbox_files where path = ?", [str(path)])
         )
@@ -111,15 +124,21 @@ def ingest_inbox(db: Database, folder: Path | None, now: datetime) -> InboxResul
             result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
             log.warning("inbox: %s not claimed, database busy (%s); will retry", path.name, exc)
             continue
-        _ingest_one(db, path, stat.st_size, stat.st_mtime_ns, now, result)
+        _ingest_one(db, path, stat.st_size, stat.st_mtime_ns, now, result, limits)
     return result
 
 
 def _ingest_one(
-    db: Database, path: Path, size: int, mtime_ns: int, now: datetime, result: InboxResult
+    db: Database,
+    path: Path,
+    size: int,
+    mtime_ns: int,
+    now: datetime,
+    result: InboxResult,
+    limits: Limits,
 ) -> None:
     try:
-        summary = ingest_files(db, [path], now=now)
+        summary = ingest_files(db, [path], now=now, limits=limits)
         status, detail = "loaded", summary.describe()
         result.loaded.append(path.name)
         result.added += summary.added

@@ -251,6 +251,14 @@ SETTINGS: tuple[Setting, ...] = (
         Path,
     ),
     Setting(
+        "max_record_kb",
+        "PAPERBOY_MAX_RECORD_KB",
+        100,
+        "Largest paper (row, paragraph, JSON object) or line a paper list may hold, in KB; "
+        "a file with a bigger one is refused.",
+        _positive_int,
+    ),
+    Setting(
         "catchup_hours",
         "PAPERBOY_CATCHUP_HOURS",
         24,
@@ -274,7 +282,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "slack_ack_seconds",
         "PAPERBOY_SLACK_ACK_SECONDS",
-        0.5,
+        1.0,
         "HTTP mode: a /papers answer not ready this long after the request arrived is "
         'acknowledged with "Working on it…" and sent after.',
         _positive_seconds,
@@ -330,10 +338,11 @@ class Settings:
     discord_api_url: str = "https://discord.com/api/v10"
     local_dir: Path = Path("db") / "outbox"
     inbox: Path | None = None
+    max_record_kb: int = 100
     catchup_hours: int = 24
     max_attempts: int = 8
     delivery_concurrency: int = 8
-    slack_ack_seconds: float = 0.5
+    slack_ack_seconds: float = 1.0
     slack_max_body_bytes: int = 65536
     slack_header_timeout: float = 10.0
     slack_body_timeout: float = 10.0

@@ -62,7 +62,7 @@ def seed_abstracts() -> list[str]:
     records = []
     for name in ("icml2025.txt", "iclr2025.txt"):
         text = (SAMPLES / name).read_text(encoding="utf-8")
-        records.extend(parse_seed(text, source=name, path=name))
+        records.extend(parse_seed(text.splitlines(keepends=True), source=name, path=name))
     return [record.abstract for record in records]
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 
+from digests.ingest.decode import Limits
 from digests.ingest.errors import IngestError
+from digests.ingest.jsonl import read_document
 from digests.records import PaperRecord
 
 log = logging.getLogger(__name__)
@@ -21,8 +24,12 @@ def _text(element: ET.Element | None) -> str:
     return _SPACES.sub(" ", element.text or "").strip() if element is not None else ""
 
 
-def parse_arxiv(text: str, *, source: str, path: str) -> list[PaperRecord]:
-    """Records for each `<entry>`; venue "arXiv", year from `<published>`."""
+def parse_arxiv(
+    lines: Iterable[str], *, source: str, path: str, limits: Limits | None = None
+) -> list[PaperRecord]:
+    """Records for each `<entry>`; venue "arXiv", year from `<published>`. The feed is
+    read whole, up to the document limit (arXiv pages are a few MB)."""
+    text = read_document(lines, path=path, limits=limits or Limits(), what="an Atom feed")
     if "<!DOCTYPE" in text[:2000] or "<!ENTITY" in text:
         # Entity expansion is how XML bombs work; arXiv never sends a DTD.
         raise IngestError(path, 1, "is XML with a DTD or entities, which an arXiv feed never has")
@@ -33,9 +40,13 @@ def parse_arxiv(text: str, *, source: str, path: str) -> list[PaperRecord]:
     if root.tag != f"{ATOM}feed":
         raise IngestError(path, 1, f"is XML but not an Atom feed (root <{root.tag}>)")
     records: list[PaperRecord] = []
+    searched, line = 0, 1  # counted on from the previous entry: linear, not quadratic
     for entry in root.findall(f"{ATOM}entry"):
         entry_id = _text(entry.find(f"{ATOM}id"))
-        line = text[: text.find(entry_id)].count("\n") + 1 if entry_id else 1
+        found = text.find(entry_id, searched) if entry_id else -1
+        if found >= 0:
+            line += text.count("\n", searched, found)
+            searched = found
         match = _ARXIV_ID.search(entry_id)
         arxiv_id = match.group("id") if match else None
         published = _text(entry.find(f"{ATOM}published"))

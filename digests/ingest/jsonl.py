@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any
 
+from digests.ingest.decode import Limits
 from digests.ingest.errors import IngestError
 from digests.ingest.fields import has_field, normalise_key, record_from_row
 from digests.records import PaperRecord
@@ -28,9 +31,38 @@ def _record(value: Any, *, source: str, path: str, line: int) -> PaperRecord:
     return record_from_row(row, source=source, path=path, line=line)
 
 
-def parse_json(text: str, *, source: str, path: str) -> list[PaperRecord]:
-    """Records for each object. Invalid JSON is an error naming its line."""
-    if text.lstrip().startswith("["):
+def read_document(lines: Iterable[str], *, path: str, limits: Limits, what: str) -> str:
+    """A whole-document format's text, refused past the document limit."""
+    parts: list[str] = []
+    size = 0
+    for line in lines:
+        size += len(line)
+        if size > limits.max_document_chars:
+            raise IngestError(
+                path,
+                None,
+                f"is {what} over {limits.max_document_chars // 1_000_000} MB; "
+                "split it, or use JSON Lines or TSV, which are read one paper at a time",
+            )
+        parts.append(line)
+    return "".join(parts)
+
+
+def parse_json(
+    lines: Iterable[str], *, source: str, path: str, limits: Limits | None = None
+) -> Iterator[PaperRecord]:
+    """Records for each object: JSON Lines read line by line, or one JSON array (read
+    whole, up to the document limit). Invalid JSON is an error naming its line."""
+    limits = limits or Limits()
+    stream = iter(lines)
+    head: list[str] = []
+    for line in stream:
+        head.append(line)
+        if line.strip():
+            break
+    found = 0
+    if head and head[-1].lstrip().startswith("["):
+        text = read_document(chain(head, stream), path=path, limits=limits, what="a JSON array")
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -39,10 +71,11 @@ def parse_json(text: str, *, source: str, path: str) -> list[PaperRecord]:
             raise IngestError(path, 1, "is JSON nested too deeply to be a paper list") from None
         if not isinstance(values, list):
             raise IngestError(path, 1, "is not a JSON array of papers")
-        records = [_record(value, source=source, path=path, line=1) for value in values]
+        for value in values:
+            found += 1
+            yield _record(value, source=source, path=path, line=1)
     else:
-        records = []
-        for number, line in enumerate(text.split("\n"), start=1):
+        for number, line in enumerate(chain(head, stream), start=1):
             if not line.strip():
                 continue
             try:
@@ -51,7 +84,7 @@ def parse_json(text: str, *, source: str, path: str) -> list[PaperRecord]:
                 raise IngestError(path, number, f"is not valid JSON ({exc.msg})") from None
             except RecursionError:
                 raise IngestError(path, number, "is JSON nested too deeply") from None
-            records.append(_record(value, source=source, path=path, line=number))
-    if not records:
+            found += 1
+            yield _record(value, source=source, path=path, line=number)
+    if not found:
         raise IngestError(path, 1, "holds no papers")
-    return records

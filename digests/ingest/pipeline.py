@@ -7,11 +7,15 @@ unchanged and other writers never wait for enrichment.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
+from typing import overload
 
 from sqlite_utils import Database
 
@@ -19,7 +23,7 @@ from db import papers
 from db.transactions import write_transaction
 from digests.enrich.paper import Row, build_row, merge_rows
 from digests.ingest.arxiv import parse_arxiv
-from digests.ingest.decode import read_text
+from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
 from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import parse_json
@@ -61,32 +65,87 @@ class IngestSummary:
         return line
 
 
-def read_file(path: Path, fmt: str | None = None, venue: str | None = None) -> list[PaperRecord]:
-    """Parse one file into records. `fmt` overrides detection; `venue` ("ICLR 2021")
-    fills in venue and year where the file has none. Raises IngestError."""
-    text = read_text(path)
-    kind = fmt or detect_format(path, text)
-    if kind not in FORMATS:
-        raise IngestError(str(path), None, f"unknown format {kind!r}; use one of {FORMATS}")
+def read_records(
+    path: Path,
+    fmt: str | None = None,
+    venue: str | None = None,
+    limits: Limits | None = None,
+) -> Iterator[PaperRecord]:
+    """Parse one file into records, one at a time (memory stays bounded whatever the
+    file's size). `fmt` overrides detection; `venue` ("ICLR 2021") fills in venue and
+    year where the file has none. Raises IngestError, naming the file and line."""
+    limits = limits or Limits()
+    if fmt is not None and fmt not in FORMATS:
+        raise IngestError(str(path), None, f"unknown format {fmt!r}; use one of {FORMATS}")
+    lines = read_lines(path, limits)
+    head: list[str] = []
+    for line in lines:  # the first line that says something decides the format
+        head.append(line)
+        if line.strip():
+            break
+    kind = fmt or detect_format(path, "".join(head))
+    stream = chain(head, lines)
     shown, source = str(path), path.name
+    records: Iterable[PaperRecord]
     if kind == "seed":
-        records = parse_seed(text, source=source, path=shown)
+        records = parse_seed(stream, source=source, path=shown, limits=limits)
     elif kind in ("csv", "tsv"):
         delimiter = "\t" if kind == "tsv" else ","
-        records = parse_tabular(text, delimiter=delimiter, source=source, path=shown)
+        records = parse_tabular(
+            stream, delimiter=delimiter, source=source, path=shown, limits=limits
+        )
     elif kind == "jsonl":
-        records = parse_json(text, source=source, path=shown)
+        records = parse_json(stream, source=source, path=shown, limits=limits)
     else:
-        records = parse_arxiv(text, source=source, path=shown)
+        records = parse_arxiv(stream, source=source, path=shown, limits=limits)
     fallback = parse_venue(venue) if venue else venue_from_filename(path.name)
-    if fallback:
-        for record in records:
+    for record in records:
+        if len(record.abstract) > limits.max_record_chars:
+            raise IngestError(
+                shown, record.line, limits.too_long("its abstract", len(record.abstract))
+            )
+        if fallback:
             if record.venue is None:
                 record.venue = fallback[0]
             if record.year is None:
                 record.year = fallback[1]
-    log.debug("%s: %d records as %s", shown, len(records), kind)
-    return records
+        yield record
+
+
+def read_file(
+    path: Path, fmt: str | None = None, venue: str | None = None, limits: Limits | None = None
+) -> list[PaperRecord]:
+    """All of one file's records (see `read_records`), for small files and tests."""
+    return list(read_records(path, fmt, venue, limits))
+
+
+class RecordStream(Sequence[PaperRecord]):
+    """The records of some files with their count known, read again on each pass
+    rather than held in memory (so a progress bar can know the total)."""
+
+    def __init__(self, read: Callable[[], Iterator[PaperRecord]], count: int) -> None:
+        self._read, self._count = read, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[PaperRecord]:
+        return self._read()
+
+    @overload
+    def __getitem__(self, index: int) -> PaperRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PaperRecord]: ...
+    def __getitem__(self, index: int | slice) -> PaperRecord | Sequence[PaperRecord]:
+        """Reads from the start: for occasional use only."""
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self._count
+        for position, record in enumerate(self):
+            if position == index:
+                return record
+        raise IndexError(index)
 
 
 def prepare(record: PaperRecord, now: datetime) -> Row | None:
@@ -118,6 +177,9 @@ def store_row(
         papers.add_alias(db, external_id, existing["id"] if existing else row["id"])
 
 
+SPOOL_MEMORY_BYTES = 16 << 20  # prepared rows beyond this go to a temporary file
+
+
 def ingest_files(
     db: Database,
     paths: Sequence[Path],
@@ -126,38 +188,49 @@ def ingest_files(
     fmt: str | None = None,
     venue: str | None = None,
     progress: Progress | None = None,
+    limits: Limits | None = None,
 ) -> IngestSummary:
     """Ingest `paths` in one transaction. Raises IngestError before writing anything.
 
-    Reading, parsing and enrichment (the slow part) all happen before the write
-    transaction opens; the write lock is held only for the lookups and inserts, so
-    other writers (commands, digests, another ingest) wait for milliseconds, not for
-    the enrichment of a large or hostile file.
+    1. Every file is read once to check it (format, sizes, secrets) and count it.
+    2. Every record is read again, enriched (cleanup, derived title and TL;DR), and its
+       row spooled: to memory, past SPOOL_MEMORY_BYTES to a temporary file, so memory
+       stays bounded for any file size.
+    3. One short write transaction stores the spooled rows. The write lock is held only
+       for the lookups and inserts, never for reading or enrichment, so other writers
+       (commands, digests, another ingest) are not kept waiting.
     """
-    records: list[PaperRecord] = []
-    for path in paths:
-        records.extend(read_file(path, fmt, venue))
+    limits = limits or Limits()
+
+    def read_all() -> Iterator[PaperRecord]:
+        for path in paths:
+            yield from read_records(path, fmt, venue, limits)
+
+    count = sum(1 for _ in read_all())
     summary = IngestSummary(files=[str(path) for path in paths])
-    prepared: list[tuple[Row, str | None]] = []
-    for record in progress(records) if progress else records:
-        row = prepare(record, now)
-        if row is None:
-            summary.without_abstract += 1
-        else:
-            prepared.append((row, record.external_id))
-    del records
-    with write_transaction(db):
-        for row, external_id in prepared:
-            store_row(db, row, external_id, now, summary)
-        papers.record_ingest(
-            db,
-            {
-                "started_at": stamp(now),
-                "files": summary.files,
-                "added": summary.added,
-                "merged": summary.merged,
-                "skipped": summary.skipped,
-            },
-        )
+    records = RecordStream(read_all, count)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, mode="w+b") as spool:
+        for record in progress(records) if progress else records:
+            row = prepare(record, now)
+            if row is None:
+                summary.without_abstract += 1
+                continue
+            spool.write(json.dumps([row, record.external_id], ensure_ascii=False).encode())
+            spool.write(b"\n")
+        spool.seek(0)
+        with write_transaction(db):
+            for line in spool:
+                row, external_id = json.loads(line)
+                store_row(db, row, external_id, now, summary)
+            papers.record_ingest(
+                db,
+                {
+                    "started_at": stamp(now),
+                    "files": summary.files,
+                    "added": summary.added,
+                    "merged": summary.merged,
+                    "skipped": summary.skipped,
+                },
+            )
     log.info("ingest: %s", summary.describe())
     return summary

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 
+from digests.ingest.decode import Limits
 from digests.ingest.errors import IngestError
 from digests.ingest.venue import parse_venue
 from digests.records import PaperRecord
@@ -13,22 +15,28 @@ log = logging.getLogger(__name__)
 HEADER_MAX_CHARS = 150
 
 
-def paragraphs(text: str) -> list[tuple[int, int, str]]:
-    """(first line number, line count, text with its lines joined) for each paragraph."""
-    found: list[tuple[int, int, str]] = []
+def paragraphs(
+    lines: Iterable[str], *, path: str = "", limits: Limits | None = None
+) -> Iterator[tuple[int, int, str]]:
+    """(first line number, line count, text with its lines joined) for each paragraph,
+    read as the lines come. A paragraph over the record limit is an error."""
+    limit = (limits or Limits()).max_record_chars
     current: list[str] = []
-    start = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
+    size = start = 0
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped:
             if not current:
-                start = number
-            current.append(line.strip())
+                start, size = number, 0
+            current.append(stripped)
+            size += len(stripped) + 1
+            if size > limit:
+                raise IngestError(path, start, (limits or Limits()).too_long("a paragraph", size))
         elif current:
-            found.append((start, len(current), " ".join(current)))
+            yield start, len(current), " ".join(current)
             current = []
     if current:
-        found.append((start, len(current), " ".join(current)))
-    return found
+        yield start, len(current), " ".join(current)
 
 
 def _is_header(paragraph: str, line_count: int) -> bool:
@@ -38,25 +46,38 @@ def _is_header(paragraph: str, line_count: int) -> bool:
     return parse_venue(paragraph) is not None or not paragraph.rstrip().endswith((".", "!", "?"))
 
 
-def parse_seed(text: str, *, source: str, path: str) -> list[PaperRecord]:
+def parse_seed(
+    lines: Iterable[str], *, source: str, path: str, limits: Limits | None = None
+) -> Iterator[PaperRecord]:
     """Records for every abstract; venue and year from the header when there is one."""
-    found = paragraphs(text)
+    found = paragraphs(lines, path=path, limits=limits)
+    first = next(found, None)
+    second = next(found, None) if first else None
     venue: tuple[str, int] | None = None
-    if found:
-        _, line_count, first = found[0]
-        if _is_header(first, line_count) and (len(found) > 1 or parse_venue(first)):
-            venue = parse_venue(first)
-            found = found[1:]
-            log.debug("%s: header %r gives venue %s", path, first, venue)
-    if not found:
+    if first is not None:
+        _, line_count, text = first
+        if _is_header(text, line_count) and (second is not None or parse_venue(text)):
+            venue = parse_venue(text)
+            log.debug("%s: header %r gives venue %s", path, text, venue)
+            first, second = second, None
+    if first is None:
         raise IngestError(path, 1, "has a header but no abstracts after it")
-    return [
-        PaperRecord(
+    for line, _, paragraph in _chain(first, second, found):
+        yield PaperRecord(
             abstract=paragraph,
             source=source,
             line=line,
             venue=venue[0] if venue else None,
             year=venue[1] if venue else None,
         )
-        for line, _, paragraph in found
-    ]
+
+
+def _chain(
+    first: tuple[int, int, str],
+    second: tuple[int, int, str] | None,
+    rest: Iterator[tuple[int, int, str]],
+) -> Iterator[tuple[int, int, str]]:
+    yield first
+    if second is not None:
+        yield second
+    yield from rest

@@ -1,0 +1,58 @@
+"""Text that looks like a credential is never ingested (issue 9, item 5).
+
+A symlink to `.env` in the inbox once turned the bot token into a "paper" that
+`find xoxb` showed to a channel. Each line of a source file is checked here before
+it is parsed; a hit stops the file with a message that names the kind of secret,
+never the secret itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import re
+
+log = logging.getLogger(__name__)
+
+_SLACK_TOKEN = re.compile(r"\b(?:xox[abposr]|xapp)-[A-Za-z0-9-]{8,}")
+_SIGNING_SECRET = re.compile(r"signing[\s_-]?secret\W{0,8}[0-9a-f]{32}\b", re.I)
+# Discord bot token: base64url(user id) . timestamp . HMAC
+_DISCORD_TOKEN = re.compile(r"(?<![\w-])([\w-]{17,32})\.([\w-]{5,8})\.([\w-]{25,})")
+# `.env` lines: NAME=value, NAME in capitals (an optional `export`).
+_ENV_LINE = re.compile(
+    r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]+\s*=\s*(?:\"[^\"]*\"|'[^']*'|\S*)\s*(?:#.*)?$"
+)
+_SENSITIVE_NAME = re.compile(
+    r"^\s*(?:export\s+)?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|"
+    r"CREDENTIALS?|AUTH)[A-Z0-9_]*\s*=\s*\S"
+)
+ENV_LINES_TO_REFUSE = 2  # two NAME=value lines at the top: a .env file, not a paper list
+
+
+def _decodes_to_an_id(part: str) -> bool:
+    try:
+        decoded = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return 15 <= len(decoded) <= 22 and decoded.isdigit()
+
+
+def secret_kind(line: str) -> str | None:
+    """What kind of secret `line` seems to hold ("a Slack token", ...), or None."""
+    if ("xox" in line or "xapp-" in line) and _SLACK_TOKEN.search(line):
+        return "a Slack token"
+    if _SENSITIVE_NAME.match(line):
+        return "a credential setting (NAME=value)"
+    if _SIGNING_SECRET.search(line):
+        return "a Slack signing secret"
+    if "." in line:
+        for match in _DISCORD_TOKEN.finditer(line):
+            if _decodes_to_an_id(match.group(1)):
+                return "a Discord bot token"
+    return None
+
+
+def is_env_line(line: str) -> bool:
+    """A `.env`-style NAME=value line."""
+    return bool(_ENV_LINE.match(line))

@@ -1,0 +1,238 @@
+"""What ingest refuses: links, special files, secrets, oversized records (issue 9,
+items 5 and 17). Each refusal is one line that names the file (and line), never the
+secret, and stores nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlite_utils import Database
+
+from bot.cli import main
+from bot.inbox import ingest_inbox
+from db import open_db
+from db.papers import count_papers
+from db.search import search_papers
+from digests.ingest import IngestError, ingest_files
+from digests.ingest.decode import Limits
+from digests.ingest.pipeline import read_records
+from tests.conftest import NOW
+
+BOT_TOKEN = "xoxb-" + "1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+SIGNING = "8f14e45fceea167a5a36dedd4bea2543"
+# base64url("123456789012345678") . 6 chars . 27 chars: the shape of a Discord bot token
+DISCORD = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0"
+ENV_FILE = f"SLACK_BOT_TOKEN={BOT_TOKEN}\nSLACK_SIGNING_SECRET={SIGNING}\nPAPERBOY_DB=db/x.db\n"
+ABSTRACT = "We propose GraspAll, a method for grasping anything with one robot hand."
+
+
+@pytest.fixture
+def env_file(tmp_path: Path) -> Path:
+    path = tmp_path / "private" / ".env"
+    path.parent.mkdir()
+    path.write_text(ENV_FILE, encoding="utf-8")
+    return path
+
+
+def refusal(path: Path, **kwargs: object) -> str:
+    with pytest.raises(IngestError) as caught:
+        ingest_files(open_db(":memory:"), [path], now=NOW, **kwargs)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "\n" not in message
+    for secret in (BOT_TOKEN, SIGNING, DISCORD, "xoxb-1234"):
+        assert secret not in message
+    return message
+
+
+def nothing_found(db: Database) -> None:
+    assert count_papers(db) == 0
+    assert search_papers(db, "xoxb", 5) == []
+
+
+# --- item 5: links and special files -------------------------------------------------------
+
+
+def test_a_symlink_in_the_inbox_to_a_env_file_is_refused(tmp_path: Path, env_file: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "papers.txt").symlink_to(env_file)
+    db = open_db(tmp_path / "paperboy.db")
+    result = ingest_inbox(db, inbox, NOW)
+    assert result.loaded == []
+    [failure] = result.failed
+    assert failure.startswith("papers.txt: ") and "symbolic link" in failure
+    assert BOT_TOKEN not in failure and SIGNING not in failure
+    nothing_found(db)
+    again = ingest_inbox(db, inbox, NOW)  # reported once per version, not every run
+    assert (again.loaded, again.failed) == ([], [])
+
+
+def test_ingest_refuses_a_symlink_and_stores_nothing(tmp_path: Path, env_file: Path) -> None:
+    link = tmp_path / "papers.txt"
+    link.symlink_to(env_file)
+    db_path = tmp_path / "paperboy.db"
+    result = CliRunner().invoke(main, ["ingest", str(link), "--db", str(db_path)])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: {link}: is a symbolic link; refusing to follow it (give the file itself)"
+    )
+    nothing_found(open_db(db_path))
+    found = CliRunner().invoke(main, ["find", "xoxb", "--db", str(db_path), "--json"])
+    assert json.loads(found.output) == []
+
+
+def test_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    fifo = tmp_path / "papers.tsv"
+    os.mkfifo(fifo)
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(refusal(fifo)), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert outcome == [f"{fifo}: is a FIFO (named pipe), not a regular file; refusing to read it"]
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [("/dev/zero", "is a device"), ("/dev/null", "is a device"), ("/tmp", "is a directory")],
+)
+def test_devices_and_directories_are_refused(path: str, words: str) -> None:
+    if not Path(path).exists():
+        pytest.skip(f"{path} is not on this system")
+    assert words in refusal(Path(path))
+
+
+# --- item 5: secrets ------------------------------------------------------------------------
+
+
+def test_a_env_file_itself_is_refused(env_file: Path) -> None:
+    message = refusal(env_file)
+    assert message.startswith(f"{env_file}:1: looks like it holds ")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("slack.tsv", f"title\tabstract\nT\t{ABSTRACT} Token: {BOT_TOKEN}\n", "a Slack token"),
+        (
+            "app.jsonl",
+            json.dumps({"abstract": f"{ABSTRACT} xapp-1-A0123456789-0123456789-abcdef"}) + "\n",
+            "a Slack token",
+        ),
+        (
+            "discord.jsonl",
+            json.dumps({"abstract": ABSTRACT}) + "\n" + json.dumps({"abstract": DISCORD}) + "\n",
+            "a Discord bot token",
+        ),
+        ("signing.txt", f"ICML 2025\n\n{ABSTRACT}\n\nsigning secret: {SIGNING}\n", "signing"),
+        ("env-line.txt", f"ICML 2025\n\n{ABSTRACT}\n\nDISCORD_TOKEN=abc.def.ghi\n", "NAME=value"),
+        ("plain.env", "PAPERBOY_DB=db/x.db\nPAPERBOY_INBOX=inbox\n", ".env file"),
+    ],
+)
+def test_text_that_looks_like_a_secret_is_refused(
+    tmp_path: Path, name: str, content: str, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    message = refusal(path)
+    assert kind in message
+    assert message.startswith(f"{path}:")
+
+
+def test_ordinary_abstracts_about_tokens_and_secrets_still_ingest(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    path = tmp_path / "fine.txt"
+    path.write_text(
+        "ICML 2025\n\n"
+        "We study token budgets and secret sharing. Tokenization with BPE; commit "
+        "8f14e45fceea167a5a36dedd4bea2543 of github.com/a.b/c. E = mc^2 holds.\n\n"
+        "LR=0.001 and BATCH=32 gave the best results for our model.\n",
+        encoding="utf-8",
+    )
+    assert ingest_files(fresh_db, [path], now=NOW).added == 2
+
+
+# --- item 17: huge files and records, bounded memory ----------------------------------------
+
+SMALL = Limits(max_record_chars=2_000, max_document_chars=50_000)
+
+
+def test_a_line_over_the_limit_stops_the_file_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_text(
+        json.dumps({"abstract": ABSTRACT}) + "\n" + json.dumps({"abstract": "x" * 5000}) + "\n"
+    )
+    assert refusal(path, limits=SMALL) == (
+        f"{path}:2: a line is 5 KB, over the 2 KB limit for one paper (PAPERBOY_MAX_RECORD_KB)"
+    )
+
+
+def test_a_line_with_no_end_is_refused_before_it_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "endless.txt"
+    path.write_text("a" * 300_000)  # no newline at all
+    records = read_records(path, limits=SMALL)
+    with pytest.raises(IngestError, match=r":1: a line is \d+ KB, over the 2 KB limit"):
+        next(records)
+
+
+def test_an_open_quote_in_a_csv_is_refused_at_the_row_that_opened_it(tmp_path: Path) -> None:
+    path = tmp_path / "open.csv"
+    path.write_text(f'title,abstract\nA,"{ABSTRACT}"\nB,"never closed\n' + "more text\n" * 500)
+    message = refusal(path, limits=SMALL)
+    assert message.startswith(f"{path}:3: a row is ")
+    assert "quote left open" in message
+
+
+def test_a_paragraph_over_the_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("ICML 2025\n\n" + ABSTRACT + "\n\n" + "word and more\n" * 400)
+    assert refusal(path, limits=SMALL).startswith(f"{path}:5: a paragraph is ")
+
+
+def test_a_whole_document_format_over_its_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps([{"abstract": ABSTRACT}] * 2000, indent=1))
+    assert "a JSON array over" in refusal(path, limits=SMALL)
+
+
+def test_records_are_read_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader hands out the first record without reading the whole file."""
+    import digests.ingest.decode as decode
+
+    path = tmp_path / "many.tsv"
+    with path.open("w") as out:
+        out.write("title\tabstract\n")
+        for n in range(50_000):
+            out.write(f"T{n}\t{ABSTRACT} Variant {n}.\n")
+    opened = []
+    real = decode.open_regular
+
+    def spy(p: Path):  # type: ignore[no-untyped-def]
+        handle = real(p)
+        opened.append(handle)
+        return handle
+
+    monkeypatch.setattr(decode, "open_regular", spy)
+    records = read_records(path)
+    assert next(records).title == "T0"
+    assert opened[0].tell() < path.stat().st_size / 10
+    records.close()
+
+
+def test_the_default_limit_comes_from_the_setting(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"abstract": "word " * 600}) + "\n")
+    db_path = tmp_path / "paperboy.db"
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["ingest", str(path), "--db", str(db_path)], env={"PAPERBOY_MAX_RECORD_KB": "2"}
+    )
+    assert result.exit_code == 2
+    assert "over the 2 KB limit" in result.output
+    ok = runner.invoke(main, ["ingest", str(path), "--db", str(db_path)])
+    assert ok.exit_code == 0, ok.output
