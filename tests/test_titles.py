@@ -157,3 +157,47 @@ def test_odd_abstracts_still_get_a_title() -> None:
         derived = derive(abstract)
         assert derived.title
         assert len(derived.title) <= TITLE_LIMIT
+
+
+# --- TL;DRs state the contribution (issue 9 papercut) ------------------------------------
+
+BRAC_PLUS = (
+    "Standard off-policy RL algorithms are prone to overestimations of the values of out of "
+    "distribution actions and are hence unsuitable for Offline RL. Behavior regularization has "
+    "been proposed to tackle the limitations of standard off-policy algorithms. In this paper, "
+    "we improve the behavior regularized offline reinforcement learning and propose "
+    "\\emph{BRAC+}. We use an analytical upper bound on KL divergence as the behavior "
+    "regularizor to reduce variance associated with sample based estimations. We also propose "
+    "several practical enhancements to further improve the performance. On challenging "
+    "locomotion offline RL benchmarks, BRAC+ matches the state-of-the-art approaches."
+)
+
+# A phrase that picks out one seed abstract -> the start of its TL;DR.
+TLDR_PINNED = {
+    "We propose AlphaDPO": "We propose AlphaDPO, an adaptive preference optimization framework",
+    "called Digi-Q": "We develop an approach, called Digi-Q, to train VLM-based action-value",
+    "finite-time convergence analysis": "We propose such a justification for asymmetric actor",
+    "first mechanistic evidence": "We present the first mechanistic evidence that model-free",
+    "named ExpoComm": "We endeavor to develop a scalable communication protocol for MARL.",
+}
+
+
+def test_the_tldr_is_the_contribution_not_an_add_on() -> None:
+    assert derive(BRAC_PLUS).tldr == (
+        "We improve the behavior regularized offline reinforcement learning and propose BRAC+."
+    )
+
+
+def test_an_add_on_is_the_tldr_only_when_nothing_else_states_a_contribution() -> None:
+    text = (
+        "Robots drop things. In this work, we analyse grasp failures and introduce a "
+        "tactile replanning loop. Finally, we propose several practical enhancements."
+    )
+    assert derive(text).tldr.startswith("We analyse grasp failures and introduce")
+    only = "Robots drop things. We also propose several practical enhancements to grasping."
+    assert derive(only).tldr.startswith("We also propose several practical enhancements")
+
+
+@pytest.mark.parametrize(("phrase", "start"), TLDR_PINNED.items())
+def test_pinned_seed_tldrs(phrase: str, start: str) -> None:
+    assert derive(_abstract_with(phrase)).tldr.startswith(start)

@@ -167,7 +167,9 @@ _COARSE = str.maketrans("", "", "*`$\\{}")
 _MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
 
 
-@functools.lru_cache(maxsize=1024)  # one abstract is cleaned for its id, title and index
+# One abstract is cleaned for its id, title and index in a row; a small cache suffices and
+# keeps memory bounded (entries can be 100 KB each).
+@functools.lru_cache(maxsize=32)
 def plain_text(markup: str) -> str:
     """Markdown and LaTeX in, readable single-spaced plain text out.
 

@@ -9,7 +9,9 @@ The rules, in order:
 - The title is "Name: what it is", the "what" being the expansion of the name, or
   the phrase that introduces it ("an adaptive preference optimization framework").
 - With no method named, the title is a headline cut from the key sentence, the one
-  that states the contribution ("We propose ...", "We show that ...").
+  that states the contribution ("We propose ...", "We show that ...", "we improve X and
+  propose Y"); a main contribution wins over an add-on ("We also propose ...",
+  "Finally, we ..."), which is used only when nothing else states one.
 - The TL;DR is that key sentence, trimmed to about 200 characters at a word boundary.
 - Only the first DERIVE_MAX_CHARS characters are read, so derivation is bounded.
 """
@@ -80,6 +82,14 @@ _CLAUSE_BREAKS = re.compile(
     r" to (?:address|tackle|overcome|cope with|deal with|solve|handle|mitigate|resolve) "
 )
 _ANAPHORIC = re.compile(r"^(?:this|these|it|they|that)\b", re.I)
+# "we improve X and propose Y": the verb after a coordinating "and", same clause.
+_COORDINATED = re.compile(rf"\bwe\s[^.;:]{{1,120}}?\sand\s+(?:{_VERB})\b", re.I)
+# Sentences that add to a contribution stated elsewhere.
+_ADD_ON = re.compile(
+    r"^(?:(?:additionally|furthermore|moreover|finally|lastly|besides|in addition|also)\b"
+    r"|.{0,60}?\b(?:we|paper|work)\s+(?:also|further|additionally)\s)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -249,13 +259,22 @@ def _method(text: str, sents: list[str]) -> _Candidate | None:
 
 
 def _contribution(sents: list[str]) -> tuple[int, str] | None:
-    """The first sentence that states the contribution, and the words after its verb."""
-    for pattern in (_CONTRIBUTION, _FINDING, _INVESTIGATE):
+    """The first sentence that states the main contribution, and the words after its verb.
+
+    An add-on ("We also propose several practical enhancements ...", "Finally, we ...")
+    is taken only when no sentence states a main contribution.
+    """
+    add_on: tuple[int, str] | None = None
+    for pattern in (_CONTRIBUTION, _COORDINATED, _FINDING, _INVESTIGATE):
+        if pattern is _INVESTIGATE and add_on:
+            return add_on  # an add-on still beats a motivation ("to understand how")
         for index, sentence in enumerate(sents):
             match = pattern.search(sentence)
             if match and not _ANAPHORIC.match(sentence[match.end() :].strip()):
-                return index, sentence[match.end() :].strip()
-    return None
+                if not _ADD_ON.search(sentence):
+                    return index, sentence[match.end() :].strip()
+                add_on = add_on or (index, sentence[match.end() :].strip())
+    return add_on
 
 
 def _key_sentence(sents: list[str], method: _Candidate | None) -> str:
