@@ -239,3 +239,13 @@ def test_only_well_formed_http_urls_are_linked(url: str, shown: str | None) -> N
     else:
         assert f"*<{shown}|UrlNet>*" in sections[0]
         assert shown in text
+
+
+def test_a_slack_link_is_only_made_from_a_checked_url() -> None:
+    from digests.render.escape import slack_link
+
+    assert (
+        slack_link("https://example.org/a b|c>", "T|t") == "<https://example.org/a%20b%7Cc%3E|T∣t>"
+    )
+    for bad in ("javascript:alert(1)", "https://x.org\n/a", "https://u:p@example.org/"):
+        assert slack_link(bad, "Title <b>") == "Title &lt;b&gt;"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from digests.safe_text import strip_unsafe
+from digests.safe_url import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,12 @@ def slack_escape(text: str) -> str:
 
 
 def slack_link(url: str, label: str) -> str:
-    """A Slack link `<url|label>`; the label escaped, the URL made safe for the syntax."""
-    safe_url = url.replace(">", "%3E").replace("<", "%3C").replace("|", "%7C").replace(" ", "%20")
-    return f"<{safe_url}|{slack_escape(label).replace('|', '∣')}>"
+    """A Slack link `<url|label>`, the label escaped; just the label if `url` is not a
+    well-formed http(s) URL. `safe_url` percent-encodes `<`, `>`, `|` and spaces, so the
+    URL cannot break out of the link syntax."""
+    label = slack_escape(label).replace("|", "∣")
+    checked = safe_url(url)
+    return f"<{checked}|{label}>" if checked else label
 
 
 def discord_escape(text: str) -> str:
@@ -44,11 +48,6 @@ def discord_escape(text: str) -> str:
     return _DISCORD_MENTION.sub(
         lambda m: f"@{ZWSP}{m.group(1)}" if m.group(1) else f"<{ZWSP}", escaped
     )
-
-
-def discord_link_url(url: str) -> str:
-    """A URL for a Markdown link `[label](url)`: parentheses and spaces encoded."""
-    return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
 
 
 def plain(text: str) -> str:
