@@ -315,3 +315,36 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     assert list(cli._progress(records)) == records
     assert "Ingesting" in terminal.getvalue()
     assert cli._progress(records[:10]) == records[:10]  # small files: no bar
+
+
+# --- papercuts (issue 9) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("venue", "year", "stored"),
+    [
+        ("ICLR 2021", "2021", ("ICLR", 2021)),  # was shown as "ICLR 2021 2021"
+        ("ICLR 2021", "", ("ICLR", 2021)),  # the year comes from the venue
+        ("NeurIPS  2024", "2024", ("NeurIPS", 2024)),
+        ("ICML 2020", "2021", ("ICML 2020", 2021)),  # they disagree: keep what was said
+        ("ICLR", "2021", ("ICLR", 2021)),
+        ("Workshop 2021 on Robots", "2021", ("Workshop 2021 on Robots", 2021)),
+    ],
+)
+def test_a_venue_that_carries_its_year_is_split(
+    fresh_db: Database, tmp_path: Path, venue: str, year: str, stored: tuple[str, int]
+) -> None:
+    path = write(tmp_path, "papers.csv", f'abstract,venue,year\n"{ABSTRACT_B}",{venue},{year}\n')
+    ingest_files(fresh_db, [path], now=NOW)
+    paper = get_paper(fresh_db, paper_id(ABSTRACT_B))
+    assert paper is not None
+    assert (paper["venue"], paper["year"]) == stored
+
+
+def test_one_paper_is_one_paper_in_the_summary(fresh_db: Database, tmp_path: Path) -> None:
+    path = write(tmp_path, "one.txt", f"ICML 2025\n\n{ABSTRACT_A}\n")
+    assert ingest_files(fresh_db, [path], now=NOW).describe() == (
+        "1 paper read from 1 file: 1 added, 0 merged, 0 skipped (already stored)"
+    )
+    again = ingest_files(fresh_db, [path, path], now=NOW).describe()
+    assert again.startswith("2 papers read from 2 files: 0 added")

@@ -29,7 +29,7 @@ from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import parse_json
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
-from digests.ingest.venue import parse_venue, venue_from_filename
+from digests.ingest.venue import parse_venue, split_venue_year, venue_from_filename
 from digests.records import PaperRecord
 from digests.timestamps import stamp
 
@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 
 # Called with each record as it is stored, so a CLI can show progress.
 Progress = Callable[[Sequence[PaperRecord]], Iterable[PaperRecord]]
+
+
+def plural(count: int, noun: str) -> str:
+    """ "1 paper", "2 papers", "0 papers"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 @dataclass
@@ -52,11 +57,11 @@ class IngestSummary:
         return self.added + self.merged + self.skipped + self.without_abstract
 
     def describe(self) -> str:
-        """One line for the user, e.g. "38 papers read: 38 added, 0 merged, 0 skipped"."""
+        """One line for the user, e.g. "38 papers read from 2 files: 38 added, 0 merged,
+        0 skipped (already stored)"; "1 paper read from 1 file: ..." for one."""
         line = (
-            f"{self.total} papers read from {len(self.files)} file"
-            f"{'' if len(self.files) == 1 else 's'}: {self.added} added, "
-            f"{self.merged} merged, {self.skipped} skipped (already stored)"
+            f"{plural(self.total, 'paper')} read from {plural(len(self.files), 'file')}: "
+            f"{self.added} added, {self.merged} merged, {self.skipped} skipped (already stored)"
         )
         if self.without_abstract:
             line += f", {self.without_abstract} without an abstract ignored"
@@ -104,6 +109,7 @@ def read_records(
             raise IngestError(
                 shown, record.line, limits.too_long("its abstract", len(record.abstract))
             )
+        record.venue, record.year = split_venue_year(record.venue, record.year)
         if fallback:
             if record.venue is None:
                 record.venue = fallback[0]

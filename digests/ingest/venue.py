@@ -27,3 +27,19 @@ def venue_from_filename(name: str) -> tuple[str, int] | None:
     if not match:
         return None
     return match.group("venue").upper(), int(match.group("year"))
+
+
+_TRAILING_YEAR = re.compile(r"(?P<venue>.*?[^\s,'’-])[\s,'’-]+(?P<year>(?:19|20)\d\d)")
+
+
+def split_venue_year(venue: str | None, year: int | None) -> tuple[str | None, int | None]:
+    """A venue that ends in its own year, such as "ICLR 2021" with year 2021 (or none),
+    becomes ("ICLR", 2021), so venue and year are never shown as "ICLR 2021 2021".
+    A venue whose year differs from `year` is kept whole: it says something."""
+    if not venue:
+        return venue or None, year
+    venue = " ".join(venue.split())
+    match = _TRAILING_YEAR.fullmatch(venue)
+    if match and (year is None or year == int(match.group("year"))):
+        return match.group("venue"), int(match.group("year"))
+    return venue, year
