@@ -134,6 +134,33 @@ ABBREVIATIONS = {
     "aest": "Australia/Sydney",
     "hst": "Pacific/Honolulu",
 }
+# Old country names from the tz database's `backward` file, and what they mean now.
+LEGACY_NAMES = {
+    "japan": "Asia/Tokyo",
+    "prc": "Asia/Shanghai",
+    "roc": "Asia/Taipei",
+    "rok": "Asia/Seoul",
+    "hongkong": "Asia/Hong_Kong",
+    "singapore": "Asia/Singapore",
+    "israel": "Asia/Jerusalem",
+    "iran": "Asia/Tehran",
+    "turkey": "Europe/Istanbul",
+    "egypt": "Africa/Cairo",
+    "libya": "Africa/Tripoli",
+    "cuba": "America/Havana",
+    "jamaica": "America/Jamaica",
+    "navajo": "America/Denver",
+    "poland": "Europe/Warsaw",
+    "portugal": "Europe/Lisbon",
+    "iceland": "Atlantic/Reykjavik",
+    "eire": "Europe/Dublin",
+    "gb": "Europe/London",
+    "gb-eire": "Europe/London",
+    "w-su": "Europe/Moscow",
+    "nz": "Pacific/Auckland",
+}
+_FIXED_OFFSET = re.compile(r"(?:etc/)?gmt([+-])0*(\d{1,2})")
+_PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,30}(?:/[A-Za-z][A-Za-z0-9_+-]{0,30}){0,2}")
 _ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z_-]*(?:/[A-Za-z0-9][A-Za-z0-9_+-]*){1,2}")
 
 
@@ -144,6 +171,22 @@ def _zones_by_lower_name() -> dict[str, str]:
         for name in zoneinfo.available_timezones()
         if _ZONE_NAME.fullmatch(name) and name.split("/")[0] in AREAS
     }
+
+
+@functools.cache
+def _all_lower_names() -> frozenset[str]:
+    return frozenset(name.lower() for name in zoneinfo.available_timezones())
+
+
+def _loadable(typed: str) -> bool:
+    """Whether the tz database has a file by this exact name (`posixrules`, `right/UTC`)."""
+    if not _PLAIN_NAME.fullmatch(typed):  # no paths such as ../../etc/passwd
+        return False
+    try:
+        zoneinfo.ZoneInfo.no_cache(typed)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
 
 
 def timezone_names() -> list[str]:
@@ -172,7 +215,26 @@ def _timezone_problem(typed: str) -> str:
             f"{typed!r} is an abbreviation, not a timezone; use a city zone such as {zone} "
             f"(it follows the local daylight-saving rules), e.g. `schedule monday 09:00 {zone}`"
         )
+    fixed = _FIXED_OFFSET.fullmatch(key)
+    if fixed and int(fixed.group(2)):
+        sign = "-" if fixed.group(1) == "+" else "+"  # POSIX style: the sign is inverted
+        return (
+            f"{typed!r} means UTC{sign}{int(fixed.group(2))} all year, with no daylight saving "
+            "(its sign is inverted); use a city zone such as America/New_York or "
+            f"Europe/Berlin, e.g. `{EXAMPLE}`"
+        )
+    if key in LEGACY_NAMES:
+        zone = LEGACY_NAMES[key]
+        return (
+            f"{typed!r} is an old name for a timezone; use its Area/City name, {zone}, "
+            f"e.g. `schedule monday 09:00 {zone}`"
+        )
     zones = _zones_by_lower_name()
+    if key in _all_lower_names() or _loadable(typed):
+        return (
+            f"{typed!r} is a system or legacy timezone name, not one Paperboy accepts; use an "
+            f"Area/City name such as Europe/Berlin, America/New_York or UTC, e.g. `{EXAMPLE}`"
+        )
     city = key.replace(" ", "_")
     by_city = sorted(name for lower, name in zones.items() if lower.rsplit("/", 1)[-1] == city)
     close = difflib.get_close_matches(key, list(zones), n=1, cutoff=0.8)
