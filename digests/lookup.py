@@ -23,7 +23,7 @@ CANDIDATES_SHOWN = 10
 # New-style (2502.01234) and old-style (hep-th/9901001) arXiv ids, bare or as `arXiv:ID`
 # or an arxiv.org link, with or without a version (v2).
 _ARXIV = re.compile(
-    r"(?:arxiv:\s*|https?://(?:www\.)?arxiv\.org/(?:abs|pdf)/)?"
+    r"(?:arxiv:\s*|(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)?"
     r"(?P<id>\d{4}\.\d{4,5}|[a-z-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?:\.pdf)?",
     re.I,
 )
@@ -64,9 +64,11 @@ def resolve(db: Database, ref: str) -> Resolution:
             return Resolution(linked[0])
         if linked:
             return Resolution(None, tuple(linked))
-    if len(ref) >= MIN_PREFIX:
+    if ref:
         rows = papers_with_id_prefix(db, ref, CANDIDATES_SHOWN + 1)
-        if len(rows) > 1:
+        # Shorter than MIN_PREFIX, even one match is only listed: `p1` is too little to pick
+        # a paper by, but "no paper with id p1" would be wrong when ids start with it.
+        if len(rows) > 1 or (rows and len(ref) < MIN_PREFIX):
             return Resolution(None, tuple(rows))
     return Resolution(None)
 
@@ -138,7 +140,8 @@ def candidates_text(
     wrapped in `code` (a backtick for chat replies)."""
     shown = candidates[:CANDIDATES_SHOWN]
     more = " and more" if len(candidates) > CANDIDATES_SHOWN else ""
-    head = f"{ref[:40]!r} matches {len(shown)} papers{more}; use more of the id:"
+    papers = "paper" if len(shown) == 1 else "papers"
+    head = f"{ref[:40]!r} matches {len(shown)} {papers}{more}; use more of the id:"
     return head, [f"{code}{row['id']}{code} {row['title']}" for row in shown]
 
 

@@ -318,6 +318,14 @@ def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Da
     assert reply.lines == tuple(f"`{prefix}0000{n}` {row['title']}" for n, row in enumerate(rows))
     assert handle(f"show {prefix}00001", ctx).papers[0]["title"] == rows[1]["title"]
     assert "I have no paper" in handle("show p3e8", ctx).text
+    # Shorter than an id prefix may be: listed, not "no paper" (ids do start with it).
+    short = handle("show p3e", ctx)
+    assert short.error and short.text == "'p3e' matches 2 papers; use more of the id:"
+    assert len(short.lines) == 2
+    seeded_db.execute("update papers set id = 'p3f00001' where id = ?", [f"{prefix}00001"])
+    one = handle("show p3f", ctx)
+    assert one.error and one.text == "'p3f' matches 1 paper; use more of the id:"
+    assert handle("show p3f0", ctx).papers[0]["title"] == rows[1]["title"]
 
 
 @pytest.mark.parametrize(
@@ -328,6 +336,9 @@ def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Da
         "arXiv:2502.01234",
         "ARXIV:2502.01234v1",
         "https://arxiv.org/abs/2502.01234v2",
+        "arxiv.org/abs/2502.01234",  # a link as copied from the address bar
+        "http://export.arxiv.org/abs/2502.01234",
+        "https://arxiv.org/pdf/2502.01234v1.pdf",
     ],
 )
 def test_arxiv_ids_in_every_usual_form(ctx: Context, tmp_path, ref: str) -> None:  # type: ignore[no-untyped-def]
