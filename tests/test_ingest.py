@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
+from db import open_db
 from db.papers import count_papers, get_paper, resolve_paper
 from digests.identity import paper_id
 from digests.ingest import IngestError, ingest_files
@@ -348,3 +349,71 @@ def test_one_paper_is_one_paper_in_the_summary(fresh_db: Database, tmp_path: Pat
     )
     again = ingest_files(fresh_db, [path, path], now=NOW).describe()
     assert again.startswith("2 papers read from 2 files: 0 added")
+
+
+def _counting_build_row(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from digests.ingest import pipeline
+
+    calls = [0]
+    real = pipeline.build_row
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "build_row", counted)
+    return calls
+
+
+def test_unchanged_records_are_skipped_before_enrichment(
+    fresh_db: Database, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest_files(fresh_db, seed_paths, now=NOW)
+    calls = _counting_build_row(monkeypatch)
+    again = ingest_files(fresh_db, seed_paths, now=NOW)
+    assert (again.added, again.merged, again.skipped) == (0, 0, 38)
+    assert calls[0] == 0  # nothing derived again
+
+
+def test_the_corpus_reingests_without_enrichment(
+    fresh_db: Database, iclr2021: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest_files(fresh_db, [iclr2021], now=NOW)
+    calls = _counting_build_row(monkeypatch)
+    assert ingest_files(fresh_db, [iclr2021], now=NOW).skipped == 2966
+    assert calls[0] == 0
+
+
+def test_skipping_early_changes_nothing_that_merging_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same sequence of ingests, with and without the early skip, stores the same."""
+    from digests.ingest import pipeline
+
+    untitled = write(tmp_path, "list.txt", f"ICML 2025\n\n{ABSTRACT_A}\n\n{ABSTRACT_B}\n")
+    titled = write(
+        tmp_path,
+        "titled.tsv",
+        "id\ttitle\tabstract\tauthors\turl\n"
+        f"or1\tAlphaDPO: Adaptive Margins\t{ABSTRACT_A}\tAnn\thttps://openreview.net/forum?id=or1\n"
+        f"or2\tResidual Dexterity\t{ABSTRACT_B}\tBo; Cy\t\n",
+    )
+    more = write(
+        tmp_path,
+        "more.jsonl",
+        json.dumps({"abstract": ABSTRACT_A, "authors": ["Ann", "Di"], "keywords": "dpo"})
+        + "\n"
+        + json.dumps({"abstract": ABSTRACT_B, "title": "Another Title", "id": "or2"})
+        + "\n",
+    )
+    order = [untitled, titled, untitled, more, titled, more, untitled]
+
+    def run() -> list[dict[str, object]]:
+        db = open_db(":memory:")
+        for path in order:
+            ingest_files(db, [path], now=NOW)
+        return snapshot(db) + list(db.query("select * from paper_aliases order by alias"))
+
+    with_skip = run()
+    monkeypatch.setattr(pipeline, "is_absorbed", lambda db, record: False)
+    assert run() == with_skip

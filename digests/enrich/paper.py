@@ -42,10 +42,15 @@ def _names(method: str | None, long_name: str | None) -> tuple[str, str]:
     return " ".join(forms), " ".join(keys)
 
 
+def clean_title(title: str | None) -> str | None:
+    """A source's title as stored: plain text, single-spaced; None when empty."""
+    return (re.sub(r"\s+", " ", plain_text(title)) or None) if title else None
+
+
 def build_row(record: PaperRecord, now: datetime) -> Row:
     """The paper row for a record: id, derived title and TL;DR, sorted links."""
     derived = derive(record.abstract)
-    title = re.sub(r"\s+", " ", plain_text(record.title)) if record.title else None
+    title = clean_title(record.title)
     method = (_title_prefix_name(title) if title else None) or derived.method
     long_name = derived.long_name if method == derived.method else None
     names, name_keys = _names(method, long_name)

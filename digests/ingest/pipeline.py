@@ -29,6 +29,7 @@ from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import parse_json
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
+from digests.ingest.unchanged import is_absorbed
 from digests.ingest.venue import parse_venue, split_venue_year, venue_from_filename
 from digests.records import PaperRecord
 from digests.timestamps import stamp
@@ -199,9 +200,10 @@ def ingest_files(
     """Ingest `paths` in one transaction. Raises IngestError before writing anything.
 
     1. Every file is read once to check it (format, sizes, secrets) and count it.
-    2. Every record is read again, enriched (cleanup, derived title and TL;DR), and its
-       row spooled: to memory, past SPOOL_MEMORY_BYTES to a temporary file, so memory
-       stays bounded for any file size.
+    2. Every record is read again; one the store already holds unchanged is skipped
+       (`unchanged.is_absorbed`, a read); the others are enriched (cleanup, derived
+       title and TL;DR), and their rows spooled: to memory, past SPOOL_MEMORY_BYTES to
+       a temporary file, so memory stays bounded for any file size.
     3. One short write transaction stores the spooled rows. The write lock is held only
        for the lookups and inserts, never for reading or enrichment, so other writers
        (commands, digests, another ingest) are not kept waiting.
@@ -217,6 +219,9 @@ def ingest_files(
     records = RecordStream(read_all, count)
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, mode="w+b") as spool:
         for record in progress(records) if progress else records:
+            if record.abstract.strip() and is_absorbed(db, record):
+                summary.skipped += 1  # already stored as it is: no need to enrich it
+                continue
             row = prepare(record, now)
             if row is None:
                 summary.without_abstract += 1
