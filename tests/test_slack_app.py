@@ -202,3 +202,33 @@ async def test_a_crash_in_a_command_is_a_polite_reply(
     assert status == 200
     assert body["text"].startswith("Sorry, something went wrong")
     assert "Traceback" not in json.dumps(body) and "on fire" not in json.dumps(body)
+
+
+async def test_a_large_digest_preview_fits_one_response_url(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """Issue 9 papercut: a response_url takes at most 5 replies; a big preview needed more."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_DIGEST_SIZE="400")
+    many = tmp_path / "many.tsv"
+    rows = [
+        f"Offline RL study {n}\tWe study offline reinforcement learning from a fixed dataset "
+        f"with conservative Q-learning and behavior regularization, case word{n}x{n * 7}."
+        for n in range(400)
+    ]
+    many.write_text("title\tabstract\n" + "\n".join(rows) + "\n")
+    ingest_files(open_db(services.db_path), [many], now=NOW)
+    client = await start_http(services, fake_slack, ack_budget=0.001)
+    try:
+        await post(client, fake_slack, "subscribe offline-rl")
+        status, ack = await post(client, fake_slack, "digest preview")
+        assert status == 200 and ack["text"] == WORKING
+        await eventually(lambda: len(fake_slack.responses) >= 6)
+        await asyncio.sleep(0.2)  # nothing more may come
+        replies = fake_slack.responses[1:]  # the first answered the subscribe
+        assert len(replies) == 5
+        for reply in replies:
+            assert_valid_blocks(reply["blocks"])
+        last = json.dumps(replies[-1]["blocks"])
+        assert "more papers, left out here" in last
+    finally:
+        await client.close()

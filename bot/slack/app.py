@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import Executor
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -96,8 +97,14 @@ def _run_command(services: Services, text: str, channel: str, user: str) -> Repl
     return handle(text, services.context(channel, user))
 
 
-async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> Reply:
-    """Run one `/papers` command from a slash-command payload (its form fields)."""
+async def answer(
+    services: Services,
+    client: AsyncWebClient,
+    command: dict[str, Any],
+    executor: Executor | None = None,
+) -> Reply:
+    """Run one `/papers` command from a slash-command payload (its form fields), in a
+    thread of `executor` (by default the services' threads)."""
     text = str(command.get("text") or "")
     try:
         verb = parse(text).verb
@@ -112,18 +119,25 @@ async def answer(services: Services, client: AsyncWebClient, command: dict[str, 
         return _refusal(managers)
     channel = f"slack:{command['team_id']}/{command['channel_id']}"
     user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
-    reply = await services.in_thread(_run_command, services, text, channel, user)
+    if executor is None:
+        reply = await services.in_thread(_run_command, services, text, channel, user)
+    else:
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(executor, _run_command, services, text, channel, user)
     if reply.changed:
         services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
     return reply
 
 
 async def answer_payloads(
-    services: Services, client: AsyncWebClient, command: dict[str, Any]
+    services: Services,
+    client: AsyncWebClient,
+    command: dict[str, Any],
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """The reply messages for a command; a polite failure instead of any exception."""
     try:
-        return payloads(await answer(services, client, command))
+        return payloads(await answer(services, client, command, executor))
     except Exception:  # in the command or in rendering its answer: never a stack trace
         log.exception("/papers %r failed", str(command.get("text"))[:80])
         return payloads(error(FAILURE))
