@@ -236,3 +236,45 @@ def test_the_default_limit_comes_from_the_setting(tmp_path: Path) -> None:
     assert "over the 2 KB limit" in result.output
     ok = runner.invoke(main, ["ingest", str(path), "--db", str(db_path)])
     assert ok.exit_code == 0, ok.output
+
+
+# --- control, bidi and invisible characters are stripped at ingest --------------------------
+
+UNSAFE = "\x1b]0;pwned\x07\x1b[2J\u202e\u2066\u200b\ufeff\x07\x9b\x00"
+INVISIBLE = "\x1b\x07\u202e\u2066\u200b\ufeff\x9b\x00"
+
+
+def test_stored_text_has_no_control_bidi_or_invisible_characters(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    path = tmp_path / "dirty.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "title": f"Grasp{UNSAFE}All",
+                "abstract": f"We propose Grasp{UNSAFE}All, a method for\tgrasping{UNSAFE}.",
+                "authors": [f"Ann{UNSAFE}", UNSAFE],
+                "venue": f"ICRA{UNSAFE}",
+                "keywords": f"robots{UNSAFE}",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    ingest_files(fresh_db, [path], now=NOW)
+    [row] = fresh_db.query("select * from papers")
+    for column, value in row.items():
+        if isinstance(value, str):
+            assert not any(char in value for char in INVISIBLE), (column, value)
+            assert "pwned" not in value  # the escape sequence went whole
+    assert row["title"] == "GraspAll"
+    assert row["abstract"] == "We propose GraspAll, a method for\tgrasping."
+    assert json.loads(row["authors"]) == ["Ann"]
+    assert row["venue"] == "ICRA"
+
+
+def test_an_invisible_character_does_not_hide_a_token(tmp_path: Path) -> None:
+    path = tmp_path / "hidden.tsv"
+    hidden = BOT_TOKEN[:2] + "\u200b" + BOT_TOKEN[2:]
+    path.write_text(f"title\tabstract\nT\t{ABSTRACT} {hidden}\n", encoding="utf-8")
+    assert "a Slack token" in refusal(path)

@@ -9,6 +9,7 @@ from typing import Any
 
 from digests.ingest.errors import IngestError
 from digests.records import PaperRecord
+from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def has_field(keys: set[str], field: str) -> bool:
 def _text(value: Any) -> str | None:
     if value is None:
         return None
-    text = str(value).strip()
+    text = strip_unsafe(str(value)).strip()
     return text or None
 
 
@@ -52,9 +53,10 @@ def _list(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
-        items = [str(item) for item in value]
+        items = [strip_unsafe(str(item)) for item in value]
     else:
-        text = str(value)
+        # Stripped before splitting: an escape sequence's ";" is not a separator.
+        text = strip_unsafe(str(value))
         items = text.split(";") if ";" in text else text.split(",")
     return [item.strip() for item in items if item and item.strip()]
 

@@ -27,11 +27,13 @@ from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
 from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import parse_json
+from digests.ingest.secrets import secret_kind
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
 from digests.ingest.unchanged import is_absorbed
 from digests.ingest.venue import parse_venue, split_venue_year, venue_from_filename
 from digests.records import PaperRecord
+from digests.safe_text import strip_unsafe
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,7 @@ def read_records(
         records = parse_arxiv(stream, source=source, path=shown, limits=limits)
     fallback = parse_venue(venue) if venue else venue_from_filename(path.name)
     for record in records:
+        _clean(record, shown)
         if len(record.abstract) > limits.max_record_chars:
             raise IngestError(
                 shown, record.line, limits.too_long("its abstract", len(record.abstract))
@@ -117,6 +120,23 @@ def read_records(
             if record.year is None:
                 record.year = fallback[1]
         yield record
+
+
+def _clean(record: PaperRecord, path: str) -> None:
+    """Strip control, bidi and invisible characters from every field, so stored text is
+    clean; then look for secrets again (an invisible character inside a token hid it
+    from the line check)."""
+    record.abstract = strip_unsafe(record.abstract)
+    for name in ("title", "venue", "url", "external_id"):
+        value = getattr(record, name)
+        if value is not None:
+            setattr(record, name, strip_unsafe(value).strip() or None)
+    record.authors = [text for text in (strip_unsafe(a).strip() for a in record.authors) if text]
+    record.keywords = [text for text in (strip_unsafe(k).strip() for k in record.keywords) if text]
+    for text in (record.abstract, record.title, record.url, *record.authors, *record.keywords):
+        kind = secret_kind(text) if text else None
+        if kind is not None:
+            raise IngestError(path, record.line, f"looks like it holds {kind}; refusing the file")
 
 
 def read_file(
