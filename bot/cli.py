@@ -37,7 +37,7 @@ from digests.records import PaperRecord
 from digests.render import discord as discord_render
 from digests.render import slack as slack_render
 from digests.render.text import digest_text, reply_text
-from digests.safe_text import json_safe, strip_unsafe
+from digests.safe_text import is_text, json_safe, strip_unsafe
 from digests.samples import sample_paths
 from digests.topics import CatalogError, load_catalog
 
@@ -275,6 +275,8 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
     """
     settings = load_settings()
     command = " ".join(text)
+    if user is not None and not is_text(user):
+        raise UserError("--user has bytes that are not valid text (UTF-8); type the name again")
     ctx = _context(_chat_database(command, db_path), channel, user or _user(), settings)
     reply = handle(command, ctx)
     echo(reply_text(reply))

@@ -13,7 +13,7 @@ from sqlite_utils import Database
 from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
 from db.search import papers_with_arxiv_id, papers_with_id_prefix, search_papers
 from digests.enrich.text import plain_text
-from digests.safe_text import strip_unsafe
+from digests.safe_text import is_text, strip_unsafe
 from digests.safe_url import safe_url
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,8 @@ def arxiv_id(ref: str) -> str | None:
 def resolve(db: Database, ref: str) -> Resolution:
     """A paper by id, unique id prefix, source id (OpenReview, arXiv in any usual form)."""
     ref = ref.strip()
+    if not is_text(ref):  # a lone surrogate (undecodable bytes in argv): SQLite refuses it
+        return Resolution(None)
     paper = resolve_paper(db, ref)
     if paper is not None:
         return Resolution(paper)

@@ -65,6 +65,16 @@ _TAG = re.compile(f"[{_TAGS}]")
 _JOINER = re.compile(f"[{_JOINERS}]")
 
 
+def is_text(value: str) -> bool:
+    """Whether `value` can be stored and printed: undecodable bytes (in argv, say) arrive
+    as lone surrogates, which SQLite and terminals refuse."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def has_unsafe(text: str) -> bool:
     """Whether `text` holds any character `strip_unsafe` would remove or replace."""
     return _ANY.search(text) is not None and strip_unsafe(text) != text

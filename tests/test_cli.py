@@ -328,6 +328,24 @@ def _paperboy_process(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_undecodable_bytes_in_arguments_are_one_line_errors(
+    run, tmp_path: Path, seed_paths
+) -> None:  # type: ignore[no-untyped-def]
+    """Bytes that are not UTF-8 in argv reach Python as lone surrogates (b"\\xff" is
+    "\\udcff"), which SQLite refuses to encode: that was an "unexpected failure"."""
+    db = str(tmp_path / "s.db")
+    run("ingest", str(seed_paths[0]), "--db", db)
+    shown = run("show", "\udcff", "--db", db)
+    assert shown.exit_code == 1
+    assert shown.output == "error: no paper with id '\\udcff'; try `paperboy find WORDS`.\n"
+    user = run("chat", "--user", "\udcff", "--channel", "local:lab", "subscribe rlhf", "--db", db)
+    assert user.exit_code == 2
+    assert user.output == (
+        "error: --user has bytes that are not valid text (UTF-8); type the name again\n"
+    )
+    assert "Topics: none yet" in run("status", "--channel", "local:lab", "--db", db).output
+
+
 def test_a_reader_that_stops_reading_is_not_an_error(tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
     """`paperboy find x | head -1`: the pipe closes under us, which is no failure to report."""
     db = str(tmp_path / "p.db")

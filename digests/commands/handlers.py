@@ -34,7 +34,7 @@ from digests.commands.grammar import (
 )
 from digests.commands.replies import Reply, error, info
 from digests.digest import build_digest, channel_schedule, ensure_channel, subscribed_topics
-from digests.safe_text import has_unsafe, strip_unsafe
+from digests.safe_text import has_unsafe, is_text, strip_unsafe
 from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_weekday
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
@@ -77,9 +77,7 @@ def handle(text: str, ctx: Context) -> Reply:
         parse_channel(ctx.channel)
     except ChannelError as exc:
         return error(str(exc))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_text(text):
         return error("That command has a character I cannot read; please type it again.")
     try:
         command = parse(strip_unsafe(text))
