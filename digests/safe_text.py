@@ -11,7 +11,10 @@ Removed: C0 controls except `\\n` and `\\t` (so `\\r` too), DEL, C1 controls (U+
 U+009F), bidi embeddings, overrides, isolates and marks (U+202A to U+202E, U+2066 to
 U+2069, U+200E, U+200F, U+061C), invisible characters (U+200B, U+2060 to U+2064, the
 deprecated format characters U+206A to U+206F, U+FEFF, U+180E, the interlinear
-annotation characters U+FFF9 to U+FFFB, and the tag characters U+E0000 to U+E007F),
+annotation characters U+FFF9 to U+FFFB, the tag characters U+E0000 to U+E007F, and the
+other default-ignorable characters that show as nothing: the soft hyphen U+00AD, U+034F,
+the Hangul and Khmer fillers, shorthand and musical format controls; variation selectors
+stay, as emoji and CJK text need them),
 and U+2028/U+2029 (line and paragraph separators, which some terminals and clients
 treat as line breaks; they become a space).
 
@@ -47,6 +50,9 @@ _ALWAYS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (but \t, \n), DEL, C1
     "\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi, zero-width space
     "\u180e\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"  # invisible format characters
+    # soft hyphen, grapheme joiner, Hangul and Khmer fillers, shorthand and musical
+    # format controls: they show as nothing, so `off\u00adline-rl` passes for offline-rl
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
 )
 _JOINERS = "\u200c\u200d"
 _TAGS = "\U000e0000-\U000e007f"

@@ -301,10 +301,16 @@ def test_tag_characters_and_stray_joiners_are_invisible_tricks(
         ("\u200d👩", "👩"),  # at the start of text
         ("\U0001f3f4\U000e0067\U000e0062 x", "\U0001f3f4 x"),  # a flag with no cancel tag
         ("a\u180eb\u206ac\ufff9d\ufffbe\u2061f", "abcdef"),
+        ("off\u00adline\u034f-\u3164rl\uffa0\U0001d173", "offline-rl"),  # show as nothing
+        ("❤\ufe0f 葛\U000e0100", "❤\ufe0f 葛\U000e0100"),  # variation selectors stay
     ):
         assert strip_unsafe(text) == cleaned, repr(text)
         assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
-    for text in (f"subscribe offline-rl{hidden}", "subscribe offline\u200d-rl"):
+    for text in (
+        f"subscribe offline-rl{hidden}",
+        "subscribe offline\u200d-rl",
+        "subscribe off\u00adline-rl",
+    ):
         reply = handle(text, ctx)
         assert reply.error and "can't contain invisible or control characters" in reply.text
     assert list(seeded_db.query("select * from subscriptions")) == []
