@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import logging
 import os
 import random
@@ -64,8 +65,18 @@ MESSAGE_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 
 def message_key(message: dict[str, Any]) -> str:
-    """At most 25 characters (Discord's nonce limit), stable across attempts."""
-    return f"pb{message['digest_id']}.{message['part']}.{message['id']}"[:25]
+    """The same on every attempt at one outbox message, and different for every other
+    message this bot may send: Discord deduplicates nonces per bot user, across its
+    channels, so a key made of row ids alone (digest 1, part 1, row 1) would match the
+    first message of another database on the same bot (another deployment, a fresh
+    `demo`) and Discord would answer with that message instead of posting this one.
+    A snowflake-sized decimal (at most 19 digits: Discord takes up to 25 characters)
+    hashed from the channel, the row's ids and its queueing time."""
+    source = "|".join(
+        str(message.get(name)) for name in ("channel", "digest_id", "part", "id", "created_at")
+    )
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return str(int.from_bytes(digest[:8], "big") >> 1)
 
 
 class Poster(Protocol):
@@ -104,7 +115,7 @@ def backoff(attempts: int, retry_after: float | None = None) -> float:
     else exponential from 30 s, capped at an hour, with jitter so retries do not align."""
     if retry_after is not None:
         return max(retry_after, 0.0)
-    base = min(BACKOFF_BASE_SECONDS * 2**attempts, BACKOFF_MAX_SECONDS)
+    base = min(BACKOFF_BASE_SECONDS * 2.0**attempts, BACKOFF_MAX_SECONDS)
     return base * random.uniform(0.5, 1.0)
 
 
@@ -182,6 +193,10 @@ async def deliver_channel(
     for message in messages:
         if stopping():
             return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
+        if int(message["attempts"]) >= max_attempts:
+            # Its attempts were used up by sends whose outcome is unknown (crashes or stops
+            # mid-send): sending it again could make more copies than attempts.
+            return _give_up(db, channel, message, "no answer to its last attempt", sent)
         if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
             return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
         thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
@@ -243,19 +258,25 @@ def _retry_later(
     max_attempts: int,
     clock: Callable[[], datetime],
 ) -> ChannelResult:
-    attempts = int(message["attempts"]) + 1
+    attempts = int(message["attempts"]) + 1  # this one included (counted at the claim)
     if attempts >= max_attempts:
-        later = outbox.mark_failed(db, message["id"], reason)
-        log.warning(
-            "delivery to %s gave up after %d attempts: %s%s",
-            channel,
-            attempts,
-            reason,
-            f" (and the {later} later part(s) of that digest)" if later else "",
-        )
-        return ChannelResult(channel, sent, "failed", reason)
+        return _give_up(db, channel, {**message, "attempts": attempts}, reason, sent)
     # From the time of the error, not of the run: the run may have waited long.
     retry_at = stamp(clock() + timedelta(seconds=backoff(attempts - 1, retry_after)))
     outbox.mark_retry(db, message["id"], reason, retry_at)
     log.info("delivery to %s failed (%s); retrying after %s", channel, reason, retry_at)
     return ChannelResult(channel, sent, "retrying", reason)
+
+
+def _give_up(
+    db: Database, channel: str, message: dict[str, Any], reason: str, sent: int
+) -> ChannelResult:
+    later = outbox.mark_failed(db, message["id"], reason)
+    log.warning(
+        "delivery to %s gave up after %d attempts: %s%s",
+        channel,
+        message["attempts"],
+        reason,
+        f" (and the {later} later part(s) of that digest)" if later else "",
+    )
+    return ChannelResult(channel, sent, "failed", reason)

@@ -92,11 +92,25 @@ def due(
 
 
 def claim(db: Database, message: Row, sender: str, until: str) -> bool:
-    """Take a message for sending; False if another sender took it first."""
+    """Take a message for sending; False if another sender took it first.
+
+    The attempt is counted here, before the send, not once its outcome is known: a send
+    cut off by a crash or a stop may have reached the platform, so `attempts` bounds the
+    copies of a message that can exist, whatever happened to the process."""
     cursor = db.execute(
-        "update outbox set state = 'sending', claimed_by = ?, claimed_until = ? "
-        "where id = ? and state = ? and coalesce(claimed_by, '') = ?",
-        [sender, until, message["id"], message["state"], message["claimed_by"] or ""],
+        "update outbox set state = 'sending', claimed_by = ?, claimed_until = ?, "
+        "attempts = attempts + 1 "
+        # Unchanged since it was read (a compare-and-swap): a sender whose `due` list is
+        # stale never takes a message another sender has tried meanwhile.
+        "where id = ? and state = ? and coalesce(claimed_by, '') = ? and attempts = ?",
+        [
+            sender,
+            until,
+            message["id"],
+            message["state"],
+            message["claimed_by"] or "",
+            message["attempts"],
+        ],
     )
     return cursor.rowcount == 1
 
@@ -148,7 +162,7 @@ def thread_root(db: Database, row: Row) -> str | None:
 
 def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None:
     db.execute(
-        "update outbox set state = 'sent', platform_id = ?, sent_at = ?, attempts = attempts + 1, "
+        "update outbox set state = 'sent', platform_id = ?, sent_at = ?, "
         "last_error = null, next_attempt_at = null, claimed_by = null, claimed_until = null "
         "where id = ?",
         [platform_id, now, message_id],
@@ -168,7 +182,7 @@ def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) 
     """A transient error: stay pending, try again from `next_attempt_at`."""
     db.execute(
         "update outbox set state = 'pending', last_error = ?, next_attempt_at = ?, "
-        "attempts = attempts + 1, claimed_by = null, claimed_until = null where id = ?",
+        "claimed_by = null, claimed_until = null where id = ?",
         [error, next_attempt_at, message_id],
     )
 
@@ -181,7 +195,7 @@ def mark_failed(db: Database, message_id: int, error: str) -> int:
     Returns how many later parts were given up."""
     with write_transaction(db):
         db.execute(
-            "update outbox set state = 'failed', last_error = ?, attempts = attempts + 1, "
+            "update outbox set state = 'failed', last_error = ?, "
             "next_attempt_at = null, claimed_by = null, claimed_until = null where id = ?",
             [error, message_id],
         )

@@ -176,3 +176,36 @@ async def test_a_lost_answer_is_not_posted_twice_on_the_next_attempt(
     assert len(fake_discord.created) == 1  # one message in the channel
     [sent] = db.query("select * from outbox")
     assert sent["platform_id"] == fake_discord.created[0]["id"]
+
+
+async def test_two_databases_on_one_bot_never_share_a_nonce(
+    bot: PaperboyClient, fake_discord: FakeDiscord, tmp_path, seed_paths, catalog
+) -> None:  # type: ignore[no-untyped-def]
+    """Discord deduplicates nonces per bot user, across channels. Keys made of row ids
+    alone ("pb1.1.1") were the same for the first message of every database: a second
+    deployment (or a fresh demo) on the same bot got the first one's message back, and
+    recorded its own digest as sent although Discord never posted it."""
+    from bot.delivery import message_key
+    from bot.services import Services
+    from tests.discord_helpers import GUILD
+
+    await subscribe(bot, fake_discord, "robotics")
+    other_channel = f"discord:{GUILD}/333333333333333333"
+    other = Services(tmp_path / "other.db", bot.services.settings, catalog, clock=lambda: NOW)
+    ingest_files(other.db(), seed_paths, now=NOW)
+    assert not handle("subscribe robotics", other.context(other_channel, "@bob")).error
+    _, first = await deliver(bot)
+    _, second = await send_digest(
+        other.db(), DiscordPoster(bot), other_channel, NOW, catalog=catalog,
+        settings=other.settings,
+    )  # fmt: skip
+    assert first.state == second.state == "done"
+    [mine] = open_db(bot.services.db_path).query("select * from outbox")
+    [theirs] = other.db().query("select * from outbox")
+    assert (mine["digest_id"], mine["part"], mine["id"]) == (theirs["digest_id"], 1, 1)
+    assert {m["channel_id"] for m in fake_discord.created} == {
+        CHANNEL_ID,
+        "333333333333333333",
+    }  # both posted: neither was answered with the other's message
+    key = message_key(mine)
+    assert key == message_key(dict(mine)) and key.isdigit() and len(key) <= 25

@@ -329,6 +329,42 @@ async def test_a_kill_mid_delivery_loses_nothing(services: Services, accepted: b
     assert all(received.count(part) == 1 for part in ("part 1", "part 2", "part 4"))
 
 
+async def test_sends_cut_off_by_crashes_count_as_attempts(services: Services) -> None:
+    """A send cut off by a crash may have reached the platform: it must count as an
+    attempt, so the copies of a message never exceed its attempts, and a message whose
+    send keeps killing the process is given up after `max_attempts`, not sent for ever."""
+    db = services.db()
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    copies, max_attempts = 0, 3
+    for crash in range(max_attempts):
+        dying = DyingPoster(die_at=1, accepted_before_dying=True)
+        with pytest.raises(Killed):
+            await deliver_channel(
+                db, dying, "slack:T1/C1", NOW + timedelta(minutes=crash), max_attempts
+            )
+        copies += len(dying.sent)
+        db.execute("update outbox set claimed_by = ? where state = 'sending'", [dead_sender()])
+        [first, *_] = messages_for_digest(db, digest_id)
+        assert copies <= first["attempts"] == crash + 1
+    after = RecordingPoster()
+    result = await deliver_channel(db, after, "slack:T1/C1", NOW + timedelta(hours=1), max_attempts)
+    assert result.state == "failed" and after.sent == []
+    assert [m["state"] for m in messages_for_digest(db, digest_id)] == ["failed"] * 4
+
+
+def test_a_claim_from_a_stale_read_fails(services: Services) -> None:
+    """A sender whose list of due messages is stale must not take a message that another
+    sender tried meanwhile (and scheduled for later)."""
+    from db import outbox
+
+    db = services.db()
+    four_part_digest(services, "slack:T1/C1")
+    [stale, *_] = outbox.due(db, "slack:T1/C1", "2026-11-30T09:00:00+00:00")
+    assert outbox.claim(db, stale, "other:1", "2026-11-30T09:10:00+00:00")
+    outbox.mark_retry(db, stale["id"], "ratelimited", "2026-11-30T10:00:00+00:00")
+    assert not outbox.claim(db, stale, "me:2", "2026-11-30T09:10:00+00:00")
+
+
 async def test_two_senders_never_send_the_same_message(services: Services) -> None:
     """`paperboy digest --send` while `paperboy run` is sending the same channel."""
     from bot.delivery import CLAIM_SECONDS
@@ -345,7 +381,13 @@ async def test_two_senders_never_send_the_same_message(services: Services) -> No
 
     first, second = Slow(), RecordingPoster()
     running = asyncio.create_task(deliver_channel(services.db(), first, "slack:T1/C1", NOW))
-    await asyncio.sleep(0.05)  # the first sender holds message 1
+    assert await eventually(  # the first sender holds message 1
+        lambda: (
+            services.db()
+            .execute("select count(*) from outbox where state = 'sending'")
+            .fetchone()[0]
+        )
+    )
     other = await deliver_channel(services.db(), second, "slack:T1/C1", NOW + timedelta(seconds=5))
     assert other.sent == 0 and second.sent == []
     gate.set()
@@ -609,7 +651,7 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     poster = GatedPoster(gate, "SLOW")
     scheduler = DigestScheduler(services, {"slack": poster})
     assert scheduler.start_due_deliveries() == 2  # returns at once
-    await eventually(lambda: len(poster.sent) == 4)
+    assert await eventually(lambda: len(poster.sent) == 4)
     assert {c for c, _ in poster.sent} == {"slack:T1/FAST"}
     assert scheduler.start_due_deliveries() == 0  # SLOW is still under way: not started twice
     gate.set()
@@ -772,6 +814,19 @@ async def test_catch_up_is_parallel_and_a_stop_cuts_it_short(
     line = await asyncio.wait_for(scheduler.start(), 5)  # does not wait for the catch-up
     assert line.startswith("scheduler: 4 channel(s) scheduled")
     assert await eventually(lambda: {c for c, _ in poster.sent} == {"slack:T1/OK1", "slack:T1/OK2"})
+    # the four builds run in worker threads, in any order: wait for HANG and LIMIT's sends
+    # too (their failure, not their build's speed, is what this test is about)
+    assert await eventually(
+        lambda: (
+            {"HANG", "LIMIT"} <= set(poster.started)
+            and scheduler.services.db()
+            .execute(
+                "select count(*) from outbox where channel = 'slack:T1/LIMIT' "
+                "and next_attempt_at is not null"
+            )
+            .fetchone()[0]
+        )
+    )
     [limited] = services.db().query("select * from outbox where channel = 'slack:T1/LIMIT'")
     assert limited["next_attempt_at"] == "2026-11-30T13:00:00+00:00"  # Retry-After honoured
     # HANG is still hanging: a stop cuts it off at once, and it stays pending for next time

@@ -2,9 +2,10 @@
 
 Two details of discord.py shape it: JSON is parsed only when Content-Type is exactly
 `application/json`, and a 429 without a `Via` header is taken for a Cloudflare ban.
-Like Discord, a channel message with `enforce_nonce` and a nonce already used in that
-channel returns the existing message instead of creating another (`created` lists the
-messages really created). `drop(route)` makes the next matching request create its
+Like Discord ("if another message was created by the same author with the same nonce,
+that message will be returned"), a message with `enforce_nonce` and a nonce the bot
+already used, in any channel, returns the existing message instead of creating another
+(`created` lists the messages really created). `drop(route)` makes the next matching request create its
 message, then lose the answer (the connection closes).
 """
 
@@ -60,7 +61,7 @@ class FakeDiscord:
     port: int = 0
     token_ok: bool = True
     created: list[dict[str, Any]] = field(default_factory=list)
-    _by_nonce: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _by_nonce: dict[str, dict[str, Any]] = field(default_factory=dict)
     _dropping: dict[str, int] = field(default_factory=dict)
 
     def drop(self, route: str, times: int = 1) -> None:
@@ -211,12 +212,12 @@ class FakeDiscord:
             channel_id = path.split("/")[2]
             nonce = (body or {}).get("nonce")
             if nonce and (body or {}).get("enforce_nonce"):
-                known = self._by_nonce.get((channel_id, str(nonce)))
+                known = self._by_nonce.get(str(nonce))  # per author: the bot
                 if known is not None:
                     return json_response(known)
             message = self._message(channel_id, body)
             self.created.append(message)
             if nonce:
-                self._by_nonce[(channel_id, str(nonce))] = message
+                self._by_nonce[str(nonce)] = message
             return json_response(message)
         return json_response({"message": "404: Not Found", "code": 0}, status=404)
