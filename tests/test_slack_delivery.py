@@ -181,6 +181,41 @@ async def test_a_429_storm_leaves_the_message_pending_for_later(
     assert not get_channel(db, CHANNEL)["paused"]
 
 
+async def test_an_hour_long_429_is_left_to_the_outbox_at_once(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    """A Retry-After of an hour was waited out 60 s at a time, three times, for the same
+    429: `digest --send` (and a delivery slot) was held three minutes for nothing."""
+    follow(services, "robotics")
+    for _ in range(4):
+        fake_slack.queue(
+            "chat.postMessage",
+            {"ok": False, "error": "ratelimited"},
+            status=429,
+            headers={"Retry-After": "3600"},
+        )
+    _, result = await send(services, fake_slack, clock)
+    assert result.state == "retrying"
+    assert len(fake_slack.posted()) == 1 and clock.sleeps == []
+    [row] = open_db(services.db_path).query("select * from outbox")
+    assert datetime.fromisoformat(row["next_attempt_at"]) == NOW + timedelta(seconds=3600)
+
+
+async def test_an_unreadable_retry_after_is_a_plain_rate_limit(
+    services: Services, fake_slack: FakeSlack, clock: FakeTime
+) -> None:
+    follow(services, "robotics")
+    for _ in range(4):
+        fake_slack.queue(
+            "chat.postMessage",
+            {"ok": False, "error": "ratelimited"},
+            status=429,
+            headers={"Retry-After": "soon"},
+        )
+    _, result = await send(services, fake_slack, clock)
+    assert result.state == "retrying" and result.reason == "ratelimited"  # not "unexpected"
+
+
 @pytest.mark.parametrize(
     "error", ["channel_not_found", "not_in_channel", "is_archived", "invalid_auth"]
 )

@@ -5,9 +5,11 @@ slack_sdk's AsyncWebClient comes with one retry handler by default,
 connection breaks, even after the server read it. For `chat.postMessage` that posts the
 message twice in one attempt. So Paperboy replaces the defaults:
 
-- a 429 is retried after its Retry-After (at most `MAX_RATE_LIMIT_RETRIES` times,
-  waiting at most `MAX_WAIT_SECONDS` each): Slack refused those messages, so a retry
-  cannot repeat one;
+- a 429 whose Retry-After is at most `MAX_WAIT_SECONDS` is retried after it (at most
+  `MAX_RATE_LIMIT_RETRIES` times): Slack refused those messages, so a retry cannot repeat
+  one. A longer Retry-After is not waited out here at all (it used to be waited out 60 s
+  at a time, three times: three minutes for `digest --send`, and for a delivery slot, to
+  get the same 429); the error goes to the outbox, which tries again after it;
 - a broken connection is retried at once only for calls that post nothing (`auth.test`,
   `users.info`, `apps.connections.open`...). A post whose answer was lost is the outbox's
   business: it counts as a failed attempt, retried with backoff, and each attempt sends
@@ -37,7 +39,8 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class RetryAfterHandler(AsyncRetryHandler):
-    """On HTTP 429, wait for Retry-After (capped), then try again."""
+    """On HTTP 429 with a Retry-After of at most `MAX_WAIT_SECONDS`, wait, then try
+    again; a longer one is left to the caller."""
 
     def __init__(self, max_retry_count: int = MAX_RATE_LIMIT_RETRIES, sleep: Sleep = asyncio.sleep):
         super().__init__(max_retry_count=max_retry_count)
@@ -51,7 +54,9 @@ class RetryAfterHandler(AsyncRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> bool:
-        return response is not None and response.status_code == 429
+        if response is None or response.status_code != 429:
+            return False
+        return _retry_after(response) <= MAX_WAIT_SECONDS
 
     async def prepare_for_next_attempt_async(
         self,
@@ -61,17 +66,20 @@ class RetryAfterHandler(AsyncRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> None:
-        wait = 1.0
-        if response is not None:
-            for name, values in response.headers.items():
-                if name.lower() == "retry-after" and values:
-                    with contextlib.suppress(ValueError):
-                        wait = float(values[0])
-        wait = min(max(wait, 0.0), MAX_WAIT_SECONDS)
+        wait = min(_retry_after(response) if response is not None else 1.0, MAX_WAIT_SECONDS)
         log.info("Slack rate limit on %s; waiting %.0f s", request.url.rsplit("/", 1)[-1], wait)
         state.next_attempt_requested = True
         await self.sleep(wait)
         state.increment_current_attempt()
+
+
+def _retry_after(response: HttpResponse) -> float:
+    """The response's Retry-After in seconds (1 s when it has none or it is unreadable)."""
+    for name, values in response.headers.items():
+        if name.lower() == "retry-after" and values:
+            with contextlib.suppress(ValueError):
+                return max(float(values[0]), 0.0)
+    return 1.0
 
 
 # Calls that post something: sending one again after a lost answer may post it twice.

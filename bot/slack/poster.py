@@ -8,7 +8,9 @@ pause the channel; the rest are transient and left to the outbox.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -86,8 +88,19 @@ class SlackPoster:
             error = error_code(exc)
             if error in PERMANENT_ERRORS:
                 raise PermanentError(error) from None
-            retry_after = exc.response.headers.get("Retry-After") if exc.response.headers else None
-            raise TransientError(error, float(retry_after) if retry_after else None) from None
+            raise TransientError(error, _retry_after(exc)) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(response["ts"])
+
+
+def _retry_after(exc: SlackApiError) -> float | None:
+    """The answer's Retry-After in seconds, if it has a readable one."""
+    headers = exc.response.headers or {}
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            with contextlib.suppress(TypeError, ValueError):
+                seconds = float(value[0] if isinstance(value, list) else value)
+                if math.isfinite(seconds):
+                    return max(seconds, 0.0)
+    return None
