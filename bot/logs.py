@@ -61,6 +61,15 @@ class RedactFilter(logging.Filter):
         return True
 
 
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _shape(message: str) -> str:
+    """A message's first line with numbers blanked: libraries (asyncio's "Exception in
+    callback ... when=1833.17") log pre-formatted text that differs only in numbers."""
+    return _NUMBERS.sub("#", message.split("\n", 1)[0][:200])
+
+
 @dataclass
 class _Window:
     start: float
@@ -70,9 +79,9 @@ class _Window:
 
 
 class RepeatFilter(logging.Filter):
-    """At most `burst` records per message template (logger, level, unformatted message)
-    in each `interval`; the summary of what was suppressed is logged with the first
-    record after the interval ends (through `emit`)."""
+    """At most `burst` records per message template (logger, level, the unformatted
+    message's first line, numbers blanked) in each `interval`; the summary of what was
+    suppressed is logged with the first record after the interval ends (through `emit`)."""
 
     def __init__(
         self,
@@ -94,7 +103,7 @@ class RepeatFilter(logging.Filter):
         now = self.clock()
         if now >= self._next_sweep:
             self._sweep(now)
-        key = (record.name, record.levelno, str(record.msg))
+        key = (record.name, record.levelno, _shape(str(record.msg)))
         window = self._windows.get(key)
         if window is None:
             self._windows[key] = _Window(now, record)

@@ -107,3 +107,25 @@ def test_credentials_in_urls_and_tokens_are_hidden(capsys: pytest.CaptureFixture
     assert "https://(hidden)@proxy.example/api/auth.test" in err
     assert "ValueError: cannot reach https://(hidden)@host/api/" in err
     assert redact("http://127.0.0.1:3000/slack/events") == "http://127.0.0.1:3000/slack/events"
+
+
+def test_preformatted_lines_that_differ_in_numbers_are_one_template() -> None:
+    """asyncio logged 20,000 "Exception in callback ..._start_serving(...) when=1833.17..."
+    lines, each formatted already, after an accept loop ran out of file descriptors."""
+    repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
+    logger = logging.getLogger("asyncio")
+    kept = [
+        repeats.filter(
+            logger.makeRecord(
+                "asyncio",
+                logging.ERROR,
+                "f",
+                1,
+                f"Exception in callback _start_serving(<x at 0x7f{n:x}>)\nhandle: when={n}.5",
+                None,
+                None,
+            )
+        )
+        for n in range(1000)
+    ]
+    assert sum(kept) == 5

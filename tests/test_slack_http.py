@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -253,7 +254,7 @@ async def test_at_the_connection_cap_slow_clients_make_room(
             _reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"POST /slack/ev")
             loris.append(writer)
-        await eventually(lambda: client.server.evicted >= 32)
+        assert await eventually(lambda: client.server.evicted >= 32)
         assert client.server.open_connections <= 8
         body = slash_body("subscribe offline-rl", fake_slack.response_url())
         response = await client.post("/slack/events", data=body, headers=signed_headers(body))
@@ -333,4 +334,92 @@ async def test_many_concurrent_commands_all_get_200_and_run_once(
         assert sorted(ran) == sorted(texts)  # each exactly once
         assert len(fake_slack.responses) == working
     finally:
+        await client.close()
+
+
+async def test_the_connection_cap_leaves_room_under_the_file_limit(
+    http: HttpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.slack import http as slack_http
+
+    monkeypatch.setattr(slack_http.resource, "getrlimit", lambda _: (1024, 4096))
+    server = slack_http.HttpServer(http.endpoint, Limits(max_connections=5000), "127.0.0.1")
+    await server.start()
+    try:
+        assert server.limits.max_connections == 1024 - slack_http.FD_RESERVE
+    finally:
+        await server.stop()
+
+
+async def blocked_commands(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
+    """Make every command wait for the returned event; the list records what ran."""
+    release, ran = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def held(text: str, ctx: Any) -> Any:
+        ran.append(text)
+        release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", held)
+    return release, ran
+
+
+async def test_a_command_acknowledged_late_is_never_404(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bolt answered 404 "unhandled request" when its ack came after 3 s, though the
+    command went on to run. A budget past 3 s makes that happen without load."""
+    release, ran = await blocked_commands(monkeypatch)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, ack_budget=3.2)
+    try:
+        body = slash_body("subscribe offline-rl", fake_slack.response_url())
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert response.status == 200 and (await response.json())["text"] == WORKING
+        release.set()
+        assert await eventually(lambda: fake_slack.responses)
+        assert "subscribed this channel" in fake_slack.responses[0]["text"]
+        assert ran == ["subscribe offline-rl"]
+    finally:
+        release.set()
+        await client.close()
+
+
+async def test_a_command_that_must_queue_is_acknowledged_at_once(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release, ran = await blocked_commands(monkeypatch)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, ack_budget=60)
+    try:
+        first = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2)]
+        busy = [
+            asyncio.ensure_future(
+                client.post("/slack/events", data=body, headers=signed_headers(body))
+            )
+            for body in first
+        ]
+        assert await eventually(lambda: len(ran) == 2)  # both threads are now taken
+        body = slash_body("topics", fake_slack.response_url("r3"))
+        # Its answer cannot be ready, and the budget is 60 s: only "at once" ends this.
+        third = await asyncio.wait_for(
+            client.post("/slack/events", data=body, headers=signed_headers(body)), 20
+        )
+        assert (await third.json())["text"] == WORKING
+        release.set()
+        for response in await asyncio.gather(*busy):
+            assert "Top" in (await response.json())["text"]
+        assert await eventually(lambda: len(fake_slack.responses) == 1)
+        assert sorted(ran) == ["find policy 1", "find policy 2", "topics"]
+    finally:
+        release.set()
         await client.close()

@@ -24,14 +24,16 @@ import asyncio
 import contextlib
 import logging
 import re
+import resource
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = 16 * 1024
+FD_RESERVE = 128  # descriptors left for the database, outgoing calls and logs
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _REQUEST_LINE = re.compile(rb"([A-Z]{1,16}) (\S{1,4096}) HTTP/1\.([01])")
 REASONS = {
@@ -134,7 +136,18 @@ class HttpServer:
         return len(self._connections)
 
     async def start(self) -> int:
-        """Listen; returns the port (useful when asked for port 0)."""
+        """Listen; returns the port (useful when asked for port 0). The connection cap is
+        lowered to leave `FD_RESERVE` descriptors of the process's limit to the rest."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and self.limits.max_connections > soft - FD_RESERVE:
+            cap = max(16, soft - FD_RESERVE)
+            log.warning(
+                "HTTP: %d connections at most, not %d: the open-file limit is %d (ulimit -n)",
+                cap,
+                self.limits.max_connections,
+                soft,
+            )
+            self.limits = replace(self.limits, max_connections=cap)
         self._server = await asyncio.start_server(
             self._accept, self.host, self.port, limit=MAX_HEADER_BYTES, backlog=1024
         )
