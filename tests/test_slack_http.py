@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import threading
 import time
 from pathlib import Path
@@ -423,3 +424,22 @@ async def test_a_command_that_must_queue_is_acknowledged_at_once(
     finally:
         release.set()
         await client.close()
+
+
+async def test_a_taken_port_is_one_line_at_start_up(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    from bot.runner import SlackComponent
+    from config.settings import SettingsError
+
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        component = SlackComponent(services, http=True, port=port)
+        with pytest.raises(SettingsError) as caught:
+            await component.start()
+        await component.stop()
+    assert str(caught.value).startswith(f"cannot listen on port {port} (")
+    assert str(caught.value).endswith("choose another with --port")
