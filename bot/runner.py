@@ -306,6 +306,11 @@ class SchedulerComponent:
         self.scheduler = DigestScheduler(self.services, LivePosters(self), configured)
         return await self.scheduler.start()
 
+    def halt(self) -> None:
+        """No new send from now on (called the moment the stop is seen)."""
+        if self.scheduler is not None:
+            self.scheduler.halt()
+
     async def stop(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
@@ -344,13 +349,19 @@ async def run(
     ]
     try:
         await stop.wait()
+    finally:
+        # Before anything else yields to the event loop: no send starts after "stopping"
+        # (stopping the starting tasks below awaits, and scheduled work would run then).
+        for part in parts:
+            halt = getattr(part, "halt", None)
+            if callable(halt):
+                halt()
         if not fatal:
             log.info("stopping")
-    finally:
+        deadline = loop.time() + STOP_SECONDS  # for all the parts together
         for task in starting:
             task.cancel()
-        await asyncio.gather(*starting, return_exceptions=True)
-        deadline = loop.time() + STOP_SECONDS  # for all the parts together
+        await asyncio.wait(starting, timeout=STOP_SECONDS)
         for part in reversed(parts):
             try:
                 await asyncio.wait_for(part.stop(), max(deadline - loop.time(), 0.1))

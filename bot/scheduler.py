@@ -87,7 +87,9 @@ class DigestScheduler:
         arrives while an ingest is under way waits for that one instead of starting its
         own (six channels re-reading one file in parallel held the write lock in turn)."""
         if self._inbox is None or self._inbox.done():
-            self._inbox = asyncio.ensure_future(self.services.in_thread(self._ingest_sync, now))
+            self._inbox = asyncio.ensure_future(
+                self.services.in_background_thread(self._ingest_sync, now)
+            )
         # Shielded: one waiter cancelled (a stop) must not cancel the others' ingest.
         await asyncio.shield(self._inbox)
 
@@ -130,7 +132,9 @@ class DigestScheduler:
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
             try:
                 await self.ingest_inbox(now)
-                await self.services.in_thread(self._build_and_queue, channel, built_at, now)
+                await self.services.in_background_thread(
+                    self._build_and_queue, channel, built_at, now
+                )
             except Exception as exc:
                 return self._build_failed(channel, built_at, exc)
             digest_store.clear_failure(self.services.db(), channel, stamp(built_at))
@@ -385,13 +389,18 @@ class DigestScheduler:
         self.retry_failed_builds()
         self.start_due_deliveries()
 
+    def halt(self) -> None:
+        """From now on, no new digest, catch-up, retry or send starts (synchronous: it
+        takes effect before the caller next yields to the event loop)."""
+        self.stopping = True
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
     async def stop(self, timeout: float = STOP_GRACE_SECONDS) -> None:
         """Stop at once: no new digest, catch-up or send starts from now on. Sends under way
         get `timeout` seconds to finish; then they are cut off (their messages stay
         pending, for the next start)."""
-        self.stopping = True
-        if self.scheduler.running:
-            self.scheduler.shutdown(wait=False)
+        self.halt()
         running = [task for task in self._running if task is not asyncio.current_task()]
         if not running:
             return

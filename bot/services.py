@@ -8,6 +8,8 @@ each thread its own connection to the same file; WAL and a busy timeout let them
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -62,3 +64,28 @@ class Services:
     async def in_thread(self, func: Callable[..., T], *args: object) -> T:
         """Run blocking work (SQLite, scoring) off the event loop."""
         return await asyncio.to_thread(func, *args)
+
+    async def in_background_thread(self, func: Callable[..., T], *args: object) -> T:
+        """Run long blocking work (an inbox ingest, a digest build) in a daemon thread of
+        its own: unlike `in_thread`'s pool, which the interpreter joins at exit, it never
+        holds up the exit after a stop (a 60 MB inbox file takes over a minute; SIGTERM
+        must exit within 10 s). The work must be safe to abandon mid-way: SQLite rolls
+        back a transaction that never committed, as after kill -9."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def settle(outcome: Callable[[], None]) -> None:
+            if not future.done():  # the waiter may have been cancelled meanwhile
+                outcome()
+
+        def work() -> None:
+            outcome: Callable[[], None]
+            try:
+                outcome = functools.partial(future.set_result, func(*args))
+            except BaseException as exc:  # handed to the waiter, raised there
+                outcome = functools.partial(future.set_exception, exc)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(settle, outcome)
+
+        threading.Thread(target=work, name=getattr(func, "__name__", "work"), daemon=True).start()
+        return await future

@@ -30,6 +30,16 @@ def start(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+def _env(db_path: Path, outbox: Path) -> dict[str, str]:
+    """Local channels only: no platform token."""
+    return {
+        "PAPERBOY_DB": str(db_path),
+        "PAPERBOY_LOCAL_DIR": str(outbox),
+        "SLACK_BOT_TOKEN": "",
+        "DISCORD_TOKEN": "",
+    }
+
+
 def wait_for(condition, seconds: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -67,12 +77,7 @@ def test_run_catches_up_survives_kill_9_and_posts_nothing_twice(
         now.isoformat(),
     )
     db.close()
-    env = {
-        "PAPERBOY_DB": str(db_path),
-        "PAPERBOY_LOCAL_DIR": str(outbox),
-        "SLACK_BOT_TOKEN": "",
-        "DISCORD_TOKEN": "",
-    }
+    env = _env(db_path, outbox)
     lines = outbox / "lab.jsonl"
 
     first = start(env)
@@ -151,12 +156,7 @@ def test_sigterm_exits_promptly_while_a_channel_hangs(
     # another process holds the hang channel's file: its send cannot finish
     held = (outbox / "hang.jsonl").open("a")
     fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-    env = {
-        "PAPERBOY_DB": str(db_path),
-        "PAPERBOY_LOCAL_DIR": str(outbox),
-        "SLACK_BOT_TOKEN": "",
-        "DISCORD_TOKEN": "",
-    }
+    env = _env(db_path, outbox)
     lines = outbox / "lab.jsonl"
     process = start(env)
     try:
@@ -177,3 +177,49 @@ def test_sigterm_exits_promptly_while_a_channel_hangs(
     db = open_db(db_path)
     [row] = db.query("select state from outbox where channel = 'local:hang'")
     assert row["state"] == "pending"  # cut off by the stop: sent after the next start
+
+
+HANGING_INGEST = """
+import sys, time
+from pathlib import Path
+import bot.scheduler
+
+MARKER = Path(sys.argv[1])
+
+def hanging_ingest(db, folder, now):  # an inbox file that takes an hour to ingest
+    MARKER.write_text("ingesting")
+    time.sleep(3600)
+
+bot.scheduler.ingest_inbox = hanging_ingest
+sys.argv[1:] = ["run"]
+from bot.cli import main
+main()
+"""
+
+
+def test_sigterm_exits_promptly_during_a_long_inbox_ingest(
+    tmp_path: Path, seed_paths: list[Path]
+) -> None:
+    """An inbox ingest runs in a worker thread; a 60 MB file takes over a minute. The
+    interpreter joined that thread at exit, so SIGTERM waited for the whole ingest."""
+    db_path, outbox, marker = tmp_path / "paperboy.db", tmp_path / "outbox", tmp_path / "marker"
+    now = datetime.now(UTC)
+    ingest_files(open_db(db_path), seed_paths, now=now - timedelta(days=2))
+    _due_channel(db_path, "local:lab", now, load_settings({}, dotenv=None))
+    process = subprocess.Popen(
+        [sys.executable, "-c", HANGING_INGEST, str(marker)],
+        env={**os.environ, **_env(db_path, outbox)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_for(marker.exists), "the catch-up never reached the inbox"
+        process.send_signal(signal.SIGTERM)
+        began = time.monotonic()
+        assert process.wait(30) == 0
+        assert time.monotonic() - began < 10
+    finally:
+        process.kill()
+    stderr = process.stderr.read() if process.stderr else ""
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr

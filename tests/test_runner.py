@@ -106,3 +106,50 @@ async def test_sigterm_while_socket_mode_is_unreachable_stops_promptly(
     stop.set()  # what SIGTERM does
     await asyncio.wait_for(running, 10)
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+class SlowToCancel(NeverStarts):
+    """A platform whose start, once cancelled, takes a while to clean up (a websocket
+    being closed): the event loop runs other work meanwhile."""
+
+    async def start(self) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)
+            raise
+        return "never"
+
+
+async def test_no_send_can_start_once_stopping_is_logged(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 9, item 11: sends kept starting after "stopping" was logged. The scheduler
+    must refuse new sends from the moment that line is written, not once its turn to stop
+    comes (after the starting parts have been cancelled, which yields to the loop)."""
+    caplog.set_level(logging.INFO)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    slow = SlowToCancel()
+    scheduler = SchedulerComponent(services, [slow])
+    seen: list[bool] = []
+
+    class AtStopping(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "stopping":
+                seen.append(scheduler.scheduler is not None and scheduler.scheduler.stopping)
+
+    watcher = AtStopping()
+    logging.getLogger("bot.runner").addHandler(watcher)
+    try:
+        stop = asyncio.Event()
+        running = asyncio.create_task(run([slow, scheduler], stop))
+        assert await eventually(lambda: any(m.startswith("scheduler:") for m in messages(caplog)))
+        stop.set()
+        await asyncio.wait_for(running, 10)
+    finally:
+        logging.getLogger("bot.runner").removeHandler(watcher)
+    assert seen == [True]
