@@ -23,10 +23,10 @@ _DISCORD_TOKEN = re.compile(r"(?<![\w-])([\w-]{17,32})\.([\w-]{5,8})\.([\w-]{25,
 _ENV_LINE = re.compile(
     r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]+\s*=\s*(?:\"[^\"]*\"|'[^']*'|\S*)\s*(?:#.*)?$"
 )
-_SENSITIVE_NAME = re.compile(
-    r"^\s*(?:export\s+)?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|"
-    r"CREDENTIALS?|AUTH)[A-Z0-9_]*\s*=\s*\S"
-)
+# The name is taken whole (possessive: no backtracking into it), then searched for a
+# sensitive word; one pattern with the word inside the name was quadratic.
+_ASSIGNMENT = re.compile(r"^\s*+(?:export\s++)?([A-Z0-9_]++)\s*+=\s*+\S")
+_SENSITIVE_WORD = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH")
 ENV_LINES_TO_REFUSE = 2  # two NAME=value lines at the top: a .env file, not a paper list
 
 
@@ -42,7 +42,8 @@ def secret_kind(line: str) -> str | None:
     """What kind of secret `line` seems to hold ("a Slack token", ...), or None."""
     if ("xox" in line or "xapp-" in line) and _SLACK_TOKEN.search(line):
         return "a Slack token"
-    if _SENSITIVE_NAME.match(line):
+    assignment = _ASSIGNMENT.match(line)
+    if assignment and _SENSITIVE_WORD.search(assignment.group(1)):
         return "a credential setting (NAME=value)"
     if _SIGNING_SECRET.search(line):
         return "a Slack signing secret"
