@@ -109,9 +109,16 @@ class DigestScheduler:
         )
 
     async def run_digest(
-        self, channel: str, now: datetime | None = None, built_at: datetime | None = None
+        self,
+        channel: str,
+        now: datetime | None = None,
+        built_at: datetime | None = None,
+        retry: bool = False,
     ) -> ChannelResult | None:
-        """Build (once per week), queue and deliver one channel's digest."""
+        """Build (once per week), queue and deliver one channel's digest. A `retry` of a
+        failed build (for `built_at`) goes ahead only if that failure is still recorded
+        when its turn comes: a later digest built meanwhile (the weekly fire, a catch-up)
+        clears it, and took its papers."""
         now = now or self.services.clock()
         if self.stopping:
             return None
@@ -130,8 +137,29 @@ class DigestScheduler:
             return None
         built_at = built_at or now
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
+            if retry and not any(
+                row["due_at"] == stamp(built_at)
+                for row in digest_store.failures(self.services.db(), channel)
+            ):
+                log.info(
+                    "digest for %s due %s: no longer needed (a later digest took its papers)",
+                    channel,
+                    stamp(built_at),
+                )
+                return None
             try:
                 await self.ingest_inbox(now)
+            except Exception as exc:
+                # The inbox is best effort: a broken one (an unreadable folder) must not
+                # fail every digest, week after week. Its files wait for the next run.
+                log.warning(
+                    "inbox not ingested before the digest for %s (%s: %s); building it "
+                    "from the papers stored",
+                    channel,
+                    type(exc).__name__,
+                    exc,
+                )
+            try:
                 await self.services.in_background_thread(
                     self._build_and_queue, channel, built_at, now
                 )
@@ -195,7 +223,7 @@ class DigestScheduler:
             if name in busy or self.stopping:
                 continue
             log.info("retrying the digest for %s due %s", channel, row["due_at"])
-            self._spawn(self.run_digest(channel, now=now, built_at=due_at), name)
+            self._spawn(self.run_digest(channel, now=now, built_at=due_at, retry=True), name)
             started.append(channel)
         return started
 

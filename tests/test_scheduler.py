@@ -781,6 +781,72 @@ async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
     assert "was never built (OperationalError: database is locked); dropped" in caplog.text
 
 
+async def test_a_broken_inbox_does_not_fail_every_digest(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inbox that raises (an unreadable folder) failed the build, so every retry, and
+    every week's digest, failed the same way: nothing was ever posted again."""
+    import bot.scheduler as scheduler_module
+    from db.digests import failures
+
+    def unreadable(db: Any, folder: Path | None, now: datetime) -> Any:
+        raise PermissionError(13, "Permission denied", "/srv/inbox")
+
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", unreadable)
+    monday_nine(services, "local:lab")
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    result = await scheduler.run_digest("local:lab")
+    assert result is not None and result.state == "done"
+    assert len(local_lines(services, "lab")) == 1
+    assert failures(services.db()) == []
+
+
+async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothing(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The maintenance job starts a retry of last week's failed build just as this
+    week's digest fires; the fire holds the channel, builds this week's digest (taking
+    last week's papers) and clears the failure. The retry, next in line, then built
+    last week's digest after this week's: a stale second post."""
+    import threading
+
+    import bot.scheduler as scheduler_module
+    from db.digests import failures, record_failure
+
+    monday_nine(services, "local:lab")
+    record_failure(
+        services.db(),
+        "local:lab",
+        "2026-11-30T09:00:00+00:00",
+        "OperationalError: database is locked",
+        "2026-11-30T09:01:00+00:00",
+        "2026-11-30T09:00:30+00:00",
+    )
+    gate, entered = threading.Event(), threading.Event()
+
+    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> None:
+        entered.set()
+        gate.wait(20)
+
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    clock.now = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # this week's digest fires...
+    fire = asyncio.create_task(scheduler.run_digest("local:lab"))
+    assert await eventually(entered.is_set)
+    # ... while a retry started a moment before (not yet overtaken then) waits its turn
+    assert scheduler.retry_failed_builds(now=clock.now - timedelta(seconds=1)) == ["local:lab"]
+    gate.set()
+    assert (await fire) is not None
+    assert await eventually(lambda: not scheduler._running)
+    assert failures(services.db()) == []
+    texts = [line["text"] for line in local_lines(services, "lab")]
+    assert len(texts) == 1 and "week of 7 Dec 2026" in texts[0], texts
+
+
 # --- independent channels, prompt stops (issue 9, items 11 and 24) ---------------------------
 
 
