@@ -316,10 +316,12 @@ def test_tag_characters_and_stray_joiners_are_invisible_tricks(
     assert list(seeded_db.query("select * from subscriptions")) == []
 
 
-def test_a_token_hidden_with_tag_characters_is_still_refused(tmp_path: Path) -> None:
-    # Tag characters show as nothing: interleaved, they hid a bot token from the secret
-    # check (which runs on the stripped text), and `find xoxb` would have shown it.
-    token = "xoxb-" + "\U000e0041".join("1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx")
+@pytest.mark.parametrize("hider", ["\U000e0041", "\u00ad", "\u034f", "\u200d"])
+def test_a_token_hidden_with_tag_characters_is_still_refused(tmp_path: Path, hider: str) -> None:
+    # Tag characters, soft hyphens and grapheme joiners show as nothing: interleaved, they
+    # hid a bot token from the secret check (which runs on the stripped text), and
+    # `find xoxb` would have shown it.
+    token = "xoxb-" + hider.join("1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx")
     path = tmp_path / "papers.tsv"
     path.write_text(f"title\tabstract\nA paper\tWe propose X. See {token} here.\n", "utf-8")
     db = open_db(tmp_path / "p.db")
