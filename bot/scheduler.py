@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Coroutine, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from sqlite_utils import Database
 
 from bot.delivery import ChannelResult, Poster, backoff, deliver_channel, queue_digest
 from bot.inbox import ingest_inbox
@@ -36,6 +38,7 @@ from bot.services import Services
 from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
+from db.transactions import write_transaction
 from digests.channels import parse_channel
 from digests.digest import build_digest
 from digests.schedule import Schedule, week_key
@@ -77,6 +80,9 @@ class DigestScheduler:
         # One run per channel at a time (a scheduled fire may meet a catch-up).
         self._channel_locks: dict[str, asyncio.Lock] = {}
         self._limit = asyncio.Semaphore(services.settings.delivery_concurrency)
+        # Failed builds that could not be recorded in digest_failures (the database was
+        # busy), by channel, in that table's shape: retried from here until recorded.
+        self._unrecorded: dict[str, dict[str, Any]] = {}
         # The inbox ingest under way, shared by every digest that fires meanwhile.
         self._inbox: asyncio.Future[Any] | None = None
 
@@ -137,10 +143,7 @@ class DigestScheduler:
             return None
         built_at = built_at or now
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
-            if retry and not any(
-                row["due_at"] == stamp(built_at)
-                for row in digest_store.failures(self.services.db(), channel)
-            ):
+            if retry and not self._failure_pending(channel, stamp(built_at)):
                 log.info(
                     "digest for %s due %s: no longer needed (a later digest took its papers)",
                     channel,
@@ -165,7 +168,7 @@ class DigestScheduler:
                 )
             except Exception as exc:
                 return self._build_failed(channel, built_at, exc)
-            digest_store.clear_failure(self.services.db(), channel, stamp(built_at))
+            self._clear_failure(channel, stamp(built_at))
         return await self._deliver_channel(channel, now)
 
     def _build_failed(self, channel: str, built_at: datetime, exc: Exception) -> ChannelResult:
@@ -173,12 +176,38 @@ class DigestScheduler:
         reason = f"{type(exc).__name__}: {exc}"
         failed_at = self.services.clock()
         db = self.services.db()
-        previous = digest_store.failures(db, channel)
-        attempts = int(previous[0]["attempts"]) if previous else 0
-        retry_at = failed_at + timedelta(seconds=backoff(attempts))
-        attempts = digest_store.record_failure(
-            db, channel, stamp(built_at), reason, stamp(retry_at), stamp(failed_at)
-        )
+        held = self._unrecorded.get(channel)
+        try:
+            previous = digest_store.failures(db, channel)
+            attempts = int(previous[0]["attempts"]) if previous else 0
+            if held is not None and held["due_at"] == stamp(built_at):
+                attempts = max(attempts, int(held["attempts"]))
+            retry_at = failed_at + timedelta(seconds=backoff(attempts))
+            attempts = digest_store.record_failure(
+                db, channel, stamp(built_at), reason, stamp(retry_at), stamp(failed_at)
+            )
+            self._unrecorded.pop(channel, None)
+        except sqlite3.Error as db_error:
+            # The database that failed the build can fail this write too ("database is
+            # locked" again): keep the failure in memory, so it is retried all the same,
+            # and recorded when the database lets us.
+            attempts = (
+                int(held["attempts"]) if held and held["due_at"] == stamp(built_at) else 0
+            ) + 1
+            retry_at = failed_at + timedelta(seconds=backoff(attempts - 1))
+            self._unrecorded[channel] = {
+                "channel": channel,
+                "due_at": stamp(built_at),
+                "attempts": attempts,
+                "last_error": reason,
+                "first_failed_at": stamp(failed_at),
+                "next_attempt_at": stamp(retry_at),
+            }
+            log.warning(
+                "digest for %s: its failure could not be recorded (%s); retried from memory",
+                channel,
+                db_error,
+            )
         log.warning(
             "digest for %s failed to build (attempt %d: %s); retrying after %s",
             channel,
@@ -196,16 +225,45 @@ class DigestScheduler:
             due_at, schedule.timezone
         )
 
+    def _record_held_failures(self, db: Database) -> None:
+        """Write to the database the failures kept in memory (see `_build_failed`)."""
+        for channel, row in list(self._unrecorded.items()):
+            try:
+                with write_transaction(db):
+                    recorded = digest_store.failures(db, channel)
+                    if not recorded or recorded[0]["due_at"] <= row["due_at"]:
+                        db.table("digest_failures").upsert(row, pk="channel")
+            except sqlite3.Error:
+                return  # still busy: they stay in memory, and are retried from there
+            self._unrecorded.pop(channel, None)
+
+    def _failure_pending(self, channel: str, due_at: str) -> bool:
+        held = self._unrecorded.get(channel)
+        return (held is not None and held["due_at"] == due_at) or any(
+            row["due_at"] == due_at for row in digest_store.failures(self.services.db(), channel)
+        )
+
+    def _clear_failure(self, channel: str, up_to: str) -> None:
+        held = self._unrecorded.get(channel)
+        if held is not None and held["due_at"] <= up_to:
+            del self._unrecorded[channel]
+        digest_store.clear_failure(self.services.db(), channel, up_to)
+
     def retry_failed_builds(self, now: datetime | None = None) -> list[str]:
         """Start again, without waiting, the failed builds whose backoff has passed. A
         failure that the channel's next digest has overtaken is dropped: nothing of it is
         lost, since a failed build used up no papers."""
         now = now or self.services.clock()
         db = self.services.db()
+        self._record_held_failures(db)
         schedules = scheduled_channels(self.services)
         started = []
         busy = {task.get_name() for task in self._running}
-        for row in digest_store.due_failures(db, stamp(now)):
+        due = {str(row["channel"]): row for row in digest_store.due_failures(db, stamp(now))}
+        for channel, row in self._unrecorded.items():  # newer than any recorded one
+            if row["next_attempt_at"] <= stamp(now):
+                due[channel] = row
+        for row in due.values():
             channel = str(row["channel"])
             due_at = datetime.fromisoformat(row["due_at"])
             schedule = schedules.get(channel)
@@ -217,7 +275,7 @@ class DigestScheduler:
                     row["due_at"],
                     row["last_error"],
                 )
-                digest_store.clear_failure(db, channel, row["due_at"])
+                self._clear_failure(channel, row["due_at"])
                 continue
             name = f"digest:{channel}"
             if name in busy or self.stopping:

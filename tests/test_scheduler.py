@@ -758,6 +758,52 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     assert "failed" not in status.output
 
 
+async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock that failed the build can fail the write of its failure too: the failure
+    escaped, unrecorded, and that digest was lost until a restart's catch-up."""
+    import sqlite3
+
+    import bot.scheduler as scheduler_module
+    from db.digests import failures
+
+    monday_nine(services, "local:lab")
+    real_build, real_record = (
+        scheduler_module.build_digest,
+        scheduler_module.digest_store.record_failure,
+    )
+    locked = {"build": 1, "record": 1}
+
+    def once_locked(what: str, real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if locked[what]:
+                locked[what] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(scheduler_module, "build_digest", once_locked("build", real_build))
+    monkeypatch.setattr(
+        scheduler_module.digest_store, "record_failure", once_locked("record", real_record)
+    )
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    result = await scheduler.run_digest("local:lab")
+    assert result is not None and result.state == "retrying"
+    assert failures(services.db()) == [] and local_lines(services, "lab") == []
+    assert scheduler.retry_failed_builds() == []  # not before its backoff
+    [recorded] = failures(services.db())  # written as soon as the database allowed it
+    assert recorded["due_at"] == "2026-11-30T09:00:00+00:00" and recorded["attempts"] == 1
+    clock.now += timedelta(seconds=31)
+    assert scheduler.retry_failed_builds() == ["local:lab"]
+    assert await eventually(lambda: local_lines(services, "lab"))
+    await scheduler.stop()
+    assert failures(services.db()) == []
+
+
 async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
     services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
