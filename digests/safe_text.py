@@ -13,8 +13,7 @@ U+2069, U+200E, U+200F, U+061C), invisible characters (U+200B, U+2060 to U+2064,
 deprecated format characters U+206A to U+206F, U+FEFF, U+180E, the interlinear
 annotation characters U+FFF9 to U+FFFB, the tag characters U+E0000 to U+E007F, and the
 other default-ignorable characters that show as nothing: the soft hyphen U+00AD, U+034F,
-the Hangul and Khmer fillers, shorthand and musical format controls; variation selectors
-stay, as emoji and CJK text need them),
+the Hangul and Khmer fillers, shorthand and musical format controls),
 and U+2028/U+2029 (line and paragraph separators, which some terminals and clients
 treat as line breaks; they become a space).
 
@@ -22,6 +21,9 @@ Kept, because people's text needs them:
 - a zero-width joiner or non-joiner (U+200D, U+200C) between two visible non-ASCII
   characters: emoji sequences (👩‍💻), Persian (می‌خواهم), Indic scripts (क्‍ष). Anywhere
   else (next to ASCII, a space, the start or end) it only hides something, and goes.
+- a variation selector (U+FE00 to U+FE0F, U+E0100 to U+E01EF, and the Mongolian ones)
+  right after a visible non-ASCII character (❤️, CJK variants), or in a keycap (1️⃣). After
+  ASCII it shows as nothing, and goes: `x\ufe0fo\ufe0fx\ufe0fb` hid a token.
 - tag characters that spell a subdivision flag after U+1F3F4 (🏴 England, Scotland,
   Wales), up to the cancel tag U+E007F.
 
@@ -57,18 +59,25 @@ _ALWAYS = (
 _JOINERS = "\u200c\u200d"
 _TAGS = "\U000e0000-\U000e007f"
 _SEPARATOR_CHARS = "\u2028\u2029"
+_SELECTORS = "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef"
 # A character a joiner may sit next to: visible and not ASCII.
 _VISIBLE_NON_ASCII = rf"[^\x00-\x7f\s{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}]"
 _UNSAFE = re.compile(f"[{_ALWAYS}]")
 _TAG_RUNS = re.compile(rf"(?P<flag>\U0001f3f4[\U000e0020-\U000e007e]{{1,32}}\U000e007f)|[{_TAGS}]+")
+# A character a selector may follow: visible, not ASCII, not a selector itself.
+_SELECTOR_BASE = rf"[^\x00-\x7f\s{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}{_SELECTORS}]"
+_LONE_SELECTORS = re.compile(
+    rf"(?<!{_SELECTOR_BASE})(?:(?<![0-9#*])[{_SELECTORS}]|[{_SELECTORS}](?!\u20e3))"
+)
 _LONE_JOINERS = re.compile(
     rf"(?<!{_VISIBLE_NON_ASCII})[{_JOINERS}]|[{_JOINERS}](?!{_VISIBLE_NON_ASCII})"
 )
 _SEPARATORS = re.compile(f"[{_SEPARATOR_CHARS}]")
 # Every character `strip_unsafe` may remove or replace (a fast first scan).
-_ANY = re.compile(f"[{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}]")
+_ANY = re.compile(f"[{_ALWAYS}{_JOINERS}{_TAGS}{_SEPARATOR_CHARS}{_SELECTORS}]")
 _TAG = re.compile(f"[{_TAGS}]")
 _JOINER = re.compile(f"[{_JOINERS}]")
+_SELECTOR = re.compile(f"[{_SELECTORS}]")
 
 
 def is_text(value: str) -> bool:
@@ -93,9 +102,11 @@ def strip_unsafe(text: str) -> str:
     text = _ESCAPE_SEQUENCES.sub("", text)
     text = _SEPARATORS.sub(" ", text)
     text = _UNSAFE.sub("", text)
-    # Tags, then joiners: each pass sees the neighbours that the result will have.
+    # Tags, selectors, then joiners: each pass sees the neighbours the result will have.
     if _TAG.search(text):
         text = _TAG_RUNS.sub(lambda match: match.group("flag") or "", text)
+    if _SELECTOR.search(text):
+        text = _LONE_SELECTORS.sub("", text)
     if _JOINER.search(text):
         text = _LONE_JOINERS.sub("", text)
     return text

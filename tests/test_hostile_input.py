@@ -239,6 +239,7 @@ def test_strip_unsafe_leaves_nothing_unsafe_and_is_idempotent() -> None:
         [
             *"ab \n\t[];0?P\\\x07\x1b\x9b\x9c\x9d\u202e\u2066\u200b\u2028é",
             *"\u200d\u200c👩ب\U0001f3f4\U000e0067\U000e0062\U000e007f\U000e0001\u206a\ufff9",
+            *"\ufe0f\u20e31",
         ]
     )
 
@@ -254,8 +255,13 @@ def test_strip_unsafe_leaves_nothing_unsafe_and_is_idempotent() -> None:
             if char in "\u200c\u200d":  # a joiner only between two visible non-ASCII characters
                 assert 0 < index < len(cleaned) - 1
                 assert all(
-                    ord(n) > 0x7F and n in "é👩ب\U0001f3f4"
+                    ord(n) > 0x7F and n in "é👩ب\U0001f3f4\u20e3\ufe0f"
                     for n in cleaned[index - 1 : index + 2 : 2]
+                )
+            if char == "\ufe0f":  # a selector only after a visible non-ASCII one, or a keycap
+                before, after = cleaned[index - 1 : index], cleaned[index + 1 : index + 2]
+                assert before in ("é", "👩", "ب", "\U0001f3f4", "\u20e3") or (
+                    before == "1" and after == "\u20e3"
                 )
             if char in "\U000e0067\U000e0062\U000e007f":  # a tag only inside a flag sequence
                 assert "\U0001f3f4" in cleaned[max(0, index - 33) : index]
@@ -302,7 +308,8 @@ def test_tag_characters_and_stray_joiners_are_invisible_tricks(
         ("\U0001f3f4\U000e0067\U000e0062 x", "\U0001f3f4 x"),  # a flag with no cancel tag
         ("a\u180eb\u206ac\ufff9d\ufffbe\u2061f", "abcdef"),
         ("off\u00adline\u034f-\u3164rl\uffa0\U0001d173", "offline-rl"),  # show as nothing
-        ("❤\ufe0f 葛\U000e0100", "❤\ufe0f 葛\U000e0100"),  # variation selectors stay
+        ("❤\ufe0f 葛\U000e0100 1\ufe0f\u20e3", "❤\ufe0f 葛\U000e0100 1\ufe0f\u20e3"),  # they stay
+        ("o\ufe0ff\ufe0e\U000e0100f \ufe0f❤\ufe0f\ufe0f", "off ❤\ufe0f"),  # after ASCII: gone
     ):
         assert strip_unsafe(text) == cleaned, repr(text)
         assert json.loads(json_safe(json.dumps(text, ensure_ascii=False))) == text
@@ -316,7 +323,7 @@ def test_tag_characters_and_stray_joiners_are_invisible_tricks(
     assert list(seeded_db.query("select * from subscriptions")) == []
 
 
-@pytest.mark.parametrize("hider", ["\U000e0041", "\u00ad", "\u034f", "\u200d"])
+@pytest.mark.parametrize("hider", ["\U000e0041", "\u00ad", "\u034f", "\u200d", "\ufe0e"])
 def test_a_token_hidden_with_tag_characters_is_still_refused(tmp_path: Path, hider: str) -> None:
     # Tag characters, soft hyphens and grapheme joiners show as nothing: interleaved, they
     # hid a bot token from the secret check (which runs on the stripped text), and
