@@ -443,3 +443,14 @@ async def test_a_taken_port_is_one_line_at_start_up(
         await component.stop()
     assert str(caught.value).startswith(f"cannot listen on port {port} (")
     assert str(caught.value).endswith("choose another with --port")
+
+
+@pytest.mark.parametrize("signed", [True, False])
+async def test_slacks_certificate_check_gets_200(http: HttpClient, signed: bool) -> None:
+    body = "ssl_check=1&token=legacy-verification-token"
+    headers = (
+        signed_headers(body) if signed else {"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    response = await http.post("/slack/events", data=body, headers=headers)
+    assert response.status == 200 and await response.read() == b""
+    assert http.endpoint.commands_run == 0
