@@ -209,3 +209,25 @@ async def test_two_databases_on_one_bot_never_share_a_nonce(
     }  # both posted: neither was answered with the other's message
     key = message_key(mine)
     assert key == message_key(dict(mine)) and key.isdigit() and len(key) <= 25
+
+
+async def test_an_hour_long_rate_limit_on_the_command_sync_does_not_stop_the_login(
+    tmp_path, seed_paths, catalog, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """With max_ratelimit_timeout, a long 429 raises discord.RateLimited; in setup_hook it
+    failed the login, and `paperboy run` stopped with 'unexpected failure'. Command syncs
+    have a daily budget: a long wait there is plausible."""
+    from tests.discord_helpers import logged_in, make_services
+    from tests.fakes.discord_api import APP_ID
+
+    services = make_services(tmp_path, seed_paths, catalog, fake_discord)
+    fake_discord.queue_rate_limit(f"/applications/{APP_ID}/commands", retry_after=3600)
+    client = await asyncio.wait_for(logged_in(services, fake_discord), 20)
+    try:
+        assert client.synced == "deferred"
+        assert "/papers not synced, rate-limited for 3600 s" in caplog.text
+    finally:
+        await client.close()
+    again = await logged_in(services, fake_discord)  # the next start syncs
+    await again.close()
+    assert again.synced == "global"

@@ -48,13 +48,27 @@ class PaperboyClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.group = PapersGroup(services, ack_budget)
         self.tree.add_command(self.group)
-        self.synced: str | None = None  # "guild", "global" or "unchanged", after setup
+        # "guild", "global", "unchanged" or "deferred" (rate-limited), after setup
+        self.synced: str | None = None
 
     def command_payload(self) -> list[dict[str, Any]]:
         return [command.to_dict(self.tree) for command in self.tree.get_commands()]
 
     async def setup_hook(self) -> None:
-        """Sync /papers: to one guild at once (development), or globally when it changed."""
+        """Sync /papers: to one guild at once (development), or globally when it changed.
+        A rate limit longer than the client waits (`max_ratelimit_timeout`: command syncs
+        have a daily budget) defers the sync to the next start, with one warning, instead
+        of failing the login: the commands synced before still work, and so does posting."""
+        try:
+            await self._sync()
+        except discord.RateLimited as exc:
+            self.synced = "deferred"
+            log.warning(
+                "discord: /papers not synced, rate-limited for %.0f s; trying at the next start",
+                exc.retry_after,
+            )
+
+    async def _sync(self) -> None:
         if self.guild_id is not None:
             guild = discord.Object(id=self.guild_id)
             self.tree.copy_global_to(guild=guild)
