@@ -79,12 +79,17 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
 
 
 def _refuse_folder(file: Path) -> None:
-    # SQLite would only say "unable to open database file".
+    # SQLite would only say "unable to open database file" or "disk I/O error".
     if file.is_dir():
-        raise DatabaseUnreadable(
-            f"{file} is a folder, not a database file; give the database file's path "
-            "(--db or $PAPERBOY_DB), e.g. db/paperboy.db"
-        )
+        what = "a folder"
+    elif file.exists() and not file.is_file():
+        what = "a device, pipe or socket"
+    else:
+        return
+    raise DatabaseUnreadable(
+        f"{file} is {what}, not a database file; give the database file's path "
+        "(--db or $PAPERBOY_DB), e.g. db/paperboy.db"
+    )
 
 
 def _writable(file: Path) -> bool:

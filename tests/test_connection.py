@@ -87,3 +87,6 @@ def test_a_folder_is_not_a_database(tmp_path: Path) -> None:
             open_db(folder, create=create)
     with pytest.raises(DatabaseUnreadable, match="is a folder"):
         open_read_only(folder)
+    for create in (True, False):  # SQLite said "disk I/O error"
+        with pytest.raises(DatabaseUnreadable, match="/dev/null is a device, pipe or socket"):
+            open_db("/dev/null", create=create)
