@@ -227,7 +227,12 @@ class DiscordComponent:
             await self.client.close()
             self.client = None
             raise SettingsError("DISCORD_TOKEN was refused by Discord (401 Unauthorized)") from None
-        except (aiohttp.ClientError, TimeoutError, discord.HTTPException) as exc:
+        except (
+            aiohttp.ClientError,
+            TimeoutError,
+            discord.HTTPException,
+            discord.RateLimited,
+        ) as exc:
             await self.client.close()
             self.client = None
             raise Unavailable(

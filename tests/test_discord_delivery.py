@@ -231,3 +231,18 @@ async def test_an_hour_long_rate_limit_on_the_command_sync_does_not_stop_the_log
     again = await logged_in(services, fake_discord)  # the next start syncs
     await again.close()
     assert again.synced == "global"
+
+
+async def test_an_hour_long_rate_limit_at_login_is_an_outage_to_retry(
+    tmp_path, seed_paths, catalog, fake_discord: FakeDiscord
+) -> None:  # type: ignore[no-untyped-def]
+    """discord.RateLimited is no HTTPException: it escaped as a fatal start-up error."""
+    from bot.runner import DiscordComponent, Unavailable
+    from tests.discord_helpers import make_services
+
+    services = make_services(tmp_path, seed_paths, catalog, fake_discord)
+    fake_discord.queue_rate_limit("/users/@me", retry_after=3600)
+    component = DiscordComponent(services, gateway=False)
+    with pytest.raises(Unavailable, match="RateLimited"):
+        await asyncio.wait_for(component.start(), 20)
+    assert component.client is None
