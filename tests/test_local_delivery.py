@@ -84,12 +84,23 @@ async def test_a_failed_fsync_takes_the_whole_record_back(
     assert [line["text"] for line in lines(path)] == ["kept"]
 
 
-async def test_a_line_torn_by_a_crash_is_cut_before_the_next_append(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "torn",
+    [
+        b'{"id": "abc", "text": "tor',
+        # valid JSON, but no newline: the append stopped one byte short, and the crash
+        # came before the outbox recorded it as sent, so that message goes out again
+        b'{"id": "abc", "text": "torn"}',
+    ],
+)
+async def test_a_line_torn_by_a_crash_is_cut_before_the_next_append(
+    tmp_path: Path, torn: bytes
+) -> None:
     poster = LocalPoster(tmp_path, lambda: NOW)
     path = tmp_path / "lab.jsonl"
     await poster.send(parse_channel(CHANNEL), {"text": "whole"}, None)
     with path.open("ab") as file:  # kill -9 in the middle of the next append
-        file.write(b'{"id": "abc", "text": "tor')
+        file.write(torn)
     await poster.send(parse_channel(CHANNEL), {"text": "after"}, None)
     assert [line["text"] for line in lines(path)] == ["whole", "after"]
 

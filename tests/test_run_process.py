@@ -126,6 +126,15 @@ def _sent(db_path: Path) -> int:
         db.close()
 
 
+def _states(db_path: Path, channel: str) -> list[str]:
+    db = open_db(db_path)
+    try:
+        rows = db.execute("select state from outbox where channel = ? order by id", [channel])
+        return [str(row[0]) for row in rows.fetchall()]
+    finally:
+        db.close()
+
+
 def _due_channel(db_path: Path, channel: str, now: datetime, settings: object) -> None:
     db = open_db(db_path)
     ensure_channel(db, channel, settings, now - timedelta(days=2))  # type: ignore[arg-type]
@@ -163,7 +172,8 @@ def test_sigterm_exits_promptly_while_a_channel_hangs(
         assert wait_for(lambda: lines.exists() and lines.read_text().count("\n") == 1), (
             "the healthy channel waited for the hanging one"
         )
-        time.sleep(0.5)  # the hang channel's send is under way
+        # the hang channel's send is under way (claimed, waiting for the file's lock)
+        assert wait_for(lambda: _states(db_path, "local:hang") == ["sending"])
         process.send_signal(signal.SIGTERM)
         began = time.monotonic()
         assert process.wait(30) == 0
