@@ -426,9 +426,16 @@ class DigestScheduler:
         await self._guarded(self.run_digest(channel), f"digest for {channel}")
 
     async def _maintenance(self) -> None:
-        self.sync_jobs()
-        self.retry_failed_builds()
-        self.start_due_deliveries()
+        """Each step on its own: a busy database skips that step until the next run (30 s
+        later) with one warning line, and never the steps after it (it used to end the job
+        with an ERROR traceback, and no delivery started that round)."""
+        for step in (self.sync_jobs, self.retry_failed_builds, self.start_due_deliveries):
+            try:
+                step()
+            except sqlite3.OperationalError as exc:
+                log.warning("maintenance: %s skipped this time (%s)", step.__name__, exc)
+            except Exception:
+                log.exception("maintenance: %s failed", step.__name__)
 
     async def _guarded(self, work: Any, what: str) -> None:
         """Run scheduled work so that nothing escapes to crash the scheduler, and so that

@@ -893,6 +893,28 @@ async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothi
     assert len(texts) == 1 and "week of 7 Dec 2026" in texts[0], texts
 
 
+async def test_a_busy_database_skips_one_maintenance_step_not_the_rest(
+    services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+
+    import bot.scheduler as scheduler_module
+
+    four_part_digest(services, "slack:T1/C1")
+
+    def locked(db: Any, now: str) -> Any:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(scheduler_module.digest_store, "due_failures", locked)
+    poster = RecordingPoster()
+    scheduler = DigestScheduler(services, {"slack": poster})
+    await scheduler._maintenance()  # the retry step fails: deliveries still start
+    assert await eventually(lambda: len(poster.sent) == 4)
+    await scheduler.stop()
+    assert "maintenance: retry_failed_builds skipped this time (database is locked)" in caplog.text
+    assert [r for r in caplog.records if r.levelno >= 40] == []
+
+
 # --- independent channels, prompt stops (issue 9, items 11 and 24) ---------------------------
 
 
