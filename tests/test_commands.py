@@ -304,6 +304,8 @@ def test_list_numbers_from_one_and_unsubscribe_takes_those_numbers(
     assert handle("list", ctx).text == "This channel follows 0 topics:"
     assert handle("list", other).text == "This channel follows 3 topics:"
     assert handle("unsubscribe robotics", other).changed  # names still work
+    handle('subscribe "2048"', ctx)  # a topic named by a number past the list's end
+    assert handle("unsubscribe 2048", ctx).changed
 
 
 def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Database) -> None:

@@ -258,11 +258,11 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     number = text.lstrip("#")
     match = None
-    if re.fullmatch(r"[0-9]{1,12}", number):
+    position = int(number) if re.fullmatch(r"[0-9]{1,12}", number) else 0
+    if 1 <= position <= len(active):
         # The number `list` shows: the position in this channel's list, from 1.
-        position = int(number)
-        match = active[position - 1] if 1 <= position <= len(active) else None
-    else:
+        match = active[position - 1]
+    else:  # a name; also a number past the list's end, which may name a topic ("2048")
         wanted = {text.lower(), custom_slug(text)}
         named = ctx.catalog.by_name(text)
         if named is not None:
