@@ -6,7 +6,9 @@ so an operator (or a test, or a mail pipe) sees exactly what was delivered.
 Every line stays valid JSON whatever fails: the append happens under an exclusive lock
 on the file, and on any OSError (a full disk mid-write, a failed fsync) the file is cut
 back to its size before the append. A line torn by a crash (kill -9 mid-write, so never
-recorded as sent) is cut off before the next append; that message is sent again.
+recorded as sent) is cut off before the next append; that message is sent again. The
+write and fsync run in a daemon thread (a slow disk never blocks the event loop); a send
+cut off meanwhile leaves that append to finish or be cut back in the thread.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.delivery import PermanentError, TransientError
-from bot.services import utcnow
+from bot.services import in_daemon_thread, utcnow
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 
@@ -73,9 +75,16 @@ class LocalPoster:
             fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 await self._lock(fd)
-                append_locked(fd, path, line)
-            finally:
+            except BaseException:
                 os.close(fd)  # also releases the lock
+                raise
+            # The write and its fsync (slow on a busy or network disk) run off the event
+            # loop, which must keep answering Slack and Discord. The thread owns `fd` from
+            # here and closes it: a cancel (a stop, a send timeout) leaves the append to
+            # finish, whole or cut back, and never closes the file under it.
+            writing = asyncio.ensure_future(in_daemon_thread(_append_and_close, fd, path, line))
+            writing.add_done_callback(_retrieve)
+            await asyncio.shield(writing)
         except OSError as exc:
             reason = f"cannot write {path}: {exc.strerror or exc}"
             if is_permanent(exc):
@@ -96,6 +105,19 @@ class LocalPoster:
                 if loop.time() >= deadline:
                     raise OSError(errno.EAGAIN, "locked by another process") from None
                 await asyncio.sleep(LOCK_POLL_SECONDS)
+
+
+def _append_and_close(fd: int, path: Path, line: bytes) -> None:
+    try:
+        append_locked(fd, path, line)
+    finally:
+        os.close(fd)  # also releases the lock
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """Consume the outcome of a write whose sender was cut off (nobody else will)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def append_locked(fd: int, path: Path, line: bytes) -> None:

@@ -67,25 +67,31 @@ class Services:
 
     async def in_background_thread(self, func: Callable[..., T], *args: object) -> T:
         """Run long blocking work (an inbox ingest, a digest build) in a daemon thread of
-        its own: unlike `in_thread`'s pool, which the interpreter joins at exit, it never
-        holds up the exit after a stop (a 60 MB inbox file takes over a minute; SIGTERM
-        must exit within 10 s). The work must be safe to abandon mid-way: SQLite rolls
-        back a transaction that never committed, as after kill -9."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
+        its own: see `in_daemon_thread`."""
+        return await in_daemon_thread(func, *args)
 
-        def settle(outcome: Callable[[], None]) -> None:
-            if not future.done():  # the waiter may have been cancelled meanwhile
-                outcome()
 
-        def work() -> None:
-            outcome: Callable[[], None]
-            try:
-                outcome = functools.partial(future.set_result, func(*args))
-            except BaseException as exc:  # handed to the waiter, raised there
-                outcome = functools.partial(future.set_exception, exc)
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-                loop.call_soon_threadsafe(settle, outcome)
+async def in_daemon_thread(func: Callable[..., T], *args: object) -> T:
+    """Run blocking work in a daemon thread of its own: unlike `asyncio.to_thread`'s pool,
+    which the interpreter joins at exit, it never holds up the exit after a stop (a 60 MB
+    inbox file takes over a minute; SIGTERM must exit within 10 s). The work must be safe
+    to abandon mid-way: SQLite rolls back a transaction that never committed, as after
+    kill -9. Cancelling the waiter does not stop the work."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
 
-        threading.Thread(target=work, name=getattr(func, "__name__", "work"), daemon=True).start()
-        return await future
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():  # the waiter may have been cancelled meanwhile
+            outcome()
+
+    def work() -> None:
+        outcome: Callable[[], None]
+        try:
+            outcome = functools.partial(future.set_result, func(*args))
+        except BaseException as exc:  # handed to the waiter, raised there
+            outcome = functools.partial(future.set_exception, exc)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name=getattr(func, "__name__", "work"), daemon=True).start()
+    return await future

@@ -129,3 +129,67 @@ async def test_only_errors_that_need_a_person_pause_the_channel(
     result = await deliver_channel(db, LocalPoster(tmp_path / "out", lambda: NOW), CHANNEL, NOW)
     assert result.state == ("paused" if paused else "retrying")
     assert bool(get_channel(db, CHANNEL)["paused"]) is paused
+
+
+async def test_a_slow_disk_never_blocks_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The append and its fsync ran on the event loop: a slow disk (a network mount)
+    froze every Slack and Discord answer, and the SIGTERM handler, for as long."""
+    import asyncio
+    import threading
+
+
+    release, released = threading.Event(), []
+
+    def slow_fsync(fd: int) -> None:
+        released.append(release.wait(5))  # True only if the loop set it meanwhile
+        os.fsync(fd)
+
+    monkeypatch.setattr(local, "_fsync", slow_fsync)
+    poster = LocalPoster(tmp_path, lambda: NOW)
+    sending = asyncio.create_task(poster.send(parse_channel(CHANNEL), {"text": "slow"}, None))
+    await asyncio.sleep(0)  # the send starts; the loop must stay free while it syncs
+    release.set()
+    await sending
+    assert released == [True]
+    assert [line["text"] for line in lines(tmp_path / "lab.jsonl")] == ["slow"]
+
+
+async def test_a_send_cut_off_mid_write_leaves_whole_lines_and_frees_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import fcntl
+    import threading
+
+    from tests.waiting import eventually
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        release.wait(10)
+        os.fsync(fd)
+
+    poster = LocalPoster(tmp_path, lambda: NOW)
+    path = tmp_path / "lab.jsonl"
+    await poster.send(parse_channel(CHANNEL), {"text": "before"}, None)
+    monkeypatch.setattr(local, "_fsync", slow_fsync)
+    sending = asyncio.create_task(poster.send(parse_channel(CHANNEL), {"text": "cut"}, None))
+    assert await eventually(entered.is_set)
+    sending.cancel()  # a stop, or the send timeout
+    with pytest.raises(asyncio.CancelledError):
+        await sending
+    release.set()
+
+    def free() -> bool:
+        with path.open("rb") as file:
+            try:
+                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+    assert await eventually(free)  # the write finished and closed (and unlocked) the file
+    assert [line["text"] for line in lines(path)] == ["before", "cut"]
