@@ -26,6 +26,7 @@ from config.settings import Settings, SettingsError, load_settings
 from db import channels as channel_store
 from db import open_db
 from db.connection import DatabaseUnreadable, NoDatabase
+from db.fresh import NewDatabase
 from digests import lookup
 from digests.channels import ChannelError, parse_channel
 from digests.commands import Context, ParseError, handle, parse
@@ -199,10 +200,15 @@ def ingest(
     All files load in one transaction: if any file is malformed, nothing is stored.
     """
     limits = Limits.from_kb(load_settings().max_record_kb)
+    new = NewDatabase(database_path(db_path))
     db = open_database(db_path, create=True)
-    summary = ingest_files(
-        db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress, limits=limits
-    )
+    try:
+        summary = ingest_files(
+            db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress, limits=limits
+        )
+    except BaseException:
+        new.discard(db)  # a refused file leaves no empty database behind
+        raise
     echo(summary.describe())
 
 

@@ -89,8 +89,9 @@ def _release(db: Database, path: Path) -> None:
 def ingest_inbox(
     db: Database, folder: Path | None, now: datetime, *, max_record_kb: int | None = None
 ) -> InboxResult:
-    """Ingest the new or changed files in `folder`; never raises for a bad file or a
-    busy database (those are reported in the result and the log). Symbolic links and
+    """Ingest the new or changed files in `folder`; never raises for a bad file, a busy
+    database or an unexpected failure with one file (those are reported in the result
+    and the log; only a bad file is not retried until it changes). Symbolic links and
     anything but regular files are refused (reported once per version, never read)."""
     limits = Limits.from_kb(max_record_kb) if max_record_kb else Limits()
     result = InboxResult()
@@ -150,6 +151,16 @@ def _ingest_one(
     except sqlite3.OperationalError as exc:
         result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
         log.warning("inbox: %s not ingested, database busy (%s); will retry", path.name, exc)
+        _release(db, path)
+        return
+    except Exception as exc:
+        # Unexpected (a full disk under the spool, an I/O error, a bug): this file is
+        # retried next run, and the files after it still load. Raising here stopped the
+        # whole inbox at this file, run after run, so no later file was ever ingested.
+        result.failed.append(
+            f"{path.name}: unexpected failure ({type(exc).__name__}); will retry next run"
+        )
+        log.exception("inbox: %s not ingested; will retry next run", path.name)
         _release(db, path)
         return
     except BaseException:

@@ -185,3 +185,31 @@ def test_a_dead_claim_is_taken_over(db_path: Path, inbox: Path) -> None:
         }
     )
     assert ingest_inbox(db, inbox, NOW).loaded == ["crafted.tsv"]
+
+
+def test_an_unexpected_failure_with_one_file_does_not_stop_the_others(
+    db_path: Path, inbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose ingest raises something unexpected (a full disk under the spool, an
+    I/O error, a bug) fails alone and is retried; the files after it still load. It used
+    to raise out of the inbox, so every run stopped at that file and no later file was
+    ever ingested."""
+    import bot.inbox as inbox_module
+
+    (inbox / "a-first.tsv").write_text(
+        "title\tabstract\nFirst\tWe introduce FirstNet, a method for anything.\n", encoding="utf-8"
+    )
+    real = inbox_module.ingest_files
+
+    def disk_full_for_the_first(db, paths, **kwargs):  # type: ignore[no-untyped-def]
+        if paths[0].name == "a-first.tsv":
+            raise OSError(28, "No space left on device")
+        return real(db, paths, **kwargs)
+
+    monkeypatch.setattr(inbox_module, "ingest_files", disk_full_for_the_first)
+    db = connect(db_path)
+    result = ingest_inbox(db, inbox, NOW)
+    assert result.loaded == ["crafted.tsv"]
+    assert result.failed == ["a-first.tsv: unexpected failure (OSError); will retry next run"]
+    monkeypatch.setattr(inbox_module, "ingest_files", real)
+    assert ingest_inbox(db, inbox, NOW).loaded == ["a-first.tsv"]  # the claim was released

@@ -278,3 +278,107 @@ def test_an_invisible_character_does_not_hide_a_token(tmp_path: Path) -> None:
     hidden = BOT_TOKEN[:2] + "\u200b" + BOT_TOKEN[2:]
     path.write_text(f"title\tabstract\nT\t{ABSTRACT} {hidden}\n", encoding="utf-8")
     assert "a Slack token" in refusal(path)
+
+
+# --- review: secrets that the first checks missed -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("xoxe-1-My0xLTEyMzQ1Njc4OTAtYWJjZGVmZ2hpams", "a Slack refresh token (xoxe-)"),
+        ("xoxe.xoxp-1-My0xLTEyMzQ1Njc4OTAtYWJj", "a rotated user token"),
+        ("xoxc-1234567890-1234567890-abcdefabcdef", "a Slack client token (xoxc-)"),
+        ("config_xoxb-1234567890-1234567890123-AbCd", "a token glued to a word by _"),
+        ("xo**xb**-1234567890-1234567890123-AbCdEf", "split by Markdown emphasis"),
+        ("xox`b`-1234567890-1234567890123-AbCdEf", "split by a code span"),
+        ("$xoxb$-1234567890-1234567890123-AbCdEf", "split by maths"),
+        ("xoxb\\-1234567890-1234567890123-AbCdEf", "split by a Markdown escape"),
+        ("[xoxb](https://a.example/x)-1234567890-1234567890123-AbCdEf", "split by a link"),
+        ("client_secret: dGhpc2lzYWNsaWVudHNlY3JldDEyMzQ1", "a base64-ish client secret"),
+        ('"signing_secret": "8F14E45FCEEA167A5A36DEDD4BEA2543"', "an upper-case signing secret"),
+    ],
+)
+def test_hidden_and_other_shaped_secrets_are_refused(tmp_path: Path, text: str, why: str) -> None:
+    path = tmp_path / "paper.txt"
+    path.write_text(f"ICML 2025\n\n{ABSTRACT} We log in with {text} daily.\n", encoding="utf-8")
+    message = refusal(path)
+    assert message.startswith(f"{path}:3: looks like it holds "), why
+    assert text not in message
+
+
+def test_a_refusal_is_one_line_on_the_terminal(tmp_path: Path) -> None:
+    """The CLI says it once: no warning log line on top of the error."""
+    path = tmp_path / "paper.tsv"
+    path.write_text(f"title\tabstract\nT\t{ABSTRACT} {BOT_TOKEN}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["ingest", str(path), "--db", str(tmp_path / "p.db")])
+    assert result.exit_code == 2
+    assert (
+        result.output == f"error: {path}:2: looks like it holds a Slack token; refusing the file\n"
+    )
+
+
+def test_a_refused_file_leaves_no_new_database_behind(tmp_path: Path, env_file: Path) -> None:
+    db_path = tmp_path / "new" / "folder" / "paperboy.db"
+    result = CliRunner().invoke(main, ["ingest", str(env_file), "--db", str(db_path)])
+    assert result.exit_code == 2
+    assert not (tmp_path / "new").exists()
+    # An existing database is kept, papers and all, whatever is refused.
+    good = tmp_path / "good.txt"
+    good.write_text(f"ICML 2025\n\n{ABSTRACT}\n", encoding="utf-8")
+    assert CliRunner().invoke(main, ["ingest", str(good), "--db", str(db_path)]).exit_code == 0
+    assert CliRunner().invoke(main, ["ingest", str(env_file), "--db", str(db_path)]).exit_code == 2
+    assert count_papers(open_db(db_path)) == 1
+
+
+# --- review: a file that changes while it is read -------------------------------------------
+
+
+def test_a_file_changed_between_the_two_passes_is_refused(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """The check pass and the store pass must see the same bytes: a file still being
+    written (or edited) would otherwise be stored as a half that was never checked
+    whole, e.g. a truncated last abstract stored as a paper of its own."""
+    path = tmp_path / "papers.tsv"
+    path.write_text(f"title\tabstract\nA\t{ABSTRACT}\n", encoding="utf-8")
+
+    def edit_between_passes(records):  # type: ignore[no-untyped-def]
+        with path.open("a", encoding="utf-8") as out:
+            out.write("B\tWe introduce HalfWritt")  # a writer still at work
+        return records
+
+    with pytest.raises(IngestError) as caught:
+        ingest_files(fresh_db, [path], now=NOW, progress=edit_between_passes)
+    assert str(caught.value) == (
+        f"{path}: changed while it was being ingested (is it still being written?); "
+        "nothing was stored; try again once it is complete"
+    )
+    assert count_papers(fresh_db) == 0
+    assert ingest_files(fresh_db, [path], now=NOW).added == 2  # once it is stable, it loads
+
+
+def test_a_file_that_grows_while_read_is_read_to_its_size_when_opened(tmp_path: Path) -> None:
+    from digests.ingest.decode import read_lines
+
+    path = tmp_path / "growing.txt"
+    path.write_text("first line\n", encoding="utf-8")
+    lines = read_lines(path)
+    assert next(lines) == "first line\n"
+    with path.open("a", encoding="utf-8") as out:  # a writer that never stops
+        out.write("appended later\n" * 10_000)
+    assert list(lines) == []
+
+
+def test_a_link_in_the_folders_above_the_file_is_fine(tmp_path: Path) -> None:
+    """Only the file read may not be a link: a home folder or inbox that is a symbolic
+    link (common on macOS and NFS setups) still works. (Pins the behaviour; not a fix.)"""
+    real = tmp_path / "real-home"
+    (real / "inbox").mkdir(parents=True)
+    (real / "inbox" / "papers.txt").write_text(f"ICML 2025\n\n{ABSTRACT}\n", encoding="utf-8")
+    home = tmp_path / "home"
+    home.symlink_to(real, target_is_directory=True)
+    db = open_db(tmp_path / "paperboy.db")
+    assert ingest_files(db, [home / "inbox" / "papers.txt"], now=NOW).added == 1
+    (real / "inbox" / "more.txt").write_text(f"ICML 2025\n\n{ABSTRACT} Again.\n", encoding="utf-8")
+    assert ingest_inbox(db, home / "inbox", NOW).loaded == ["more.txt", "papers.txt"]

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import codecs
+import hashlib
 import logging
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from digests.ingest.errors import IngestError
 from digests.ingest.secrets import ENV_LINES_TO_REFUSE, is_env_line, secret_kind
@@ -99,16 +100,25 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_lines(path: Path, limits: Limits | None = None) -> Iterator[str]:
+def read_lines(
+    path: Path, limits: Limits | None = None, versions: dict[str, str] | None = None
+) -> Iterator[str]:
     """The file's lines, each ending in `\\n` (the last one may not), decoded.
 
     Raises IngestError (naming the line) for a special, binary, undecodable, empty or
     `.env`-style file, a line over the record limit, or a line that holds a secret.
+
+    Only the bytes present when the file was opened are read, so a file that keeps
+    growing still ends. With `versions`, the content's hash is recorded there (by
+    path) at the end of a first read; a later read that finds other bytes raises
+    IngestError: the file changed between two passes over it.
     """
     limits = limits or Limits()
     shown = str(path)
     with open_regular(path) as handle:
-        first = handle.read(CHUNK_BYTES)
+        digest = hashlib.sha256()
+        chunks = _chunks(handle, digest)
+        first = next(chunks)
         if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             encoding = "utf-16"
         else:
@@ -147,7 +157,11 @@ def read_lines(path: Path, limits: Limits | None = None) -> Iterator[str]:
                 yield complete + "\n"
             if not chunk:
                 break
-            chunk = handle.read(CHUNK_BYTES)
+            chunk = next(chunks)
+        if versions is not None:
+            seen = versions.setdefault(shown, digest.hexdigest())
+            if seen != digest.hexdigest():
+                raise IngestError(shown, None, _CHANGED)
         if pending:
             number += 1
             meaningful, env_lines = _check(shown, number, pending, meaningful, env_lines)
@@ -158,6 +172,24 @@ def read_lines(path: Path, limits: Limits | None = None) -> Iterator[str]:
             raise IngestError(shown, 1, _ENV_FILE)
 
 
+def _chunks(handle: BinaryIO, digest: Any) -> Iterator[bytes]:
+    """The file's bytes in chunks, up to its size when opened, then b"" for ever."""
+    left = os.fstat(handle.fileno()).st_size
+    while left > 0:
+        chunk = handle.read(min(CHUNK_BYTES, left))
+        if not chunk:
+            break  # truncated meanwhile
+        left -= len(chunk)
+        digest.update(chunk)
+        yield chunk
+    while True:
+        yield b""
+
+
+_CHANGED = (
+    "changed while it was being ingested (is it still being written?); nothing was "
+    "stored; try again once it is complete"
+)
 _ENV_FILE = "looks like a .env file of NAME=value settings, not a paper list; refusing it"
 
 
@@ -165,7 +197,7 @@ def _check(path: str, number: int, line: str, meaningful: int, env_lines: int) -
     """Refuse secrets and `.env` files; count the lines that say something."""
     kind = secret_kind(line)
     if kind is not None:
-        log.warning("%s:%d: refused: looks like %s", path, number, kind)
+        log.debug("%s:%d: refused: looks like %s", path, number, kind)
         raise IngestError(path, number, f"looks like it holds {kind}; refusing the file")
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):

@@ -78,14 +78,16 @@ def read_records(
     fmt: str | None = None,
     venue: str | None = None,
     limits: Limits | None = None,
+    versions: dict[str, str] | None = None,
 ) -> Iterator[PaperRecord]:
     """Parse one file into records, one at a time (memory stays bounded whatever the
     file's size). `fmt` overrides detection; `venue` ("ICLR 2021") fills in venue and
-    year where the file has none. Raises IngestError, naming the file and line."""
+    year where the file has none. Raises IngestError, naming the file and line.
+    `versions`: see `decode.read_lines` (a file that changed between two reads)."""
     limits = limits or Limits()
     if fmt is not None and fmt not in FORMATS:
         raise IngestError(str(path), None, f"unknown format {fmt!r}; use one of {FORMATS}")
-    lines = read_lines(path, limits)
+    lines = read_lines(path, limits, versions)
     head: list[str] = []
     for line in lines:  # the first line that says something decides the format
         head.append(line)
@@ -120,6 +122,8 @@ def read_records(
             if record.year is None:
                 record.year = fallback[1]
         yield record
+    for _ in lines:  # to the end, so the whole file is checked (secrets, versions)
+        pass
 
 
 def _clean(record: PaperRecord, path: str) -> None:
@@ -133,10 +137,16 @@ def _clean(record: PaperRecord, path: str) -> None:
             setattr(record, name, strip_unsafe(value).strip() or None)
     record.authors = [text for text in (strip_unsafe(a).strip() for a in record.authors) if text]
     record.keywords = [text for text in (strip_unsafe(k).strip() for k in record.keywords) if text]
-    for text in (record.abstract, record.title, record.url, *record.authors, *record.keywords):
+    texts = (record.abstract, record.title, record.url, *record.authors, *record.keywords)
+    refuse_secrets(texts, path, record.line)
+
+
+def refuse_secrets(texts: Iterable[str | None], path: str, line: int) -> None:
+    """Raise IngestError at `path:line` if any of `texts` looks like a secret."""
+    for text in texts:
         kind = secret_kind(text) if text else None
         if kind is not None:
-            raise IngestError(path, record.line, f"looks like it holds {kind}; refusing the file")
+            raise IngestError(path, line, f"looks like it holds {kind}; refusing the file")
 
 
 def read_file(
@@ -175,13 +185,21 @@ class RecordStream(Sequence[PaperRecord]):
         raise IndexError(index)
 
 
-def prepare(record: PaperRecord, now: datetime) -> Row | None:
+def prepare(record: PaperRecord, now: datetime, path: str | None = None) -> Row | None:
     """The enriched row for a record (parsing, cleanup, derived title and TL;DR),
     or None when it has no abstract. Pure: touches no database, so it runs before
-    the write transaction opens."""
+    the write transaction opens.
+
+    Raises IngestError (naming `path`, else the record's source) when the rendered
+    text holds a secret that markup hid from the line check: `xox`b`-1...` or
+    `[xoxb](u)-1...` render as a whole token."""
     if not record.abstract.strip():
         return None
-    return build_row(record, now)
+    row = build_row(record, now)
+    texts = (row["title"], row["tldr"], row["method"], row["names"], row["abstract_text"])
+    links = (value for link in row["links"] for value in (link["url"], link["text"]))
+    refuse_secrets(chain(texts, links), path or record.source, record.line)
+    return row
 
 
 def store_row(
@@ -220,7 +238,8 @@ def ingest_files(
     """Ingest `paths` in one transaction. Raises IngestError before writing anything.
 
     1. Every file is read once to check it (format, sizes, secrets) and count it.
-    2. Every record is read again; one the store already holds unchanged is skipped
+    2. Every record is read again (a file whose bytes differ from the first read is
+       refused: it changed meanwhile); one the store already holds unchanged is skipped
        (`unchanged.is_absorbed`, a read); the others are enriched (cleanup, derived
        title and TL;DR), and their rows spooled: to memory, past SPOOL_MEMORY_BYTES to
        a temporary file, so memory stays bounded for any file size.
@@ -229,10 +248,13 @@ def ingest_files(
        (commands, digests, another ingest) are not kept waiting.
     """
     limits = limits or Limits()
+    versions: dict[str, str] = {}  # each file's content hash on the first pass
+    reading = [""]  # the file the current record comes from, for messages
 
     def read_all() -> Iterator[PaperRecord]:
         for path in paths:
-            yield from read_records(path, fmt, venue, limits)
+            reading[0] = str(path)
+            yield from read_records(path, fmt, venue, limits, versions)
 
     count = sum(1 for _ in read_all())
     summary = IngestSummary(files=[str(path) for path in paths])
@@ -242,7 +264,7 @@ def ingest_files(
             if record.abstract.strip() and is_absorbed(db, record):
                 summary.skipped += 1  # already stored as it is: no need to enrich it
                 continue
-            row = prepare(record, now)
+            row = prepare(record, now, reading[0])
             if row is None:
                 summary.without_abstract += 1
                 continue

@@ -15,8 +15,17 @@ import re
 
 log = logging.getLogger(__name__)
 
-_SLACK_TOKEN = re.compile(r"\b(?:xox[abposr]|xapp)-[A-Za-z0-9-]{8,}")
-_SIGNING_SECRET = re.compile(r"signing[\s_-]?secret\W{0,8}[0-9a-f]{32}\b", re.I)
+# Every xox?- kind: bot, user, app, refresh (xoxe-, also in `xoxe.xoxp-`), client...
+_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:xox[a-z]|xapp)-[A-Za-z0-9-]{8,}")
+# Markup that rendering drops: `xox`b`-1...` or `$xoxb$-1...` shows as a whole token.
+_MARKUP = str.maketrans("", "", "`*_~$\\")
+# Slack's signing secret (32 hex), and the base64-ish client and webhook secrets of
+# Slack and Discord: a long run with a digit in it, right after the name.
+_SIGNING_SECRET = re.compile(
+    r"(?:signing|client|app|webhook)[\s_-]?secret\W{0,8}"
+    r"(?:[0-9a-f]{32}\b|(?=[A-Za-z0-9+/=_-]{0,64}[0-9])[A-Za-z0-9+/=_-]{24,})",
+    re.I,
+)
 # Discord bot token: base64url(user id) . timestamp . HMAC
 _DISCORD_TOKEN = re.compile(r"(?<![\w-])([\w-]{17,32})\.([\w-]{5,8})\.([\w-]{25,})")
 # `.env` lines: NAME=value, NAME in capitals (an optional `export`).
@@ -40,13 +49,16 @@ def _decodes_to_an_id(part: str) -> bool:
 
 def secret_kind(line: str) -> str | None:
     """What kind of secret `line` seems to hold ("a Slack token", ...), or None."""
-    if ("xox" in line or "xapp-" in line) and _SLACK_TOKEN.search(line):
-        return "a Slack token"
+    bare = line.translate(_MARKUP)
+    if "xox" in bare or "xapp" in bare:  # deleting markup keeps "xox" whole
+        for text in (line, bare):
+            if _SLACK_TOKEN.search(text):
+                return "a Slack token"
     assignment = _ASSIGNMENT.match(line)
     if assignment and _SENSITIVE_WORD.search(assignment.group(1)):
         return "a credential setting (NAME=value)"
     if _SIGNING_SECRET.search(line):
-        return "a Slack signing secret"
+        return "a signing or client secret"
     if "." in line:
         for match in _DISCORD_TOKEN.finditer(line):
             if _decodes_to_an_id(match.group(1)):

@@ -1,0 +1,60 @@
+"""Undo the creation of a database that a failed command made.
+
+`paperboy ingest FILE --db new.db` opens (and so creates) the database before it reads
+FILE, so that a database that cannot be opened is reported first. When FILE is then
+refused, the new database would be left behind, empty, with any folders made for it;
+a later read-only command would then find "a database" with nothing in it. `NewDatabase`
+notes what did not exist before the open, and `discard` removes it again, but only while
+it stores nothing (another process may have started using the same new path meanwhile).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from sqlite_utils import Database
+
+log = logging.getLogger(__name__)
+
+_BESIDE = ("-wal", "-shm", "-journal")
+
+
+class NewDatabase:
+    """Call before opening `path` with `create=True`; `discard(db)` after a failure."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fresh = str(path) != ":memory:" and not path.exists()
+        self.made_folders: list[Path] = []  # nearest first
+        if self.fresh:
+            folder = path.absolute().parent
+            while not folder.exists() and folder != folder.parent:
+                self.made_folders.append(folder)
+                folder = folder.parent
+
+    def discard(self, db: Database) -> None:
+        """Close `db` and remove the file and folders that opening it created, if it was
+        new and holds no papers and no ingest. Never raises: it runs while a failure is
+        being reported."""
+        if not self.fresh:
+            return
+        try:
+            used = db.execute(
+                "select (select count(*) from papers) + (select count(*) from ingests)"
+            ).fetchone()[0]
+            db.close()
+        except Exception as exc:  # the failure being reported matters more
+            log.debug("not removing the new database %s: %s", self.path, exc)
+            return
+        if used:
+            return
+        for suffix in ("", *_BESIDE):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{self.path}{suffix}").unlink()
+        for folder in self.made_folders:
+            try:
+                folder.rmdir()  # only if empty: never anything else
+            except OSError:
+                break
