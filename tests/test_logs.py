@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import sys
+import threading
+import weakref
 
 import pytest
 
-from bot.logs import RepeatFilter, configure, redact
+from bot.logs import MAX_TEMPLATES, RepeatFilter, configure, redact
 
 
 def test_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,7 +74,7 @@ def test_a_flood_of_one_line_is_collapsed(capsys: pytest.CaptureFixture[str]) ->
     assert len(lines) < 200  # five tracebacks, two summaries, not 10,000 of each
 
 
-def test_repeats_are_counted_per_template_and_window() -> None:
+def test_repeats_are_counted_per_line_and_window() -> None:
     now = [0.0]
     shown: list[logging.LogRecord] = []
     repeats = RepeatFilter(burst=2, interval=10, clock=lambda: now[0])
@@ -80,13 +84,132 @@ def test_repeats_are_counted_per_template_and_window() -> None:
     def record(msg: str, *args: object) -> logging.LogRecord:
         return logger.makeRecord("bot.test", logging.WARNING, "f", 1, msg, args, None)
 
-    kept = [repeats.filter(record("refused %s", n)) for n in range(5)]
+    kept = [repeats.filter(record("refused %s", "10.0.0.1")) for _ in range(5)]
     assert kept == [True, True, False, False, False]
-    assert repeats.filter(record("another %s", 1))
+    assert repeats.filter(record("refused %s", "10.0.0.2"))  # another line
     now[0] = 11
-    assert repeats.filter(record("refused %s", 9))  # a new window
+    assert repeats.filter(record("refused %s", "10.0.0.1"))  # a new window
     [summary] = shown
-    assert summary.getMessage() == "suppressed 3 similar lines in 10 s: refused %s"
+    assert summary.getMessage() == "suppressed 3 similar lines in 10 s: refused 10.0.0.1"
+
+
+def test_lines_of_one_template_with_different_values_all_show() -> None:
+    """Review of issue 9 item 7: keyed by the unformatted template, the filter let 5
+    "delivered to %s ..." lines a minute through, so a Monday 09:00 with 6 channels of 2
+    parts lost 7 of 12 delivery lines, and a 6th channel's failed build went unlogged."""
+    repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
+    logger = logging.getLogger("bot.delivery")
+    kept = [
+        repeats.filter(
+            logger.makeRecord(
+                "bot.delivery",
+                logging.INFO,
+                "f",
+                1,
+                "delivered to %s: digest %s (%s), part %d of %d",
+                (f"discord:123/{channel}", channel, "2026-W48", part, 2),
+                None,
+            )
+        )
+        for channel in range(6)
+        for part in (1, 2)
+    ]
+    assert all(kept)
+
+
+def test_distinct_lines_are_bounded_too() -> None:
+    """Lines that differ every time (say a peer address) are told apart up to a bound,
+    then counted together: the filter's memory and the log stay bounded."""
+    repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
+    logger = logging.getLogger("bot.test")
+    kept = [
+        repeats.filter(
+            logger.makeRecord(
+                "bot.test", logging.WARNING, "f", 1, f"peer {word} refused", None, None
+            )
+        )
+        for word in (
+            f"{chr(97 + n % 26)}{chr(97 + n // 26 % 26)}{chr(97 + n // 676)}" for n in range(2000)
+        )
+    ]
+    assert sum(kept) == MAX_TEMPLATES + 5
+
+
+def test_two_threads_ending_windows_at_once_do_not_raise() -> None:
+    """logging runs filters outside the handler's lock. A thread that swept while another
+    was still sweeping (its summary blocked on a slow stderr) deleted a window the first
+    one then deleted again: KeyError, raised into whatever code was logging."""
+    now = [0.0]
+    repeats = RepeatFilter(burst=1, interval=60, clock=lambda: now[0])
+    logger = logging.getLogger("bot.test")
+    errors: list[BaseException] = []
+    shown: list[str] = []
+
+    def record(msg: str) -> logging.LogRecord:
+        return logger.makeRecord("bot.test", logging.WARNING, "f", 1, msg, None, None)
+
+    def other_thread() -> None:
+        try:
+            repeats.filter(record("c"))
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    def emit(summary: logging.LogRecord) -> None:
+        shown.append(summary.getMessage())
+        if len(shown) == 1:  # the first summary is slow: another thread logs meanwhile
+            now[0] = 63
+            thread = threading.Thread(target=other_thread)
+            thread.start()
+            thread.join(20)
+
+    repeats.emit = emit
+    for msg in ("a", "a", "b", "b"):
+        repeats.filter(record(msg))
+    now[0] = 61
+    assert repeats.filter(record("d"))
+    assert errors == []
+    assert sorted(shown) == [
+        "suppressed 1 similar lines in 60 s: a",
+        "suppressed 1 similar lines in 60 s: b",
+    ]
+
+
+def test_a_suppressed_traceback_is_not_kept_alive() -> None:
+    """The filter kept each line's first record, traceback and all, for a minute: every
+    local of every frame in it (a request body, say) stayed in memory."""
+    repeats = RepeatFilter(burst=1, interval=60, clock=lambda: 0.0)
+    logger = logging.getLogger("bot.test")
+    alive: list[weakref.ref[object]] = []
+
+    class Body:
+        pass
+
+    def fail() -> None:
+        body = Body()
+        alive.append(weakref.ref(body))
+        raise ValueError("bad body")
+
+    try:
+        fail()
+    except ValueError:
+        record = logger.makeRecord(
+            "bot.test", logging.ERROR, "f", 1, "request failed", None, sys.exc_info()
+        )
+    repeats.filter(record)
+    del record
+    gc.collect()
+    assert alive[0]() is None
+
+
+def test_a_bad_format_string_does_not_raise_from_the_filters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """logging reports a bad format string in emit (a "--- Logging error ---" note); the
+    filters ran before that and raised TypeError into the caller."""
+    configure("info")
+    logging.getLogger("bot.test").warning("%d papers", "many")  # must not raise
+    logging.getLogger("bot.test").warning("still logging")
+    assert "still logging" in capsys.readouterr().err
 
 
 def test_credentials_in_urls_and_tokens_are_hidden(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +230,18 @@ def test_credentials_in_urls_and_tokens_are_hidden(capsys: pytest.CaptureFixture
     assert "https://(hidden)@proxy.example/api/auth.test" in err
     assert "ValueError: cannot reach https://(hidden)@host/api/" in err
     assert redact("http://127.0.0.1:3000/slack/events") == "http://127.0.0.1:3000/slack/events"
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["xoxe.xoxp-1-MjAyNi0xMS0yOQ", "xoxe-1-My0xLTIwMjY", "xoxc-1234-5678", "xoxs-9-8-7"],
+)
+def test_every_kind_of_slack_token_is_hidden(token: str) -> None:
+    """Refresh (xoxe), client (xoxc) and legacy (xoxs) tokens, and a token glued to a word
+    (`SLACK_TOKEN_xoxb-...` in a dumped environment), were logged as they were."""
+    secret = token.rsplit(".", 1)[-1]
+    assert secret not in redact(f"token={token}")
+    assert secret not in redact(f"SLACK_TOKEN_{token}")
 
 
 def test_preformatted_lines_that_differ_in_numbers_are_one_template() -> None:
