@@ -45,6 +45,7 @@ class ArxivPage:
     total: int | None
     start: int | None
     per_page: int | None
+    entries: int  # entries on the page, papers or not (paging counts these)
 
 
 def parse_arxiv_page(text: str, *, source: str) -> ArxivPage:
@@ -74,6 +75,7 @@ def parse_arxiv_page(text: str, *, source: str) -> ArxivPage:
         _int(root.find(f"{OPENSEARCH}totalResults")),
         _int(root.find(f"{OPENSEARCH}startIndex")),
         _int(root.find(f"{OPENSEARCH}itemsPerPage")),
+        len(root.findall(f"{ATOM}entry")),
     )
 
 

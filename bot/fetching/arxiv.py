@@ -1,0 +1,117 @@
+"""Fetching an arXiv source from the export API, newest first, page by page.
+
+`ArxivFetch(spec, session, config, since=...)` is an async iterable of `FetchPage`s; its
+`result` is set once the pages are exhausted. Requests:
+`{arxiv_url}/query?search_query=Q&start=N&max_results=M&sortBy=submittedDate&sortOrder=descending`,
+`config.arxiv_delay` (3 s) apart. Paging stops at the first entry published before
+`since`, at the end of the results (`opensearch:totalResults`), or at
+`config.max_results` (then `complete=False`). A zero-entry page while totalResults says
+more exist is asked again up to `config.empty_page_retries` times; if it stays empty the
+fetch ends with `complete=False` (the caller keeps its cursor; nothing is lost).
+Entries repeated within one fetch (papers pushed down a page) are yielded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime
+
+import aiohttp
+
+from bot.fetching.client import Answer, Clock, FetchError, PoliteClient, Sleep
+from bot.fetching.config import FetchConfig
+from bot.fetching.pages import FetchPage, FetchResult, newest
+from digests.sources.arxiv import ArxivPage, parse_arxiv_page
+from digests.sources.spec import SourceSpec
+
+log = logging.getLogger(__name__)
+
+
+class ArxivFetch:
+    """One fetch of an arXiv source (see the module doc)."""
+
+    def __init__(
+        self,
+        spec: SourceSpec,
+        session: aiohttp.ClientSession,
+        config: FetchConfig,
+        *,
+        since: datetime,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        if spec.kind != "arxiv" or not spec.query:
+            raise ValueError(f"not an arXiv source: {spec.name}")
+        if since.tzinfo is None:
+            raise ValueError("since must be timezone-aware (UTC)")
+        self.spec = spec
+        self.config = config
+        self.since = since
+        self.client = PoliteClient(
+            session, config, source=spec.name, delay=config.arxiv_delay, sleep=sleep, clock=clock
+        )
+        self.result: FetchResult | None = None
+
+    def __aiter__(self) -> AsyncIterator[FetchPage]:
+        return self._pages()
+
+    def _parse(self, answer: Answer) -> ArxivPage:
+        return parse_arxiv_page(answer.text(), source=self.spec.name)
+
+    async def _pages(self) -> AsyncIterator[FetchPage]:
+        result = FetchResult(self.spec.name)
+        url = self.config.arxiv_url.rstrip("/") + "/query"
+        start, empty_tries, seen = 0, 0, set[str]()
+        assert self.spec.query is not None
+        while True:
+            if start >= self.config.max_results:
+                result.notes.append(f"stopped at {start} results (the limit per fetch)")
+                log.warning("%s: stopped at %d results, the limit per fetch", self.spec.name, start)
+                break
+            params: dict[str, str | int] = {
+                "search_query": self.spec.query,
+                "start": start,
+                "max_results": min(self.config.arxiv_page_size, self.config.max_results - start),
+                "sortBy": "submittedDate",
+                "sortOrder": "descending",
+            }
+            page = await self.client.request(url, self._parse, params=params)
+            result.requests = self.client.requests
+            total = page.total
+            if page.entries == 0:
+                if total is not None and start < total:
+                    if empty_tries < self.config.empty_page_retries:
+                        empty_tries += 1
+                        log.info(
+                            "%s: arXiv answered zero entries at %d of %d; asking again",
+                            self.spec.name, start, total,
+                        )  # fmt: skip
+                        continue
+                    result.notes.append(f"arXiv kept answering zero entries at {start} of {total}")
+                    log.warning("%s: %s", self.spec.name, result.notes[-1])
+                    break
+                result.complete = True
+                break
+            empty_tries = 0
+            fresh = [p for p in page.papers if p.published is None or p.published >= self.since]
+            reached = len(fresh) < len(page.papers)
+            unseen = [p for p in fresh if p.arxiv_id not in seen]
+            seen.update(p.arxiv_id for p in unseen if p.arxiv_id)
+            result.cursor = newest(result.cursor, *(p.published for p in unseen))
+            if unseen:
+                result.read += len(unseen)
+                result.pages += 1
+                yield FetchPage(self.spec.name, result.pages - 1, unseen)
+            start += page.entries
+            if reached or (total is not None and start >= total):
+                result.complete = True
+                break
+        result.requests = self.client.requests
+        self.result = result
+        log.debug("%s: %d papers in %d requests", self.spec.name, result.read, result.requests)
+
+
+__all__ = ["ArxivFetch", "FetchError"]

@@ -1,0 +1,213 @@
+"""The polite HTTP client every fetcher uses: spacing, retries, size cap, one error type.
+
+`PoliteClient.request(url, parse=...)` makes one logical request:
+- waits until `delay` seconds have passed since this client's previous request (arXiv
+  asks for 3 s), with the injected `sleep` and `clock`, so tests never wait;
+- retries 5xx, 429, timeouts, dropped connections and unreachable hosts, and answers
+  that `parse` rejects with a `ParseError` (a malformed page), up to `attempts` in all,
+  waiting `backoff * 2**n` seconds, or the server's `Retry-After` when longer. A
+  `Retry-After` beyond `max_wait` fails at once (never sleeps for hours);
+- fails at once, without retrying, on any other 4xx, on a body over `max_bytes`, and on
+  the `ParseError`s that say the answer will never be right (`ArxivAPIError`,
+  `NotAFeedError`).
+Every failure is a `FetchError`: one line, naming the source and the host (never the
+query string, which may hold a private feed's token). Retries log one warning line each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from bot.fetching.config import FetchConfig
+from digests.sources.errors import ArxivAPIError, NotAFeedError, ParseError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
+
+
+class FetchError(Exception):
+    """A source that could not be fetched. `str()` is one line: "SOURCE: message"."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.source = source
+        self.message = message
+        super().__init__(f"{shown_source(source)}: {message}")
+
+
+def shown_source(source: str) -> str:
+    """`source` safe to log and show: a feed URL's query string (maybe a token) is cut."""
+    if source.startswith("feed:") and "?" in source:
+        return source.split("?", 1)[0] + "?…"
+    return source
+
+
+@dataclass
+class Answer:
+    """A successful HTTP answer (2xx or 304), its body read whole (up to the cap)."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+    url: str
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class _Transient(Exception):
+    """A failure worth retrying; `wait` is the server's Retry-After, if it gave one."""
+
+    def __init__(self, message: str, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.wait = wait
+
+
+class PoliteClient:
+    """Requests for one source, spaced `delay` seconds apart (see the module doc)."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        config: FetchConfig,
+        *,
+        source: str,
+        delay: float,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.session = session
+        self.config = config
+        self.source = source
+        self.delay = delay
+        self.sleep = sleep
+        self.clock = clock
+        self.requests = 0
+        self._last: float | None = None
+
+    async def request(
+        self,
+        url: str,
+        parse: Callable[[Answer], T],
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+    ) -> T:
+        """`parse(answer)` for the first good answer; FetchError when there is none."""
+        host = urlsplit(url).netloc or url
+        attempts = max(1, self.config.attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                answer = await self._get(url, host, params, headers, max_bytes)
+                try:
+                    return parse(answer)
+                except (ArxivAPIError, NotAFeedError) as exc:
+                    raise FetchError(self.source, str(exc)) from None
+                except ParseError as exc:
+                    raise _Transient(f"malformed answer from {host}: {exc}") from None
+            except _Transient as exc:
+                if attempt == attempts:
+                    raise FetchError(
+                        self.source, f"{exc} (gave up after {attempts} attempts)"
+                    ) from None
+                wait = self.config.backoff * 2 ** (attempt - 1)
+                if exc.wait is not None:
+                    if exc.wait > self.config.max_wait:
+                        raise FetchError(
+                            self.source, f"{exc}; {host} asks to wait {exc.wait:.0f} s, too long"
+                        ) from None
+                    wait = max(wait, exc.wait)
+                log.warning(
+                    "%s: %s; retrying in %.0f s (attempt %d of %d)",
+                    shown_source(self.source), exc, wait, attempt, attempts,
+                )  # fmt: skip
+                await self.sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _space(self) -> None:
+        if self._last is not None:
+            wait = self.delay - (self.clock() - self._last)
+            if wait > 0:
+                await self.sleep(wait)
+        self._last = self.clock()
+
+    async def _get(
+        self,
+        url: str,
+        host: str,
+        params: Mapping[str, str | int] | None,
+        headers: Mapping[str, str] | None,
+        max_bytes: int | None,
+    ) -> Answer:
+        await self._space()
+        self.requests += 1
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
+        sent = {"User-Agent": self.config.user_agent(), **(headers or {})}
+        try:
+            async with self.session.get(url, params=params, headers=sent, timeout=timeout) as resp:
+                if resp.status >= 500 or resp.status == 429:
+                    raise _Transient(
+                        f"HTTP {resp.status} {resp.reason or ''} from {host}".rstrip(),
+                        retry_after(resp.headers.get("Retry-After"), time.time()),
+                    )
+                if resp.status >= 400:
+                    raise FetchError(
+                        self.source, f"HTTP {resp.status} {resp.reason or ''} from {host}".rstrip()
+                    )
+                body = await _read(resp, max_bytes, self.source, host)
+                return Answer(resp.status, body, dict(resp.headers), str(resp.url))
+        except TimeoutError:
+            raise _Transient(f"{host} did not answer within {self.config.timeout:.0f} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            reason = str(exc.os_error) if exc.os_error else "connection failed"
+            raise _Transient(f"cannot reach {host} ({reason})") from None
+        except aiohttp.TooManyRedirects:
+            raise FetchError(self.source, f"too many redirects from {host}") from None
+        except aiohttp.ClientError as exc:
+            detail = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
+            raise _Transient(f"connection to {host} failed ({detail})") from None
+
+
+async def _read(
+    resp: aiohttp.ClientResponse, max_bytes: int | None, source: str, host: str
+) -> bytes:
+    if max_bytes is None:
+        return await resp.read()
+    if resp.content_length is not None and resp.content_length > max_bytes:
+        raise FetchError(
+            source, f"answer from {host} too big ({resp.content_length} bytes, limit {max_bytes})"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > max_bytes:
+            raise FetchError(source, f"answer from {host} too big (over {max_bytes} bytes)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """Seconds a `Retry-After` header asks to wait (a number or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, moment.timestamp() - now)
