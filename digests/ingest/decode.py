@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from digests.ingest.errors import IngestError
-from digests.ingest.secrets import ENV_LINES_TO_REFUSE, is_env_line, secret_kind
+from digests.ingest.secrets import ENV_LINES_TO_REFUSE, is_env_line, refuse_secrets
 
 log = logging.getLogger(__name__)
 
@@ -195,10 +195,7 @@ _ENV_FILE = "looks like a .env file of NAME=value settings, not a paper list; re
 
 def _check(path: str, number: int, line: str, meaningful: int, env_lines: int) -> tuple[int, int]:
     """Refuse secrets and `.env` files; count the lines that say something."""
-    kind = secret_kind(line)
-    if kind is not None:
-        log.debug("%s:%d: refused: looks like %s", path, number, kind)
-        raise IngestError(path, number, f"looks like it holds {kind}; refusing the file")
+    refuse_secrets([line], path, number)
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return meaningful, env_lines

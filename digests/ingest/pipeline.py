@@ -27,7 +27,7 @@ from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
 from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import parse_json
-from digests.ingest.secrets import secret_kind
+from digests.ingest.secrets import refuse_secrets
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
 from digests.ingest.unchanged import is_absorbed
@@ -139,14 +139,6 @@ def _clean(record: PaperRecord, path: str) -> None:
     record.keywords = [text for text in (strip_unsafe(k).strip() for k in record.keywords) if text]
     texts = (record.abstract, record.title, record.url, *record.authors, *record.keywords)
     refuse_secrets(texts, path, record.line)
-
-
-def refuse_secrets(texts: Iterable[str | None], path: str, line: int) -> None:
-    """Raise IngestError at `path:line` if any of `texts` looks like a secret."""
-    for text in texts:
-        kind = secret_kind(text) if text else None
-        if kind is not None:
-            raise IngestError(path, line, f"looks like it holds {kind}; refusing the file")
 
 
 def read_file(

@@ -12,6 +12,9 @@ import base64
 import binascii
 import logging
 import re
+from collections.abc import Iterable
+
+from digests.ingest.errors import IngestError
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,16 @@ def secret_kind(line: str) -> str | None:
             if _decodes_to_an_id(match.group(1)):
                 return "a Discord bot token"
     return None
+
+
+def refuse_secrets(texts: Iterable[str | None], path: str, line: int) -> None:
+    """Raise IngestError at `path:line` if any of `texts` looks like a secret; the message
+    names the kind, never the text."""
+    for text in texts:
+        kind = secret_kind(text) if text else None
+        if kind is not None:
+            log.debug("%s:%d: refused: looks like %s", path, line, kind)
+            raise IngestError(path, line, f"looks like it holds {kind}; refusing the file")
 
 
 def is_env_line(line: str) -> bool:
