@@ -193,12 +193,13 @@ async def deliver_channel(
     for message in messages:
         if stopping():
             return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
-        if int(message["attempts"]) >= max_attempts:
-            # Its attempts were used up by sends whose outcome is unknown (crashes or stops
-            # mid-send): sending it again could make more copies than attempts.
-            return _give_up(db, channel, message, "no answer to its last attempt", sent)
         if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
             return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
+        if int(message["attempts"]) >= max_attempts:
+            # Its attempts were used up by sends whose outcome is unknown (crashes or stops
+            # mid-send): sending it again could make more copies than attempts. (Claimed
+            # first, so that no other sender is sending it while it is given up.)
+            return _give_up(db, channel, message, "no answer to its last attempt", sent)
         thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
         key = MESSAGE_KEY.set(message_key(message))
         try:

@@ -352,6 +352,34 @@ async def test_sends_cut_off_by_crashes_count_as_attempts(services: Services) ->
     assert [m["state"] for m in messages_for_digest(db, digest_id)] == ["failed"] * 4
 
 
+async def test_a_used_up_message_another_sender_took_is_not_given_up_under_it(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.delivery as delivery_module
+    from db import outbox
+
+    db = services.db()
+    digest_id = four_part_digest(services, "slack:T1/C1")
+    db.execute(  # the last attempt's sender died mid-send: its claim is abandoned
+        "update outbox set state = 'sending', claimed_by = ?, claimed_until = ?, attempts = 3 "
+        "where digest_id = ? and part = 1",
+        [dead_sender(), "2026-11-30T09:10:00+00:00", digest_id],
+    )
+    real_due = outbox.due
+
+    def then_another_takes_it(*args: Any, **kwargs: Any) -> Any:
+        rows = real_due(*args, **kwargs)
+        assert outbox.claim(db, rows[0], "other:1", "2026-11-30T09:10:00+00:00")
+        return rows
+
+    monkeypatch.setattr(delivery_module.outbox, "due", then_another_takes_it)
+    result = await deliver_channel(db, RecordingPoster(), "slack:T1/C1", NOW, 3)
+    assert result.reason == "sent elsewhere"
+    rows = messages_for_digest(db, digest_id)
+    assert (rows[0]["state"], rows[0]["claimed_by"]) == ("sending", "other:1")
+    assert [row["state"] for row in rows[1:]] == ["pending"] * 3
+
+
 def test_a_claim_from_a_stale_read_fails(services: Services) -> None:
     """A sender whose list of due messages is stale must not take a message that another
     sender tried meanwhile (and scheduled for later)."""
