@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 JOB_PREFIX = "digest:"
 MAINTENANCE_SECONDS = 30
+# Digest builds at once (each in a thread of its own, with its own connection): a catch-up
+# of many channels must not start a thread per channel, all contending for the write lock.
+BUILD_THREADS = 4
 STOP_GRACE_SECONDS = 5.0  # for sends under way at a stop; the whole stop stays within 10 s
 
 
@@ -80,6 +83,7 @@ class DigestScheduler:
         # One run per channel at a time (a scheduled fire may meet a catch-up).
         self._channel_locks: dict[str, asyncio.Lock] = {}
         self._limit = asyncio.Semaphore(services.settings.delivery_concurrency)
+        self._builders = asyncio.Semaphore(BUILD_THREADS)
         # Failed builds that could not be recorded in digest_failures (the database was
         # busy), by channel, in that table's shape: retried from here until recorded.
         self._unrecorded: dict[str, dict[str, Any]] = {}
@@ -163,9 +167,10 @@ class DigestScheduler:
                     exc,
                 )
             try:
-                await self.services.in_background_thread(
-                    self._build_and_queue, channel, built_at, now
-                )
+                async with self._builders:
+                    await self.services.in_background_thread(
+                        self._build_and_queue, channel, built_at, now
+                    )
             except Exception as exc:
                 return self._build_failed(channel, built_at, exc)
             self._clear_failure(channel, stamp(built_at))

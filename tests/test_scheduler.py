@@ -735,6 +735,41 @@ async def test_six_channels_firing_together_share_one_slow_inbox_ingest(
         assert "Grasp Everything" in line["text"]
 
 
+async def test_builds_run_a_few_at_a_time(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each build runs in a daemon thread of its own (so that it never holds up the exit):
+    a catch-up of many channels must not start a thread, and a connection, per channel."""
+    import threading
+
+    import bot.scheduler as scheduler_module
+
+    channels = [f"local:team{i}" for i in range(12)]
+    for channel in channels:
+        monday_nine(services, channel)
+    clock.now = NOW + timedelta(hours=1)
+    real, lock, running, most = scheduler_module.build_digest, threading.Lock(), [0], [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            threading.Event().wait(0.05)  # long enough for the others to pile up
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(scheduler_module, "build_digest", counted)
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    results = await asyncio.gather(*(scheduler.run_digest(channel) for channel in channels))
+    assert [result.state for result in results if result] == ["done"] * 12
+    assert 1 <= most[0] <= scheduler_module.BUILD_THREADS
+
+
 async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
