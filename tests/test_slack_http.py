@@ -454,3 +454,115 @@ async def test_slacks_certificate_check_gets_200(http: HttpClient, signed: bool)
     response = await http.post("/slack/events", data=body, headers=headers)
     assert response.status == 200 and await response.read() == b""
     assert http.endpoint.commands_run == 0
+
+
+# Review of B: smuggling, eviction order, where answers may go.
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"X-A: a\nContent-Length: 45", b"X-A: a\rContent-Length: 45", b"X-A: a\x00b"],
+)
+async def test_a_header_with_a_bare_line_break_or_control_is_refused(
+    http: HttpClient, header: bytes
+) -> None:
+    """A proxy in front that takes a bare LF (or CR) for a line end would see a
+    Content-Length this server did not (it read the line as one X-A value): the two
+    disagree on where the request ends, and the 45 bytes become a smuggled request."""
+    smuggled = b"GET /admin HTTP/1.1\r\nConnection: close\r\n\r\n"
+    data = b"POST /slack/events HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n" + smuggled
+    answer = await raw(http.server.port, data)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert answer.count(b"HTTP/1.1 ") == 1  # nothing after it was read as a request
+
+
+async def test_connection_close_among_other_options_closes(http: HttpClient) -> None:
+    data = b"GET /slack/events HTTP/1.1\r\nHost: x\r\nConnection: TE, close\r\n\r\n"
+    answer = await asyncio.wait_for(raw(http.server.port, data), 5)  # not the header timeout
+    assert answer.startswith(b"HTTP/1.1 405 ") and b"Connection: close\r\n" in answer
+
+
+async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """Eviction went by when a connection opened: a proxy's keep-alive connection, open
+    the longest, was the first one evicted at the cap, even mid-way through a request
+    that had just begun, before the slow-loris connections opened after it."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, limits=Limits(max_connections=4))
+    port = client.server.port
+    reader, proxy = await asyncio.open_connection("127.0.0.1", port)
+    loris = []
+    try:
+        # The proxy's connection: one request answered, kept alive.
+        proxy.write(b"GET /admin HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readuntil(b"not found"), 20)).startswith(
+            b"HTTP/1.1 404 "
+        )
+        for _ in range(3):  # then three slow-loris connections fill the cap
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /slack/ev")
+            loris.append(writer)
+        assert await eventually(lambda: client.server.open_connections == 4)
+        # The proxy starts a genuine request; its body is still on the way.
+        body = slash_body("subscribe offline-rl", fake_slack.response_url()).encode()
+        request = request_bytes(body, signed_headers(body.decode()))
+        proxy.write(request[:-10])
+        await proxy.drain()
+        mine = proxy.get_extra_info("sockname")[1]
+
+        def youngest() -> int:  # the client port of the connection evicted last
+            conns = list(client.server._connections)
+            return conns[-1].writer.get_extra_info("peername")[1] if conns else 0
+
+        # The server has seen it begin (not asserted: the old server never reorders).
+        await eventually(lambda: youngest() == mine, seconds=5)
+        _reader, newcomer = await asyncio.open_connection("127.0.0.1", port)
+        loris.append(newcomer)
+        assert await eventually(lambda: client.server.evicted == 1)
+        proxy.write(request[-10:])
+        answer = await asyncio.wait_for(reader.read(), 20)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:40]
+        assert subscriptions(client) == ["offline-rl"]
+    finally:
+        proxy.close()
+        for writer in loris:
+            writer.close()
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "https://hooks.slack.com@evil.example/commands/T1/1/x",
+        "https://evil.example\\@hooks.slack.com/commands/T1/1/x",
+        "http://hooks.slack.com/commands/T1/1/x",
+        "https://hooks.slack.com.evil.example/commands/T1/1/x",
+        "https://hooks.slack.com /commands",
+        "file:///etc/passwd",
+    ],
+)
+async def test_answers_go_only_to_slack(
+    http: HttpClient, fake_slack: FakeSlack, url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any http(s) response_url was taken: a signed request could make Paperboy POST its
+    answers to an internal address. Slack's are https://hooks.slack.com/...; tests and
+    benchmarks use a fake on SLACK_API_URL's host, which SLACK_API_URL allows explicitly."""
+    body = slash_body("topics", url)
+    response = await http.post("/slack/events", data=body, headers=signed_headers(body))
+    assert response.status == 400
+    assert http.endpoint.commands_run == 0
+    no_tracebacks(caplog)
+
+
+def test_slacks_own_response_urls_are_taken() -> None:
+    api = "https://slack.com/api/"
+    assert slack_endpoint.slack_url("https://hooks.slack.com/commands/T1/2/abc", api)
+    assert slack_endpoint.slack_url("https://HOOKS.slack.com/commands/T1/2/abc", api)
+    assert slack_endpoint.slack_url("https://hooks.slack-gov.com/commands/T1/2/abc", api)
+    assert not slack_endpoint.slack_url("http://127.0.0.1:9/respond/r1", api)
+    fake = "http://127.0.0.1:8000/api/"
+    assert slack_endpoint.slack_url("http://127.0.0.1:9/respond/r1", fake)
+    assert not slack_endpoint.slack_url("https://127.0.0.1:9/respond/r1", fake)
+    assert not slack_endpoint.slack_url("http://127.0.0.1:x/respond/r1", fake)

@@ -7,7 +7,8 @@ In this order, so a bad request costs little and learns nothing:
 3. only then is the body parsed; a signed body that makes no sense gets 400;
 4. a slash command is acknowledged within the ack budget, counted from when its headers
    arrived: with the answer if it is ready, otherwise with "Working on it…", and the
-   answer follows through `response_url`. Nothing here ever answers 404 to a command.
+   answer follows through `response_url`, which must be Slack's (`slack_url`). Nothing
+   here ever answers 404 to a command.
 
 Interactivity is off in Paperboy's manifest, so interaction payloads (`payload=`) and
 Events API callbacks are acknowledged (200) and otherwise ignored; the Events API's
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -43,8 +44,29 @@ RESPONSE_TIMEOUT = 10.0
 # and each one more makes the event loop wait longer for the GIL between writes.
 COMMAND_THREADS = 2
 SSL_CHECK = re.compile(rb"(?:^|&)ssl_check=1(?:&|$)")  # a whole form field, nothing parsed
+SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's response_urls point
+_URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 UNSIGNED = Response(401, b"invalid or missing Slack signature")
 OK = Response(200)
+
+
+def slack_url(url: str, api_url: str) -> bool:
+    """Whether answers may be posted to `url`: https on Slack's hooks host, or the host
+    (and scheme) of the configured `SLACK_API_URL`, which tests and benchmarks point at a
+    local fake. Anything else (an internal address, a URL with a user name, which parsers
+    read differently) is refused, so even a signed request cannot make Paperboy post to it."""
+    if not _URL.fullmatch(url):
+        return False
+    parts, api = urlsplit(url), urlsplit(api_url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except ValueError:
+        return False
+    if "@" in parts.netloc or not parts.hostname:
+        return False
+    if parts.scheme == "https" and parts.hostname in SLACK_HOOK_HOSTS:
+        return True
+    return (parts.scheme, parts.hostname) == (api.scheme, api.hostname)
 
 
 def _bad(reason: str) -> Response:
@@ -136,8 +158,11 @@ class SlackEndpoint:
             for name in ("team_id", "channel_id", "user_id", "response_url")
             if not form.get(name)
         ]
-        if missing or not form["response_url"].startswith(("https://", "http://")):
-            return _bad(f"slash command without {', '.join(missing) or 'a response_url'}")
+        if missing:
+            return _bad(f"slash command without {', '.join(missing)}")
+        if not slack_url(form["response_url"], self.services.settings.slack_api_url):
+            log.warning("refused a signed slash command whose response_url is not Slack's")
+            return _bad("response_url is not Slack's")
         if form["command"] != COMMAND:
             return _message({"response_type": "ephemeral", "text": f"I only answer {COMMAND}."})
         self.commands_run += 1

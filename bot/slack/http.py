@@ -9,9 +9,9 @@ a Content-Length, so this server needs little of HTTP, and enforces:
   are at most `MAX_HEADER_BYTES`;
 - the body is announced by Content-Length (no chunked bodies), is at most `max_body`
   bytes (413 before reading it), and arrives within `body_timeout`;
-- at most `max_connections` connections: at the cap, a new connection evicts the oldest
-  one that has not yet sent a whole request (a slow-loris one, usually); if every
-  connection is busy with a request, the new one gets 503;
+- at most `max_connections` connections: at the cap, a new connection evicts the one whose
+  current request began longest ago and is not yet whole (a slow-loris one,
+  usually); if every connection is busy with a request, the new one gets 503;
 - a response not read within `body_timeout` is dropped.
 
 It calls `handler(Request)` with the raw body and writes the `Response`; what a request
@@ -36,6 +36,11 @@ MAX_HEADER_BYTES = 16 * 1024
 FD_RESERVE = 128  # descriptors left for the database, outgoing calls and logs
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _REQUEST_LINE = re.compile(rb"([A-Z]{1,16}) (\S{1,4096}) HTTP/1\.([01])")
+# A field value: visible characters, spaces and tabs. A bare CR or LF, a NUL or another
+# control character is refused: a proxy in front that takes a bare LF for a line end would
+# see a header (say Content-Length) that this server does not, and the two would disagree
+# on where a request ends (request smuggling).
+_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 REASONS = {
     100: "Continue",
     200: "OK",
@@ -126,7 +131,8 @@ class HttpServer:
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
-        self._connections: dict[_Connection, None] = {}  # insertion order = age
+        # Insertion order: by when each one's current request began (`_restart_age`).
+        self._connections: dict[_Connection, None] = {}
         self._closing = False
         self.evicted = 0  # counters, for tests and the benchmark
         self.refused = 0
@@ -175,7 +181,8 @@ class HttpServer:
                 await asyncio.wait_for(self._server.wait_closed(), 5)
 
     def _make_room(self) -> bool:
-        """At the cap, evict the oldest connection without a whole request; False if none."""
+        """At the cap, evict the connection whose unfinished request began longest ago (or
+        that is idle longest); False if every connection is busy answering."""
         if len(self._connections) < self.limits.max_connections:
             return True
         for conn in self._connections:
@@ -184,6 +191,14 @@ class HttpServer:
                 self._drop(conn)
                 return True
         return False
+
+    def _restart_age(self, conn: _Connection) -> None:
+        """A request has begun on `conn`: its age for eviction counts from now, so a
+        proxy's long-lived keep-alive connection that starts a request is not the first
+        one evicted."""
+        if conn in self._connections:  # not evicted meanwhile
+            del self._connections[conn]
+            self._connections[conn] = None
 
     def _drop(self, conn: _Connection) -> None:
         # Its reader then sees end-of-file and its task ends quietly.
@@ -220,7 +235,9 @@ class HttpServer:
             conn.evictable = True
             try:
                 async with asyncio.timeout(self.limits.header_timeout):
-                    head = await reader.readuntil(b"\r\n\r\n")
+                    first = await reader.readexactly(1)
+                    self._restart_age(conn)
+                    head = first + await reader.readuntil(b"\r\n\r\n")
                 received = loop.time()
             except asyncio.LimitOverrunError:
                 await self._reply(writer, BadRequest(431, "headers too large").response, False)
@@ -270,13 +287,15 @@ def _parse_head(head: bytes) -> tuple[str, str, bool, dict[str, bytes]]:
         name, colon, value = line.partition(b":")
         if not colon or not _TOKEN.fullmatch(name):  # also refuses obsolete line folding
             raise BadRequest(400, "malformed header")
-        key = name.decode("ascii").lower()
         value = value.strip(b" \t")
+        if not _VALUE.fullmatch(value):
+            raise BadRequest(400, "malformed header")
+        key = name.decode("ascii").lower()
         if key in headers and key == "content-length" and headers[key] != value:
             raise BadRequest(400, "conflicting Content-Length")
         headers[key] = value
-    connection = headers.get("connection", b"").lower()
-    keep_alive = connection != b"close" if minor == b"1" else connection == b"keep-alive"
+    options = {option.strip() for option in headers.get("connection", b"").lower().split(b",")}
+    keep_alive = b"close" not in options if minor == b"1" else b"keep-alive" in options
     path = target.decode("ascii", "replace").split("?", 1)[0]
     return method.decode("ascii"), path, keep_alive, headers
 
