@@ -68,7 +68,9 @@ def parse_feed(body: bytes, *, source: str, content_type: str | None = None) -> 
 
 
 def _date(entry: Any, key: str) -> datetime | None:
-    value = entry.get(key)
+    # dict.get, not FeedParserDict.get: the latter maps a missing updated_parsed onto
+    # published_parsed with a DeprecationWarning, and we ask for each on its own.
+    value = dict.get(entry, key)
     if not isinstance(value, time.struct_time):
         return None
     try:
@@ -86,9 +88,13 @@ def _paper(entry: Any, source: str) -> FetchedPaper | None:
     entry_id = clean(entry.get("id")) or None
     authors = [clean(a.get("name")) for a in entry.get("authors", []) if isinstance(a, dict)]
     authors = [a for a in authors if a]
-    if not authors and entry.get("author"):
-        # RSS <author> and <dc:creator> often hold "A, B and C" in one string.
-        authors = [a for a in (clean(x) for x in _split_names(entry["author"])) if a]
+    if len(authors) <= 1 and (authors or entry.get("author")):
+        # RSS <author> and <dc:creator> (arXiv's RSS) often hold "A, B and C" in one string.
+        authors = [
+            a
+            for a in (clean(x) for x in _split_names(authors[0] if authors else entry["author"]))
+            if a
+        ]
     tags = [clean(t.get("term")) for t in entry.get("tags", []) if isinstance(t, dict)]
     links = [link or "", entry_id or ""] + [
         str(x.get("href", "")) for x in entry.get("links", []) if isinstance(x, dict)
