@@ -307,6 +307,38 @@ def test_hidden_and_other_shaped_secrets_are_refused(tmp_path: Path, text: str, 
     assert text not in message
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "set OPENAI_API_KEY=sk-abc123",  # Windows
+        "setenv DISCORD_TOKEN abc123",  # csh
+        "ENV SLACK_SIGNING_SECRET abc123",  # Dockerfile
+        '$env:SLACK_BOT_TOKEN="abc123"',  # PowerShell
+        "SLACK_APP_TOKEN: abc123",  # YAML
+    ],
+)
+def test_credential_settings_in_other_shells_are_refused(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "paper.txt"
+    path.write_text(f"ICML 2025\n\n{ABSTRACT}\n\n{line}\n", encoding="utf-8")
+    assert refusal(path) == (
+        f"{path}:5: looks like it holds a credential setting (NAME=value); refusing the file"
+    )
+
+
+def test_sentences_that_start_like_a_setting_still_ingest(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    path = tmp_path / "fine.txt"
+    path.write_text(
+        "ICML 2025\n\n"
+        "TOKEN: a new method for budgeted decoding, which we call TokenNet.\n\n"
+        "ENV TOKEN_LIMIT of 5 is what we use for the environment budget in ProcGen.\n\n"
+        "AUTH: we propose AuthNet, learned authentication from logs.\n",
+        encoding="utf-8",
+    )
+    assert ingest_files(fresh_db, [path], now=NOW).added == 3
+
+
 def test_a_refusal_is_one_line_on_the_terminal(tmp_path: Path) -> None:
     """The CLI says it once: no warning log line on top of the error."""
     path = tmp_path / "paper.tsv"

@@ -37,7 +37,12 @@ _ENV_LINE = re.compile(
 )
 # The name is taken whole (possessive: no backtracking into it), then searched for a
 # sensitive word; one pattern with the word inside the name was quadratic.
-_ASSIGNMENT = re.compile(r"^\s*+(?:export\s++)?([A-Z0-9_]++)\s*+=\s*+\S")
+# Shell, Windows, csh, PowerShell and Dockerfile forms; `NAME: value` (YAML) only when the
+# value is one word ending the line, as a setting's is and a sentence's is not.
+_ASSIGNMENT = re.compile(
+    r"^\s*+(?:(?P<verb>export|set|setenv|ENV)\s++|\$env:)?+(?P<name>[A-Z0-9_]++)"
+    r"(?P<rest>\s*+=\s*+\S|:\s*+\S++\s*+$|\s++\S++\s*+$)"
+)
 _SENSITIVE_WORD = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH")
 ENV_LINES_TO_REFUSE = 2  # two NAME=value lines at the top: a .env file, not a paper list
 
@@ -58,8 +63,10 @@ def secret_kind(line: str) -> str | None:
             if _SLACK_TOKEN.search(text):
                 return "a Slack token"
     assignment = _ASSIGNMENT.match(line)
-    if assignment and _SENSITIVE_WORD.search(assignment.group(1)):
-        return "a credential setting (NAME=value)"
+    if assignment and _SENSITIVE_WORD.search(assignment["name"]):
+        spaced = assignment["rest"].lstrip()[:1] not in ("=", ":")  # `setenv NAME value`
+        if not spaced or assignment["verb"] in ("setenv", "ENV"):
+            return "a credential setting (NAME=value)"
     if _SIGNING_SECRET.search(line):
         return "a signing or client secret"
     if "." in line:
