@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -26,7 +27,8 @@ class NewDatabase:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.fresh = str(path) != ":memory:" and not path.exists()
+        # lexists: a dangling link is someone's, never removed
+        self.fresh = str(path) != ":memory:" and not os.path.lexists(path)
         self.made_folders: list[Path] = []  # nearest first
         if self.fresh:
             folder = path.absolute().parent
@@ -36,14 +38,14 @@ class NewDatabase:
 
     def discard(self, db: Database) -> None:
         """Close `db` and remove the file and folders that opening it created, if it was
-        new and holds no papers and no ingest. Never raises: it runs while a failure is
-        being reported."""
+        new and still holds no rows at all (beyond its migrations). Never raises: it runs
+        while a failure is being reported."""
         if not self.fresh:
             return
         try:
-            used = db.execute(
-                "select (select count(*) from papers) + (select count(*) from ingests)"
-            ).fetchone()[0]
+            # Migrations and full-text index tables get rows from the schema alone.
+            tables = [n for n in db.table_names() if not n.startswith("_") and "_fts" not in n]
+            used = any(db.execute(f"select 1 from [{name}] limit 1").fetchone() for name in tables)
             db.close()
         except Exception as exc:  # the failure being reported matters more
             log.debug("not removing the new database %s: %s", self.path, exc)

@@ -363,6 +363,21 @@ def test_a_refused_file_leaves_no_new_database_behind(tmp_path: Path, env_file: 
     assert count_papers(open_db(db_path)) == 1
 
 
+def test_a_new_database_someone_started_using_is_kept(tmp_path: Path) -> None:
+    from db.fresh import NewDatabase
+
+    path = tmp_path / "shared.db"
+    new = NewDatabase(path)
+    db = open_db(path)
+    db.execute("insert into app_state (key, value, updated_at) values ('k', 'v', 'now')")
+    db.conn.commit()
+    new.discard(db)  # another process wrote to it meanwhile: not ours to remove
+    assert path.exists()
+    dangling = tmp_path / "link.db"
+    dangling.symlink_to(tmp_path / "elsewhere" / "target.db")
+    assert not NewDatabase(dangling).fresh  # a link someone made is never removed
+
+
 # --- review: a file that changes while it is read -------------------------------------------
 
 
