@@ -94,6 +94,16 @@ def follow(services: Services, *topics: str, channel: str = CHANNEL) -> None:
         add_subscription(db, channel, topic, None, "test", NOW.isoformat())
 
 
+def rate_limited(fake: FakeSlack, retry_after: str) -> None:
+    """Slack's next chat.postMessage answers 429 with this Retry-After."""
+    fake.queue(
+        "chat.postMessage",
+        {"ok": False, "error": "ratelimited"},
+        status=429,
+        headers={"Retry-After": retry_after},
+    )
+
+
 async def test_the_whole_path_over_http(
     services: Services, fake_slack: FakeSlack, clock: FakeTime
 ) -> None:
@@ -147,12 +157,7 @@ async def test_429_waits_for_retry_after_then_succeeds(
     services: Services, fake_slack: FakeSlack, clock: FakeTime
 ) -> None:
     follow(services, "robotics")
-    fake_slack.queue(
-        "chat.postMessage",
-        {"ok": False, "error": "ratelimited"},
-        status=429,
-        headers={"Retry-After": "7"},
-    )
+    rate_limited(fake_slack, "7")
     _, result = await send(services, fake_slack, clock)
     assert result.state == "done" and result.sent == 1
     assert len(fake_slack.posted()) == 2  # the refused attempt, then the retry
@@ -164,12 +169,7 @@ async def test_a_429_storm_leaves_the_message_pending_for_later(
 ) -> None:
     follow(services, "robotics")
     for _ in range(10):
-        fake_slack.queue(
-            "chat.postMessage",
-            {"ok": False, "error": "ratelimited"},
-            status=429,
-            headers={"Retry-After": "30"},
-        )
+        rate_limited(fake_slack, "30")
     db = open_db(services.db_path)
     _, result = await send(services, fake_slack, clock)
     assert result.state == "retrying"
@@ -188,12 +188,7 @@ async def test_an_hour_long_429_is_left_to_the_outbox_at_once(
     429: `digest --send` (and a delivery slot) was held three minutes for nothing."""
     follow(services, "robotics")
     for _ in range(4):
-        fake_slack.queue(
-            "chat.postMessage",
-            {"ok": False, "error": "ratelimited"},
-            status=429,
-            headers={"Retry-After": "3600"},
-        )
+        rate_limited(fake_slack, "3600")
     _, result = await send(services, fake_slack, clock)
     assert result.state == "retrying"
     assert len(fake_slack.posted()) == 1 and clock.sleeps == []
@@ -206,12 +201,7 @@ async def test_an_unreadable_retry_after_is_a_plain_rate_limit(
 ) -> None:
     follow(services, "robotics")
     for _ in range(4):
-        fake_slack.queue(
-            "chat.postMessage",
-            {"ok": False, "error": "ratelimited"},
-            status=429,
-            headers={"Retry-After": "soon"},
-        )
+        rate_limited(fake_slack, "soon")
     _, result = await send(services, fake_slack, clock)
     assert result.state == "retrying" and result.reason == "ratelimited"  # not "unexpected"
 
