@@ -26,6 +26,7 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
+from multidict import CIMultiDict
 
 from bot.fetching.config import FetchConfig
 from digests.sources.errors import ArxivAPIError, NotAFeedError, ParseError
@@ -59,7 +60,7 @@ class Answer:
 
     status: int
     body: bytes
-    headers: Mapping[str, str]
+    headers: Mapping[str, str]  # case-insensitive (a CIMultiDict)
     url: str
 
     def text(self) -> str:
@@ -167,7 +168,7 @@ class PoliteClient:
                         self.source, f"HTTP {resp.status} {resp.reason or ''} from {host}".rstrip()
                     )
                 body = await _read(resp, max_bytes, self.source, host)
-                return Answer(resp.status, body, dict(resp.headers), str(resp.url))
+                return Answer(resp.status, body, CIMultiDict(resp.headers), str(resp.url))
         except TimeoutError:
             raise _Transient(f"{host} did not answer within {self.config.timeout:.0f} s") from None
         except aiohttp.ClientConnectorError as exc:

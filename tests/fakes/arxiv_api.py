@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
 from aiohttp import web
@@ -89,7 +90,7 @@ def feed_xml(entries: list[Entry], *, query: str, total: int, start: int, per_pa
     body = "".join(entry_xml(e) for e in entries)
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom">
-  <link href="http://arxiv.org/api/query?search_query%3D{escape(query)}%26id_list%3D%26start%3D{start}%26max_results%3D{per_page}" rel="self" type="application/atom+xml"/>
+  <link href="http://arxiv.org/api/query?search_query%3D{quote(query, safe="")}%26id_list%3D%26start%3D{start}%26max_results%3D{per_page}" rel="self" type="application/atom+xml"/>
   <title type="html">ArXiv Query: search_query={escape(query)}&amp;id_list=&amp;start={start}&amp;max_results={per_page}</title>
   <id>http://arxiv.org/api/cHxbiOdZaP56ODnBPIenZhzg5f8</id>
   <updated>2026-11-30T00:00:00-05:00</updated>
