@@ -297,6 +297,8 @@ def test_an_invisible_character_does_not_hide_a_token(tmp_path: Path) -> None:
         ("[xoxb](https://a.example/x)-1234567890-1234567890123-AbCdEf", "split by a link"),
         ("client_secret: dGhpc2lzYWNsaWVudHNlY3JldDEyMzQ1", "a base64-ish client secret"),
         ('"signing_secret": "8F14E45FCEEA167A5A36DEDD4BEA2543"', "an upper-case signing secret"),
+        ("https://hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdEFGHijklMNOPqrstUVWX", "hook"),
+        ("https://discord.com/api/webhooks/123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz", "hook"),
     ],
 )
 def test_hidden_and_other_shaped_secrets_are_refused(tmp_path: Path, text: str, why: str) -> None:

@@ -20,6 +20,12 @@ log = logging.getLogger(__name__)
 
 # Every xox?- kind: bot, user, app, refresh (xoxe-, also in `xoxe.xoxp-`), client...
 _SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:xox[a-z]|xapp)-[A-Za-z0-9-]{8,}")
+# Incoming-webhook URLs: whoever has one can post to the channel.
+_WEBHOOK = re.compile(
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,}/[A-Za-z0-9/_-]{8,}"
+    r"|discord(?:app)?\.com/api/webhooks/[0-9]{15,22}/[\w-]{20,}",
+    re.I,
+)
 # Markup that rendering drops: `xox`b`-1...` or `$xoxb$-1...` shows as a whole token.
 _MARKUP = str.maketrans("", "", "`*_~$\\")
 # Slack's signing secret (32 hex), and the base64-ish client and webhook secrets of
@@ -62,6 +68,8 @@ def secret_kind(line: str) -> str | None:
         for text in (line, bare):
             if _SLACK_TOKEN.search(text):
                 return "a Slack token"
+    if ("hooks." in line or "webhooks/" in line) and _WEBHOOK.search(line):
+        return "a Slack or Discord webhook URL"
     assignment = _ASSIGNMENT.match(line)
     if assignment and _SENSITIVE_WORD.search(assignment["name"]):
         spaced = assignment["rest"].lstrip()[:1] not in ("=", ":")  # `setenv NAME value`
