@@ -3,6 +3,7 @@ spacing, the zero-entry page, 503 + Retry-After, malformed pages, new versions, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -257,3 +258,26 @@ async def test_a_killed_fetch_refetched_gives_each_paper_once_per_id(arxiv, time
         )
     keys = {p.external_ids()[0] for p in again}
     assert set(stored) <= keys and len(keys) == len(again) == 12 and result.complete
+
+
+async def test_a_timeout_is_retried_then_one_line(time_) -> None:  # type: ignore[no-untyped-def]
+    never = asyncio.Event()
+
+    async def stall(request: web.Request) -> web.Response:
+        await never.wait()
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_get("/api/query", stall)
+    runner, port = await serve(app)
+    config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", timeout=0.05, attempts=2)
+    try:
+        with pytest.raises(FetchError) as caught:
+            await run(config, time_, NOW - timedelta(days=1))
+    finally:
+        never.set()
+        await runner.cleanup()
+    assert str(caught.value) == (
+        f"arxiv:cs.LG: 127.0.0.1:{port} did not answer within 0.05 s (gave up after 2 attempts)"
+    )
+    assert time_.sleeps == [5.0]

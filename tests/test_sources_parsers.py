@@ -257,3 +257,13 @@ def test_to_paper_record_carries_what_it_can() -> None:
     )
     assert record.external_id == "arXiv:2501.01234" and record.keywords == ["k"]
     assert to_paper_record(FetchedPaper(source="s")) is None
+
+
+def test_a_feed_declaring_entities_is_refused() -> None:
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+        b'<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><rss version="2.0"><channel><title>&c;</title>'
+        b"<item><title>&c;</title></item></channel></rss>"
+    )
+    with pytest.raises(NotAFeedError, match="declares XML entities"):
+        parse_feed(bomb, source="feed:z", content_type="application/rss+xml")

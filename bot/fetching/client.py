@@ -170,7 +170,7 @@ class PoliteClient:
                 body = await _read(resp, max_bytes, self.source, host)
                 return Answer(resp.status, body, CIMultiDict(resp.headers), str(resp.url))
         except TimeoutError:
-            raise _Transient(f"{host} did not answer within {self.config.timeout:.0f} s") from None
+            raise _Transient(f"{host} did not answer within {self.config.timeout:g} s") from None
         except aiohttp.ClientConnectorError as exc:
             reason = str(exc.os_error) if exc.os_error else "connection failed"
             raise _Transient(f"cannot reach {host} ({reason})") from None

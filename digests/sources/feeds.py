@@ -51,6 +51,9 @@ def parse_feed(body: bytes, *, source: str, content_type: str | None = None) -> 
     Entries with neither a title nor a summary are skipped."""
     if looks_like_html(body, content_type):
         raise NotAFeedError("not a feed (an HTML page)")
+    if b"<!ENTITY" in body[:65536]:
+        # Entity declarations are how XML bombs work; a feed's DOCTYPE (RSS 0.91) has none.
+        raise NotAFeedError("not a feed this reader accepts (it declares XML entities)")
     # No network, no relative-URL resolution against a guessed base: bytes in, entries out.
     parsed: Any = feedparser.parse(body, response_headers={"content-type": content_type or ""})
     if not parsed.get("version") and not parsed.get("entries"):
