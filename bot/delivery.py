@@ -129,7 +129,18 @@ def queue_digest(
     return len(rows)
 
 
-SENDER = f"{socket.gethostname()}:{os.getpid()}"
+def _machine() -> str:
+    """This host, and its process-id namespace: two containers on one host network share
+    the host name, but a pid means nothing outside its own namespace."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        namespace = "pid"
+    return f"{socket.gethostname()}/{namespace}"
+
+
+MACHINE = _machine()
+SENDER = f"{MACHINE}:{os.getpid()}"
 CLAIM_SECONDS = 600  # longer than any one send, retries of rate limits included
 # A send with no answer by then is given up for this attempt (a hung connection must not
 # hold a channel, or a stop, for ever). Slack's own retries of a 429 fit within it.
@@ -137,10 +148,11 @@ SEND_TIMEOUT_SECONDS = 300.0
 
 
 def sender_alive(sender: str) -> bool:
-    """Whether the process that claimed a message may still be sending it. On this host
-    we can tell; for another host, only the claim's time limit can."""
-    host, _, pid = sender.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    """Whether the process that claimed a message may still be sending it. On this host,
+    in this pid namespace, we can tell; elsewhere (another host, another container on
+    this host's network) only the claim's time limit can."""
+    machine, _, pid = sender.rpartition(":")
+    if machine != MACHINE or not pid.isdigit():
         return True
     try:
         os.kill(int(pid), 0)

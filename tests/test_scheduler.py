@@ -296,12 +296,13 @@ def four_part_digest(services: Services, channel: str) -> int:
 
 def dead_sender() -> str:
     """The claim of a process that has died: a real pid on this host, no longer running."""
-    import socket
     import subprocess
 
     process = subprocess.Popen(["true"])
     process.wait()
-    return f"{socket.gethostname()}:{process.pid}"
+    from bot.delivery import MACHINE
+
+    return f"{MACHINE}:{process.pid}"
 
 
 @pytest.mark.parametrize("accepted", [False, True])
@@ -378,6 +379,22 @@ async def test_a_used_up_message_another_sender_took_is_not_given_up_under_it(
     rows = messages_for_digest(db, digest_id)
     assert (rows[0]["state"], rows[0]["claimed_by"]) == ("sending", "other:1")
     assert [row["state"] for row in rows[1:]] == ["pending"] * 3
+
+
+def test_a_pid_from_another_pid_namespace_is_not_judged_here() -> None:
+    """Two containers on one host network share the host name: a claim by pid N in the
+    other container was judged by whether pid N ran here, and taken over while the other
+    container was still sending it (a duplicate)."""
+    import socket
+
+    from bot.delivery import SENDER, sender_alive
+
+    dead = dead_sender()
+    assert not sender_alive(dead)  # here we can tell
+    pid = dead.rpartition(":")[2]
+    assert sender_alive(f"{socket.gethostname()}:{pid}")  # the name alone: cannot tell
+    assert sender_alive(f"{socket.gethostname()}/pid:[1]:{pid}")  # another namespace
+    assert sender_alive(SENDER)
 
 
 def test_a_claim_from_a_stale_read_fails(services: Services) -> None:
