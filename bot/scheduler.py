@@ -219,6 +219,9 @@ class DigestScheduler:
             attempts,
             reason,
             stamp(retry_at),
+            # A busy database passes; anything else may be a bug that fails every retry
+            # and every week: its traceback, once, so that someone can fix it.
+            exc_info=exc if attempts == 1 and not isinstance(exc, sqlite3.Error) else None,
         )
         return ChannelResult(channel, state="retrying", reason=reason)
 

@@ -884,6 +884,32 @@ async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
     assert failures(services.db()) == []
 
 
+async def test_a_build_that_fails_with_a_bug_logs_its_traceback_once(
+    services: Services,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bug (say, a paper that breaks rendering) fails every retry and every week's
+    digest; one warning line without a traceback left nothing to fix it from."""
+    import bot.scheduler as scheduler_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("venue")
+
+    monkeypatch.setattr(scheduler_module, "build_digest", broken)
+    monday_nine(services, "local:lab")
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    for _ in range(2):
+        result = await scheduler.run_digest("local:lab")
+        assert result is not None and result.state == "retrying"
+    failed = [r for r in caplog.records if "failed to build" in r.getMessage()]
+    assert [bool(r.exc_info) for r in failed] == [True, False]
+    assert "KeyError: 'venue'" in caplog.text
+
+
 async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
     services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
