@@ -66,15 +66,31 @@ class _OneLineFailures(logging.Filter):
         self.error: BaseException | None = None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.levelno >= logging.ERROR:
+        if record.levelno < logging.ERROR:
+            return True
+        # Some failures come with a traceback, some as a bare ERROR line ("Failed to
+        # retrieve WSS URL: ...", then raised): both are one failure of the connection.
+        if record.exc_info:
             self.error = record.exc_info[1]
-            if self.failed is not None:  # an attempt of SlackComponent's: it logs the line
-                self.failed.set()
-                return False
+        if self.failed is not None:  # an attempt of SlackComponent's: it logs the line
+            self.failed.set()
+            return False
+        if record.exc_info:
             record.msg, record.args = "slack: Socket Mode: %s", (_describe(self.error),)
-            record.exc_info, record.exc_text = None, None
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        else:
+            record.msg, record.args = "slack: Socket Mode: %s", (
+                record.getMessage().splitlines()[0],
+            )
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
+
+
+def _refused(exc: SlackApiError) -> bool:
+    """Slack said no (a bad token, a missing scope), rather than being unable to answer
+    (HTTP 5xx, 429): an `internal_error` with a 500 is an outage, retried, not a refusal."""
+    status = int(exc.response.status_code)
+    return status != 429 and status < 500
 
 
 def _describe(exc: BaseException | None) -> str:
@@ -183,8 +199,10 @@ class SlackComponent:
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if connecting in done:
-                connecting.result()
-                return
+                error = connecting.exception()  # raised, not only logged: the real cause
+                if error is None:
+                    return
+                watch.error = error
         finally:
             watch.failed = None  # later reconnections: slack_sdk's loop, one line each
             for task in (connecting, failing):
@@ -193,19 +211,23 @@ class SlackComponent:
         socket, self._socket = self._socket, None
         socket.client.wss_uri = None  # ask Slack for a fresh URL next time
         await socket.close_async()
-        if isinstance(watch.error, SlackApiError) and not str(error_code(watch.error)).startswith(
-            "HTTP"
-        ):
+        if isinstance(watch.error, SlackApiError) and _refused(watch.error):
             raise SettingsError(f"SLACK_APP_TOKEN was refused by Slack ({error_code(watch.error)})")
         raise Unavailable(f"cannot open the Socket Mode connection ({_describe(watch.error)})")
 
     async def stop(self) -> None:
         if self._socket is not None:
             await self._socket.close_async()
-        if self._http is not None:
-            await self._http.stop()
-        if self._endpoint is not None:
-            await self._endpoint.close()
+        try:
+            if self._http is not None:
+                await self._http.stop()
+        finally:
+            # Even when the stop deadline cuts the server's grace short: queued commands
+            # must not start (they would run at interpreter exit) and the session closes.
+            if self._endpoint is not None:
+                task = asyncio.current_task()
+                cut_short = task is not None and task.cancelling() > 0
+                await self._endpoint.close(grace=0 if cut_short else 3.0)
 
 
 @dataclass

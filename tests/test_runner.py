@@ -153,3 +153,38 @@ async def test_no_send_can_start_once_stopping_is_logged(
     finally:
         logging.getLogger("bot.runner").removeHandler(watcher)
     assert seen == [True]
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "outcome"),
+    [
+        ({"ok": False, "error": "internal_error"}, 500, "unavailable"),  # an outage
+        ({"ok": False, "error": "invalid_auth"}, 200, "refused"),
+    ],
+)
+async def test_a_slack_outage_at_socket_mode_start_is_retried_not_fatal(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+    answer: dict[str, object],
+    status: int,
+    outcome: str,
+) -> None:
+    """apps.connections.open answering 500 `internal_error` was taken for a refused app
+    token: `paperboy run` stopped, where an outage is retried in the background. And
+    slack_sdk's bare ERROR line for it went through."""
+    from bot.runner import Unavailable
+    from config.settings import SettingsError
+
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack, SLACK_APP_TOKEN=APP_TOKEN)
+    fake_slack.queue("apps.connections.open", answer, status=status)
+    slack = SlackComponent(services)
+    with pytest.raises(SettingsError) as caught:
+        await asyncio.wait_for(slack.start(), 10)
+    await slack.stop()
+    assert isinstance(caught.value, Unavailable) == (outcome == "unavailable")
+    if outcome == "refused":
+        assert str(caught.value) == "SLACK_APP_TOKEN was refused by Slack (invalid_auth)"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
