@@ -1103,10 +1103,13 @@ async def test_a_scheduled_job_cut_off_by_the_stop_logs_no_error(
 
 async def test_a_send_with_no_answer_times_out_as_transient(services: Services) -> None:
     four_part_digest(services, "slack:T1/HANG")
-    result = await deliver_channel(
-        services.db(), TroublePoster(), "slack:T1/HANG", NOW, send_timeout=0.05
+    result = await asyncio.wait_for(  # without the send timeout: a failure, not a hang
+        deliver_channel(services.db(), TroublePoster(), "slack:T1/HANG", NOW, send_timeout=0.05),
+        20,
     )
     assert result.state == "retrying" and result.reason == "no answer within 0 s"
+    [row, *_] = services.db().query("select * from outbox order by part")
+    assert row["state"] == "pending" and row["claimed_by"] is None and row["attempts"] == 1
 
 
 # --- two processes on one database (issue 9, item 15) -----------------------------------------
