@@ -120,3 +120,60 @@ def test_markup_past_the_fine_limit_is_only_deleted() -> None:
     cleaned = plain_text(text)
     assert cleaned.startswith("We propose ZetaNet.")
     assert cleaned.endswith("a starred x^2 tail")
+
+
+# --- Atom feeds: the arXiv parser is linear too (review of item 14) --------------------------
+
+ID_TOKENS = ["arxiv.org/abs/", "a", "1", "v2", " ", "  ", "\n", "?", "#", "/", "<entry>", "x"]
+
+
+def atom_feed(entry_id: str, entries: int) -> str:
+    one = f"<entry><id>{entry_id}</id><summary>We propose XNet, a method.</summary></entry>\n"
+    return (
+        f'<?xml version="1.0"?>\n<feed xmlns="http://www.w3.org/2005/Atom">{one * entries}</feed>'
+    )
+
+
+def parse_feed(feed: str) -> float:
+    from digests.ingest.arxiv import parse_arxiv
+
+    start = time.thread_time()
+    records = parse_arxiv(feed.splitlines(keepends=True), source="s", path="s")
+    elapsed = time.thread_time() - start
+    assert records and records[0].abstract == "We propose XNet, a method."
+    return elapsed
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(ID_TOKENS), min_size=1, max_size=6).map("".join),
+    st.integers(min_value=1, max_value=60_000),
+)
+# One long id repeating arxiv.org/abs/ across lines: the id regex rescanned to the end
+# from each one (46 s for this 450 KB feed before the fix).
+@example("\n".join(["arxiv.org/abs/a" * 6000] * 5), 1)
+# Ids not in the text verbatim (whitespace collapsed): finding each one scanned the rest
+# of the feed (20 s for this 1.6 MB feed before the fix).
+@example("x  1", 20_000)
+def test_any_atom_feed_up_to_a_few_megabytes_parses_in_under_a_second(
+    piece: str, entries: int
+) -> None:
+    """One entry whose id is `piece` repeated to 1 MB, or `entries` entries whose id is
+    `piece` (at most about 2 MB of feed)."""
+    if entries == 1:
+        entry_id = (piece * (MEGABYTE // len(piece) + 1))[:MEGABYTE]
+    else:
+        entry_id, entries = piece, min(entries, 2 * MEGABYTE // (len(piece) + 80))
+    assert parse_feed(atom_feed(entry_id.replace("<", "&lt;"), entries)) < BOUND_SECONDS
+
+
+def test_arxiv_ids_from_entry_ids() -> None:
+    from digests.ingest.arxiv import arxiv_id
+
+    assert arxiv_id("http://arxiv.org/abs/2502.01234v2") == "2502.01234"
+    assert arxiv_id("http://arxiv.org/abs/hep-th/9901001v1") == "hep-th/9901001"
+    assert arxiv_id("https://arxiv.org/abs/2502.01234") == "2502.01234"
+    assert arxiv_id("https://arxiv.org/abs/v2") == "v2"
+    assert arxiv_id("https://arxiv.org/abs/2502.01234?context=cs") is None
+    assert arxiv_id("tag:example.org,2025:1") is None
+    assert arxiv_id("") is None
