@@ -166,8 +166,12 @@ class DigestScheduler:
                     type(exc).__name__,
                     exc,
                 )
+            if self.stopping:  # stopped while waiting for the channel or the inbox
+                return None
             try:
                 async with self._builders:
+                    if self.stopping:
+                        return None
                     await self.services.in_background_thread(
                         self._build_and_queue, channel, built_at, now
                     )

@@ -1101,6 +1101,35 @@ async def test_a_scheduled_job_cut_off_by_the_stop_logs_no_error(
     assert "digest for slack:T1/HANG: cut off by the stop" in caplog.text
 
 
+async def test_no_build_starts_after_the_stop(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A digest that was waiting for the inbox when the stop came started its build
+    anyway (in a thread the exit then abandons): no build starts after a stop."""
+    import threading
+
+    import bot.scheduler as scheduler_module
+
+    monday_nine(services, "local:lab")
+    entered, gate, built = threading.Event(), threading.Event(), []
+
+    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> None:
+        entered.set()
+        gate.wait(20)
+
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
+    monkeypatch.setattr(scheduler_module, "build_digest", lambda *a, **k: built.append(a))
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    running = asyncio.create_task(scheduler.run_digest("local:lab"))
+    assert await eventually(entered.is_set)
+    scheduler.halt()
+    gate.set()
+    assert await asyncio.wait_for(running, 20) is None
+    assert built == []
+
+
 async def test_a_send_with_no_answer_times_out_as_transient(services: Services) -> None:
     four_part_digest(services, "slack:T1/HANG")
     result = await asyncio.wait_for(  # without the send timeout: a failure, not a hang
