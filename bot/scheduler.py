@@ -147,6 +147,8 @@ class DigestScheduler:
             return None
         built_at = built_at or now
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
+            if self.stopping:  # stopped while waiting for the channel
+                return None
             if retry and not self._failure_pending(channel, stamp(built_at)):
                 log.info(
                     "digest for %s due %s: no longer needed (a later digest took its papers)",
@@ -166,7 +168,7 @@ class DigestScheduler:
                     type(exc).__name__,
                     exc,
                 )
-            if self.stopping:  # stopped while waiting for the channel or the inbox
+            if self.stopping:  # stopped while waiting for the inbox
                 return None
             try:
                 async with self._builders:
