@@ -1130,6 +1130,26 @@ async def test_no_build_starts_after_the_stop(
     assert built == []
 
 
+async def test_no_inbox_ingest_starts_after_the_stop(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.scheduler as scheduler_module
+
+    monday_nine(services, "local:lab")
+    ingested: list[datetime] = []
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", lambda db, f, now: ingested.append(now))
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    lock = scheduler._channel_locks.setdefault("local:lab", asyncio.Lock())
+    async with lock:  # a catch-up of this channel is under way
+        running = asyncio.create_task(scheduler.run_digest("local:lab"))
+        await asyncio.sleep(0)  # it waits for the channel
+        scheduler.halt()
+    assert await asyncio.wait_for(running, 20) is None
+    assert ingested == []
+
+
 async def test_a_send_with_no_answer_times_out_as_transient(services: Services) -> None:
     four_part_digest(services, "slack:T1/HANG")
     result = await asyncio.wait_for(  # without the send timeout: a failure, not a hang
