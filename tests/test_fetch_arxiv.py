@@ -56,6 +56,7 @@ async def arxiv(time_: FakeTime) -> AsyncIterator[tuple[FakeArxiv, FetchConfig]]
         arxiv_url=f"http://127.0.0.1:{port}/api",
         arxiv_page_size=5,
         contact_email="team@lab.example",
+        arxiv_revisions=False,  # one pass, so request counts are simple; the update pass has its own test
     )
     try:
         yield fake, config
@@ -281,3 +282,29 @@ async def test_a_timeout_is_retried_then_one_line(time_) -> None:  # type: ignor
         f"arxiv:cs.LG: 127.0.0.1:{port} did not answer within 0.05 s (gave up after 2 attempts)"
     )
     assert time_.sleeps == [5.0]
+
+
+async def test_a_new_version_of_an_older_paper_is_found_by_the_update_pass(arxiv, time_) -> None:  # type: ignore[no-untyped-def]
+    fake, config = arxiv
+    config = replace(config, arxiv_revisions=True)
+    old = fake.entries[20]  # submitted 161 h ago, outside a 2-day window
+    fake.entries[20] = replace(
+        old, version=2, abstract="Revised.", updated=NOW - timedelta(minutes=5)
+    )
+    papers, result = await run(config, time_, NOW - timedelta(days=2))
+    ids = [p.arxiv_id for p in papers]
+    assert ids[:6] == [f"2611.{i:05d}" for i in range(6)]  # the submission pass, to since
+    assert (
+        ids[6:] == [old.arxiv_id]
+        and papers[6].arxiv_version == 2
+        and papers[6].abstract == "Revised."
+    )
+    assert result.complete and result.cursor == NOW - timedelta(hours=1)
+    sorts = [(r.params["sortBy"], r.params["start"]) for r in fake.requests]
+    assert sorts == [
+        ("submittedDate", "0"),
+        ("submittedDate", "5"),
+        ("lastUpdatedDate", "0"),
+        ("lastUpdatedDate", "5"),
+    ]
+    assert len(set(ids)) == len(ids)  # papers both passes see are yielded once

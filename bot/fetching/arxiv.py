@@ -9,6 +9,12 @@
 more exist is asked again up to `config.empty_page_retries` times; if it stays empty the
 fetch ends with `complete=False` (the caller keeps its cursor; nothing is lost).
 Entries repeated within one fetch (papers pushed down a page) are yielded once.
+
+With `config.arxiv_revisions` (the default) a second pass follows, sorted by
+`lastUpdatedDate`, down to the first entry last updated before `since`: it yields the new
+versions (v2, v3) of papers submitted before `since`, which the submission-date order
+never reaches. `result.complete` needs both passes complete; `result.cursor` is the newest
+submission date of the first pass.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from bot.fetching.client import Answer, Clock, FetchError, PoliteClient, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.arxiv import ArxivPage, parse_arxiv_page
+from digests.sources.records import FetchedPaper
 from digests.sources.spec import SourceSpec
 
 log = logging.getLogger(__name__)
@@ -63,23 +70,44 @@ class ArxivFetch:
 
     async def _pages(self) -> AsyncIterator[FetchPage]:
         result = FetchResult(self.spec.name)
+        seen: set[str] = set()
+        complete = False
+        async for page in self._pass("submittedDate", result, seen):
+            yield page
+        complete = result.complete
+        if complete and self.config.arxiv_revisions:
+            # New versions of papers submitted before `since`: the submission-date order
+            # never shows them, the last-updated order does.
+            result.complete = False
+            async for page in self._pass("lastUpdatedDate", result, seen):
+                yield page
+            complete = result.complete
+        result.complete = complete
+        result.requests = self.client.requests
+        self.result = result
+        log.debug("%s: %d papers in %d requests", self.spec.name, result.read, result.requests)
+
+    async def _pass(
+        self, sort_by: str, result: FetchResult, seen: set[str]
+    ) -> AsyncIterator[FetchPage]:
+        """One ordering, newest first, down to `since` (by submission or update date)."""
         url = self.config.arxiv_url.rstrip("/") + "/query"
-        start, empty_tries, seen = 0, 0, set[str]()
+        by_update = sort_by == "lastUpdatedDate"
+        start, empty_tries = 0, 0
         assert self.spec.query is not None
         while True:
             if start >= self.config.max_results:
                 result.notes.append(f"stopped at {start} results (the limit per fetch)")
-                log.warning("%s: stopped at %d results, the limit per fetch", self.spec.name, start)
-                break
+                log.warning("%s: %s", self.spec.name, result.notes[-1])
+                return
             params: dict[str, str | int] = {
                 "search_query": self.spec.query,
                 "start": start,
                 "max_results": min(self.config.arxiv_page_size, self.config.max_results - start),
-                "sortBy": "submittedDate",
+                "sortBy": sort_by,
                 "sortOrder": "descending",
             }
             page = await self.client.request(url, self._parse, params=params)
-            result.requests = self.client.requests
             total = page.total
             if page.entries == 0:
                 if total is not None and start < total:
@@ -92,15 +120,16 @@ class ArxivFetch:
                         continue
                     result.notes.append(f"arXiv kept answering zero entries at {start} of {total}")
                     log.warning("%s: %s", self.spec.name, result.notes[-1])
-                    break
+                    return
                 result.complete = True
-                break
+                return
             empty_tries = 0
-            fresh = [p for p in page.papers if p.published is None or p.published >= self.since]
+            fresh = [p for p in page.papers if not _before(p, self.since, by_update)]
             reached = len(fresh) < len(page.papers)
             unseen = [p for p in fresh if p.arxiv_id not in seen]
             seen.update(p.arxiv_id for p in unseen if p.arxiv_id)
-            result.cursor = newest(result.cursor, *(p.published for p in unseen))
+            if not by_update:
+                result.cursor = newest(result.cursor, *(p.published for p in unseen))
             if unseen:
                 result.read += len(unseen)
                 result.pages += 1
@@ -108,10 +137,12 @@ class ArxivFetch:
             start += page.entries
             if reached or (total is not None and start >= total):
                 result.complete = True
-                break
-        result.requests = self.client.requests
-        self.result = result
-        log.debug("%s: %d papers in %d requests", self.spec.name, result.read, result.requests)
+                return
+
+
+def _before(paper: FetchedPaper, since: datetime, by_update: bool) -> bool:
+    moment = (paper.updated or paper.published) if by_update else paper.published
+    return moment is not None and moment < since
 
 
 __all__ = ["ArxivFetch", "FetchError"]

@@ -27,6 +27,7 @@ class FetchConfig:
     openreview_delay: float = 1.0
     feed_delay: float = 0.0
     arxiv_page_size: int = 200
+    arxiv_revisions: bool = True  # a second, last-updated pass finds new versions of older papers
     openreview_page_size: int = 1000  # the API's largest page
     max_results: int = 10_000  # per fetch and source: a runaway query stops here (incomplete)
     timeout: float = 60.0  # per request; arXiv can take half a minute on deep pages

@@ -1,6 +1,6 @@
 """A fake arXiv export API (`/api/query`) on loopback, shaped like the real one.
 
-It serves a corpus sorted by submission date, newest first, with opensearch totals, the
+It serves a corpus sorted by submission date (or last update: `sortBy`), newest first, with opensearch totals, the
 `arxiv:` elements (comment, journal_ref, doi, primary_category, affiliation), http://
 links as arXiv writes them, and arXiv's quirks on demand:
 - `empty_once`: starts that answer a page with zero entries once (totalResults intact);
@@ -145,7 +145,7 @@ class FakeArxiv:
                 return phrase in e.title.lower() or phrase in e.abstract.lower()
             return True
 
-        return sorted((e for e in self.entries if hit(e)), key=lambda e: e.published, reverse=True)
+        return [e for e in self.entries if hit(e)]
 
     async def query(self, request: web.Request) -> web.Response:
         params = dict(request.query)
@@ -161,7 +161,13 @@ class FakeArxiv:
         query = params.get("search_query", "")
         start = int(params.get("start", "0"))
         per_page = int(params.get("max_results", "10"))
-        found = self.matching(query)
+        if params.get("sortBy") == "lastUpdatedDate":
+            key = lambda e: e.updated or e.published  # noqa: E731
+        else:
+            key = lambda e: e.published  # noqa: E731
+        found = sorted(
+            self.matching(query), key=key, reverse=params.get("sortOrder") != "ascending"
+        )
         page = found[start : start + per_page]
         if start in self.empty_once:
             self.empty_once.discard(start)
