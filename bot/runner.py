@@ -78,8 +78,9 @@ class _OneLineFailures(logging.Filter):
         if record.exc_info:
             record.msg, record.args = "slack: Socket Mode: %s", (_describe(self.error),)
         else:
-            record.msg, record.args = "slack: Socket Mode: %s", (
-                record.getMessage().splitlines()[0],
+            record.msg, record.args = (
+                "slack: Socket Mode: %s",
+                (record.getMessage().splitlines()[0],),
             )
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, "WARNING"

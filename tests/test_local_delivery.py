@@ -139,7 +139,6 @@ async def test_a_slow_disk_never_blocks_the_event_loop(
     import asyncio
     import threading
 
-
     release, released = threading.Event(), []
 
     def slow_fsync(fd: int) -> None:
