@@ -431,3 +431,15 @@ def test_a_link_in_the_folders_above_the_file_is_fine(tmp_path: Path) -> None:
     assert ingest_files(db, [home / "inbox" / "papers.txt"], now=NOW).added == 1
     (real / "inbox" / "more.txt").write_text(f"ICML 2025\n\n{ABSTRACT} Again.\n", encoding="utf-8")
     assert ingest_inbox(db, home / "inbox", NOW).loaded == ["more.txt", "papers.txt"]
+
+
+def test_a_paper_over_the_limit_in_a_whole_document_is_refused(tmp_path: Path) -> None:
+    """Whole-document formats are capped only as a whole (64 MB), and a JSON string is
+    one line (capped): but a paper's list fields can span many short lines. Each paper
+    is capped too, all its fields together."""
+    path = tmp_path / "papers.json"
+    papers = [{"abstract": ABSTRACT}, {"abstract": ABSTRACT, "authors": ["Ann Lee"] * 500}]
+    path.write_text(json.dumps(papers, indent=1), encoding="utf-8")
+    assert refusal(path, limits=SMALL) == (
+        f"{path}:1: a paper is 3 KB, over the 2 KB limit for one paper (PAPERBOY_MAX_RECORD_KB)"
+    )

@@ -115,6 +115,9 @@ def read_records(
             raise IngestError(
                 shown, record.line, limits.too_long("its abstract", len(record.abstract))
             )
+        size = _size(record)  # a JSON array or Atom feed holds its papers whole
+        if size > limits.max_record_chars:
+            raise IngestError(shown, record.line, limits.too_long("a paper", size))
         record.venue, record.year = split_venue_year(record.venue, record.year)
         if fallback:
             if record.venue is None:
@@ -124,6 +127,12 @@ def read_records(
         yield record
     for _ in lines:  # to the end, so the whole file is checked (secrets, versions)
         pass
+
+
+def _size(record: PaperRecord) -> int:
+    """All of a record's text, in characters."""
+    texts = (record.abstract, record.title, record.venue, record.url, record.external_id)
+    return sum(len(text) for text in (*texts, *record.authors, *record.keywords) if text)
 
 
 def _clean(record: PaperRecord, path: str) -> None:
