@@ -566,3 +566,93 @@ def test_slacks_own_response_urls_are_taken() -> None:
     assert slack_endpoint.slack_url("http://127.0.0.1:9/respond/r1", fake)
     assert not slack_endpoint.slack_url("https://127.0.0.1:9/respond/r1", fake)
     assert not slack_endpoint.slack_url("http://127.0.0.1:x/respond/r1", fake)
+
+
+async def send_three_held_commands(
+    client: HttpClient, fake_slack: FakeSlack, ran: list[str]
+) -> None:
+    """Two commands take both threads (held), a third queues; all three are "Working"."""
+    bodies = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2, 3)]
+    for body in bodies:
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert (await response.json())["text"] == WORKING
+    assert await eventually(lambda: len(ran) == 2)
+
+
+async def test_a_stop_tells_queued_commands_they_did_not_run(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread pool was shut down only after the answers' grace: a command still
+    queued at a stop ran during it (or, when the stop was cut short, at interpreter exit),
+    and its asker got "Working on it…" and then nothing."""
+    release, ran = await blocked_commands(monkeypatch)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, ack_budget=0.01)
+    try:
+        await send_three_held_commands(client, fake_slack, ran)
+        closing = asyncio.ensure_future(client.endpoint.close(grace=20))
+        assert await eventually(lambda: fake_slack.responses)  # the queued one, told at once
+        assert fake_slack.responses[0]["text"] == slack_endpoint.STOPPED
+        release.set()  # the two running ones finish within the grace, and are answered
+        await asyncio.wait_for(closing, 30)
+        assert sorted(ran) == ["find policy 1", "find policy 2"]
+        assert len(fake_slack.responses) == 3
+        assert all("Top" in answer["text"] for answer in fake_slack.responses[1:])
+        # A command that arrives during the stop is told so, and does not run either.
+        body = slash_body("topics", fake_slack.response_url("r4"))
+        late = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert (await late.json())["text"] == slack_endpoint.STOPPED
+        assert len(ran) == 2
+    finally:
+        release.set()
+        await client.close()
+
+
+async def test_a_stop_cut_short_still_cancels_queued_commands(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`paperboy run` gives all parts one stop deadline; when it cut the Slack part's stop
+    short (while the server waited for requests in flight), the pool was never shut down,
+    and every queued command ran after the stop."""
+    from bot.runner import SlackComponent
+
+    release, ran = await blocked_commands(monkeypatch)
+    services = make_services(
+        tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_ACK_SECONDS="60"
+    )
+    component = SlackComponent(services, http=True, port=0)
+    await component.start()
+    assert component._http is not None and component._endpoint is not None
+    endpoint = component._endpoint
+    client = HttpClient(component._http, endpoint)
+    bodies = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2, 3)]
+
+    async def post(body: str) -> object:
+        return await client.post("/slack/events", data=body, headers=signed_headers(body))
+
+    try:
+        # Two commands take both threads; their requests wait for them (a 60 s budget),
+        # so the server's stop waits for those requests. A third queues ("Working").
+        in_flight = [asyncio.ensure_future(post(body)) for body in bodies[:2]]
+        assert await eventually(lambda: len(ran) == 2)
+        queued = await post(bodies[2])
+        assert (await queued.json())["text"] == WORKING  # type: ignore[attr-defined]
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(component.stop(), 0.5)  # the server's grace is 2 s
+        release.set()
+        for thread in list(endpoint._executor._threads):
+            await asyncio.to_thread(thread.join, 20)
+        assert sorted(ran) == ["find policy 1", "find policy 2"]
+        await asyncio.gather(*in_flight, return_exceptions=True)
+    finally:
+        release.set()
+        await client.session.close()
+        await component.stop()

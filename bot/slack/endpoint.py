@@ -48,6 +48,7 @@ SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's r
 _URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 UNSIGNED = Response(401, b"invalid or missing Slack signature")
 OK = Response(200)
+STOPPED = "Paperboy is restarting and did not run this. Please try again in a minute."
 
 
 def slack_url(url: str, api_url: str) -> bool:
@@ -98,6 +99,7 @@ class SlackEndpoint:
         self._running = 0
         self._followups: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
+        self._closing = False
 
     async def __call__(self, request: Request) -> Response:
         if request.path != PATH:
@@ -165,6 +167,8 @@ class SlackEndpoint:
             return _bad("response_url is not Slack's")
         if form["command"] != COMMAND:
             return _message({"response_type": "ephemeral", "text": f"I only answer {COMMAND}."})
+        if self._closing:
+            return _message({"response_type": "ephemeral", "text": STOPPED})
         self.commands_run += 1
         queued = self._running >= self.workers
         self._running += 1  # now, not when the task starts: a burst arrives in one go
@@ -174,6 +178,8 @@ class SlackEndpoint:
         # only make the acknowledgements late too (see docs/benchmarks.md).
         budget = 0.0 if queued else max(0.0, received + self.ack_budget - loop.time())
         done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)
+        if done and task.cancelled():  # a stop cancelled it before it started
+            return _message({"response_type": "ephemeral", "text": STOPPED})
         if done:
             first, *rest = task.result()
             if rest:
@@ -195,7 +201,13 @@ class SlackEndpoint:
         follow.add_done_callback(self._followups.discard)
 
     async def _respond(self, url: str, messages: Any) -> None:
-        payloads: list[dict[str, Any]] = await messages
+        try:
+            payloads: list[dict[str, Any]] = await messages
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not self._closing or (current is not None and current.cancelling()):
+                raise  # this answer itself is being cancelled
+            payloads = [{"response_type": "ephemeral", "text": STOPPED}]  # it never ran
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=RESPONSE_TIMEOUT)
@@ -209,15 +221,22 @@ class SlackEndpoint:
                 log.warning("could not answer through response_url: %s", type(exc).__name__)
                 return
 
-    async def close(self, grace: float = 5.0) -> None:
-        """Let answers in flight reach Slack (up to `grace` seconds), then close."""
-        if self._followups:
-            _, pending = await asyncio.wait(set(self._followups), timeout=grace)
-            for task in pending:
-                task.cancel()
-        if self._session is not None:
-            await self._session.close()
+    async def close(self, grace: float = 3.0) -> None:
+        """Stop: commands still queued for a thread never start (their askers are told to
+        try again); the running ones' answers, and those notices, get `grace` seconds to
+        reach Slack; then close. (The executor was shut down only at the end: the queued
+        commands of a burst all ran after the stop, at interpreter exit if the stop was
+        cut short, with nobody told.)"""
+        self._closing = True
         self._executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            if self._followups and grace > 0:
+                await asyncio.wait(set(self._followups), timeout=grace)
+        finally:
+            for task in list(self._followups):
+                task.cancel()
+            if self._session is not None:
+                await self._session.close()
 
 
 async def _given(value: Any) -> Any:
