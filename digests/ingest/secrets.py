@@ -36,6 +36,7 @@ _SIGNING_SECRET = re.compile(
     re.I,
 )
 # Discord bot token: base64url(user id) . timestamp . HMAC
+_DISCORD_HINT = re.compile(r"\.[\w-]{5,8}\.")  # the timestamp part, between two dots
 _DISCORD_TOKEN = re.compile(r"(?<![\w-])([\w-]{17,32})\.([\w-]{5,8})\.([\w-]{25,})")
 # `.env` lines: NAME=value, NAME in capitals (an optional `export`).
 _ENV_LINE = re.compile(
@@ -75,9 +76,10 @@ def secret_kind(line: str) -> str | None:
         spaced = assignment["rest"].lstrip()[:1] not in ("=", ":")  # `setenv NAME value`
         if not spaced or assignment["verb"] in ("setenv", "ENV"):
             return "a credential setting (NAME=value)"
-    if _SIGNING_SECRET.search(line):
+    # Cheap guards first: these patterns cost more than reading the whole line.
+    if "secret" in line.lower() and _SIGNING_SECRET.search(line):
         return "a signing or client secret"
-    if "." in line:
+    if _DISCORD_HINT.search(line):
         for match in _DISCORD_TOKEN.finditer(line):
             if _decodes_to_an_id(match.group(1)):
                 return "a Discord bot token"
