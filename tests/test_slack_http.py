@@ -330,8 +330,8 @@ async def test_many_concurrent_commands_all_get_200_and_run_once(
         answers = await asyncio.gather(*(one(text) for text in texts))
         assert [status for status, _ in answers] == [200] * 200
         working = sum(1 for _, body in answers if body.get("text") == WORKING)
-        await eventually(lambda: len(fake_slack.responses) >= working)
-        await asyncio.sleep(0.05)
+        assert await eventually(lambda: len(fake_slack.responses) >= working)
+        await client.endpoint.close()  # every answer in flight has now reached the fake
         assert sorted(ran) == sorted(texts)  # each exactly once
         assert len(fake_slack.responses) == working
     finally:
@@ -656,3 +656,30 @@ async def test_a_stop_cut_short_still_cancels_queued_commands(
         release.set()
         await client.session.close()
         await component.stop()
+
+
+async def test_the_command_queue_is_bounded(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With both threads stuck (a database locked for long), every further command was
+    queued, without a bound on memory or on how late its answer would come."""
+    release, ran = await blocked_commands(monkeypatch)
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    client = await start_http(services, fake_slack, ack_budget=0.01)
+    client.endpoint.max_queued = 1
+    try:
+        await send_three_held_commands(client, fake_slack, ran)  # two running, one queued
+        body = slash_body("subscribe offline-rl", fake_slack.response_url("r4"))
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        assert (await response.json())["text"] == slack_endpoint.BUSY
+        release.set()
+        assert await eventually(lambda: len(fake_slack.responses) == 3)
+        assert sorted(ran) == ["find policy 1", "find policy 2", "find policy 3"]
+        assert subscriptions(client) == []
+    finally:
+        release.set()
+        await client.close()

@@ -48,6 +48,8 @@ SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's r
 _URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 UNSIGNED = Response(401, b"invalid or missing Slack signature")
 OK = Response(200)
+MAX_QUEUED = 1000  # commands waiting for a thread, beyond the running ones
+BUSY = "Paperboy has many commands waiting and did not run this. Please try again in a minute."
 STOPPED = "Paperboy is restarting and did not run this. Please try again in a minute."
 
 
@@ -97,6 +99,7 @@ class SlackEndpoint:
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="slack-command")
         self._running = 0
+        self.max_queued = MAX_QUEUED
         self._followups: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
         self._closing = False
@@ -169,8 +172,13 @@ class SlackEndpoint:
             return _message({"response_type": "ephemeral", "text": f"I only answer {COMMAND}."})
         if self._closing:
             return _message({"response_type": "ephemeral", "text": STOPPED})
-        self.commands_run += 1
+        if self._running >= self.workers + self.max_queued:
+            # Bounded memory, and answers that still come while a response_url is valid
+            # (30 minutes): a stuck database must not pile up every command for later.
+            log.warning("%d /papers commands waiting; refusing one", self._running)
+            return _message({"response_type": "ephemeral", "text": BUSY})
         queued = self._running >= self.workers
+        self.commands_run += 1
         self._running += 1  # now, not when the task starts: a burst arrives in one go
         task = asyncio.ensure_future(self._answer(form))
         loop = asyncio.get_running_loop()
