@@ -120,7 +120,7 @@ async def test_a_slow_command_is_acknowledged_first_and_answered_later(
         assert status == 200 and body["text"] == WORKING and body["response_type"] == "ephemeral"
         assert fake_slack.responses == []
         release.set()
-        await eventually(lambda: fake_slack.responses)
+        assert await eventually(lambda: fake_slack.responses)
         [answer] = fake_slack.responses
         assert answer["response_type"] == "ephemeral"
         assert "Top 5" in answer["text"]
@@ -227,7 +227,7 @@ async def test_a_large_digest_preview_fits_one_response_url(
         assert status == 200
         expected = 5 if ack["text"] == WORKING else 4  # else the ack was the first message
         assert await eventually(lambda: len(fake_slack.responses) >= expected)
-        await asyncio.sleep(0.2)  # nothing more may come
+        await client.endpoint.close()  # waits for the answer to be posted whole
         replies = fake_slack.responses
         assert len(replies) == expected  # a response_url takes 5 at most
         for reply in replies:

@@ -516,7 +516,7 @@ async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
             return conns[-1].writer.get_extra_info("peername")[1] if conns else 0
 
         # The server has seen it begin (not asserted: the old server never reorders).
-        await eventually(lambda: youngest() == mine, seconds=5)
+        await eventually(lambda: youngest() == mine)
         _reader, newcomer = await asyncio.open_connection("127.0.0.1", port)
         loris.append(newcomer)
         assert await eventually(lambda: client.server.evicted == 1)
