@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -683,3 +684,16 @@ async def test_the_command_queue_is_bounded(
     finally:
         release.set()
         await client.close()
+
+
+async def test_pipelined_and_http_1_0_requests_are_answered_in_order(http: HttpClient) -> None:
+    data = (
+        b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /slack/events HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"
+        b"GET /b HTTP/1.0\r\n\r\n"  # HTTP/1.0 without keep-alive: the last one
+        b"GET /c HTTP/1.1\r\n\r\n"
+    )
+    answer = await raw(http.server.port, data)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)
+    assert statuses == [b"404", b"405", b"404"]
+    assert answer.endswith(b"Connection: close\r\n\r\nnot found")
