@@ -443,3 +443,11 @@ def test_a_paper_over_the_limit_in_a_whole_document_is_refused(tmp_path: Path) -
     assert refusal(path, limits=SMALL) == (
         f"{path}:1: a paper is 3 KB, over the 2 KB limit for one paper (PAPERBOY_MAX_RECORD_KB)"
     )
+
+
+def test_an_invisible_character_does_not_hide_a_token_in_the_venue_or_id(tmp_path: Path) -> None:
+    hidden = BOT_TOKEN[:2] + "\u200b" + BOT_TOKEN[2:]
+    for column in ("venue", "id"):
+        path = tmp_path / f"hidden-{column}.tsv"
+        path.write_text(f"abstract\t{column}\n{ABSTRACT}\t{hidden}\n", encoding="utf-8")
+        assert refusal(path) == f"{path}:2: looks like it holds a Slack token; refusing the file"

@@ -146,8 +146,8 @@ def _clean(record: PaperRecord, path: str) -> None:
             setattr(record, name, strip_unsafe(value).strip() or None)
     record.authors = [text for text in (strip_unsafe(a).strip() for a in record.authors) if text]
     record.keywords = [text for text in (strip_unsafe(k).strip() for k in record.keywords) if text]
-    texts = (record.abstract, record.title, record.url, *record.authors, *record.keywords)
-    refuse_secrets(texts, path, record.line)
+    fields = (record.abstract, record.title, record.venue, record.url, record.external_id)
+    refuse_secrets((*fields, *record.authors, *record.keywords), path, record.line)
 
 
 def read_file(
