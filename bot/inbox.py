@@ -25,6 +25,7 @@ from bot.delivery import SENDER, sender_alive
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.decode import Limits
+from digests.ingest.errors import FileChanged
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -144,6 +145,13 @@ def _ingest_one(
         result.loaded.append(path.name)
         result.added += summary.added
         log.info("inbox: %s: %s", path.name, detail)
+    except FileChanged:
+        # Not an error of this version: its size and time may not show the change (a
+        # same-size edit within the file system's time granularity), so it is retried.
+        result.failed.append(f"{path.name}: changed while it was being ingested; will retry")
+        log.warning("inbox: %s changed while it was being ingested; will retry", path.name)
+        _release(db, path)
+        return
     except IngestError as exc:
         status, detail = "error", exc.message
         result.failed.append(f"{path.name}: {exc.message}")

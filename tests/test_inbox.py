@@ -213,3 +213,37 @@ def test_an_unexpected_failure_with_one_file_does_not_stop_the_others(
     assert result.failed == ["a-first.tsv: unexpected failure (OSError); will retry next run"]
     monkeypatch.setattr(inbox_module, "ingest_files", real)
     assert ingest_inbox(db, inbox, NOW).loaded == ["a-first.tsv"]  # the claim was released
+
+
+def test_a_file_changed_while_ingested_is_retried_even_if_its_version_looks_the_same(
+    db_path: Path, inbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file edited between the two ingest passes is refused, and retried next run, not
+    recorded as a bad version: a same-size edit within the file system's time granularity
+    leaves size and mtime as they were, and that version would never be read again."""
+    import os
+
+    import bot.inbox as inbox_module
+
+    path = inbox / "crafted.tsv"
+    before = path.stat()
+    real = inbox_module.ingest_files
+
+    def edit_between_passes(records):  # type: ignore[no-untyped-def]
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("GraspAll", "GraspAny"), encoding="utf-8")  # same size
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # a coarse clock
+        return records
+
+    monkeypatch.setattr(
+        inbox_module,
+        "ingest_files",
+        lambda db, paths, **kwargs: real(db, paths, progress=edit_between_passes, **kwargs),
+    )
+    db = connect(db_path)
+    first = ingest_inbox(db, inbox, NOW)
+    assert first.failed == ["crafted.tsv: changed while it was being ingested; will retry"]
+    assert count_papers(db) == 0
+    monkeypatch.setattr(inbox_module, "ingest_files", real)
+    assert ingest_inbox(db, inbox, NOW).loaded == ["crafted.tsv"]
+    assert count_papers(db) == 2

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from digests.ingest.errors import IngestError
+from digests.ingest.errors import FileChanged, IngestError
 from digests.ingest.secrets import ENV_LINES_TO_REFUSE, is_env_line, refuse_secrets
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def read_lines(
         if versions is not None:
             seen = versions.setdefault(shown, digest.hexdigest())
             if seen != digest.hexdigest():
-                raise IngestError(shown, None, _CHANGED)
+                raise FileChanged(shown, None, _CHANGED)
         if pending:
             number += 1
             meaningful, env_lines = _check(shown, number, pending, meaningful, env_lines)

@@ -16,3 +16,8 @@ class IngestError(Exception):
         self.message = message
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {message}")
+
+
+class FileChanged(IngestError):
+    """The file changed while it was being ingested: nothing is wrong with it as such,
+    and it may well be complete by the next try."""
