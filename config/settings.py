@@ -35,7 +35,10 @@ class Setting:
 
 
 def _positive_int(value: str) -> int:
-    number = int(value)
+    try:
+        number = int(value)
+    except ValueError:  # int's own message ("invalid literal for int() with base 10")
+        raise ValueError("must be a positive whole number") from None
     if number <= 0:
         raise ValueError("must be a positive whole number")
     return number

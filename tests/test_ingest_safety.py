@@ -451,3 +451,18 @@ def test_an_invisible_character_does_not_hide_a_token_in_the_venue_or_id(tmp_pat
         path = tmp_path / f"hidden-{column}.tsv"
         path.write_text(f"abstract\t{column}\n{ABSTRACT}\t{hidden}\n", encoding="utf-8")
         assert refusal(path) == f"{path}:2: looks like it holds a Slack token; refusing the file"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "100KB"])
+def test_a_bad_record_limit_is_one_clear_line(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "one.txt"
+    path.write_text(f"ICML 2025\n\n{ABSTRACT}\n", encoding="utf-8")
+    db_path = tmp_path / "p.db"
+    result = CliRunner().invoke(
+        main, ["ingest", str(path), "--db", str(db_path)], env={"PAPERBOY_MAX_RECORD_KB": value}
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        f"error: PAPERBOY_MAX_RECORD_KB={value!r} is not valid: must be a positive whole number\n"
+    )
+    assert not db_path.exists()
