@@ -199,3 +199,21 @@ def m006_digest_failures(db: Database) -> None:
         pk="channel",
         not_null={"due_at", "attempts", "next_attempt_at"},
     )
+
+
+@migrations()
+def m007_cadence(db: Database) -> None:
+    # When a paper first appeared at its source (ISO UTC): arXiv's first-version date,
+    # OpenReview's creation date. NULL for papers ingested from files.
+    db.table("papers").add_column("published_at", str)
+    db.table("papers").create_index(["published_at"])
+    # A channel's cadence: weekly (on its `weekday`), daily, or weekdays (Monday to Friday).
+    db.table("channels").add_column("cadence", str, not_null_default="weekly")
+    # Whether older never-sent papers fill the slots that new papers leave empty.
+    db.table("channels").add_column("backlog", int, not_null_default=0)
+    # `digests.week` holds the digest's period key: an ISO week (2026-W49) for a weekly
+    # channel, a date (2026-11-30) for a daily or weekdays one; still unique per channel.
+    # `since`: the moment after which a paper counted as new for this digest.
+    db.table("digests").add_column("since", str)
+    # Whether an item is an older paper picked from the backlog ("from the archive").
+    db.table("digest_items").add_column("from_archive", int, not_null_default=0)
