@@ -14,6 +14,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -42,11 +43,48 @@ from tests.waiting import eventually
 CHANNEL = "slack:T0001/C0001"
 
 
+Serve = Callable[..., Awaitable[HttpClient]]
+Held = tuple[threading.Event, list[str]]
+
+
 @pytest.fixture
-async def http(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack):  # type: ignore[no-untyped-def]
-    client = await start_http(make_services(tmp_path, seed_paths, catalog, fake_slack), fake_slack)
-    yield client
-    await client.close()
+async def serve(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack):  # type: ignore[no-untyped-def]
+    """`await serve(ack_budget=..., limits=..., **env)`: the endpoint with those settings
+    on a fresh store; every one started is closed after the test."""
+    started: list[HttpClient] = []
+
+    async def start(
+        ack_budget: float = 2.0, limits: Limits | None = None, **env: str
+    ) -> HttpClient:
+        services = make_services(tmp_path, seed_paths, catalog, fake_slack, **env)
+        started.append(await start_http(services, fake_slack, ack_budget, limits))
+        return started[-1]
+
+    yield start
+    for client in started:
+        await client.close()
+
+
+@pytest.fixture
+async def http(serve: Serve) -> HttpClient:
+    return await serve()
+
+
+@pytest.fixture
+def held(serve: Serve, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Every command waits for the returned event (set when the test ends, before the
+    servers close: this fixture depends on `serve`); the list records what ran."""
+    release, ran = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def holding(text: str, ctx: Any) -> Any:
+        ran.append(text)
+        release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", holding)
+    yield release, ran
+    release.set()
 
 
 def subscriptions(client: HttpClient) -> list[str]:
@@ -100,24 +138,18 @@ async def test_an_unsigned_body_is_refused_before_it_is_parsed(
     no_tracebacks(caplog)
 
 
-async def test_a_body_over_the_cap_is_refused_unread(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
-) -> None:
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, limits=Limits(max_body=1000))
-    try:
-        # Announce 900 KB but send none of it: the answer comes at once, unread.
-        head = (
-            b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n"
-            b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
-        )
-        answer = await raw(client.server.port, head)
-        assert answer.startswith(b"HTTP/1.1 413 ")
-        body = slash_body("topics", fake_slack.response_url())
-        ok = await client.post("/slack/events", data=body, headers=signed_headers(body))
-        assert ok.status == 200
-    finally:
-        await client.close()
+async def test_a_body_over_the_cap_is_refused_unread(serve: Serve, fake_slack: FakeSlack) -> None:
+    client = await serve(limits=Limits(max_body=1000))
+    # Announce 900 KB but send none of it: the answer comes at once, unread.
+    head = (
+        b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
+    )
+    answer = await raw(client.server.port, head)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    body = slash_body("topics", fake_slack.response_url())
+    ok = await client.post("/slack/events", data=body, headers=signed_headers(body))
+    assert ok.status == 200
 
 
 def test_a_signature_check_costs_at_most_one_hmac(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,29 +258,22 @@ async def test_malformed_http_gets_400_and_other_paths_404(http: HttpClient) -> 
 # Item 7: header and body deadlines, and a connection cap that slow clients cannot fill.
 
 
-async def test_slow_headers_and_bodies_are_cut_off(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
-) -> None:
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+async def test_slow_headers_and_bodies_are_cut_off(serve: Serve, fake_slack: FakeSlack) -> None:
     limits = Limits(header_timeout=0.3, body_timeout=0.3)
-    client = await start_http(services, fake_slack, limits=limits)
-    try:
-        # Headers that never end: the server closes the connection, answering nothing.
-        answer = await raw(client.server.port, b"POST /slack/events HTTP/1.1\r\nX-A: 1\r\n")
-        assert answer == b""
-        # A body that never comes: 408.
-        head = b"POST /slack/events HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc"
-        assert (await raw(client.server.port, head)).startswith(b"HTTP/1.1 408 ")
-        assert await eventually(lambda: client.server.open_connections == 0)
-    finally:
-        await client.close()
+    client = await serve(limits=limits)
+    # Headers that never end: the server closes the connection, answering nothing.
+    answer = await raw(client.server.port, b"POST /slack/events HTTP/1.1\r\nX-A: 1\r\n")
+    assert answer == b""
+    # A body that never comes: 408.
+    head = b"POST /slack/events HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc"
+    assert (await raw(client.server.port, head)).startswith(b"HTTP/1.1 408 ")
+    assert await eventually(lambda: client.server.open_connections == 0)
 
 
 async def test_at_the_connection_cap_slow_clients_make_room(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+    serve: Serve, fake_slack: FakeSlack
 ) -> None:
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, limits=Limits(max_connections=8))
+    client = await serve(limits=Limits(max_connections=8))
     port = client.server.port
     loris = []
     try:
@@ -265,7 +290,6 @@ async def test_at_the_connection_cap_slow_clients_make_room(
     finally:
         for writer in loris:
             writer.close()
-        await client.close()
 
 
 # Item 9: a replayed signed request is answered 200 and has no effect.
@@ -303,9 +327,7 @@ def test_replay_memory_forgets_what_can_no_longer_be_replayed() -> None:
 
 
 async def test_many_concurrent_commands_all_get_200_and_run_once(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
+    serve: Serve,
     fake_slack: FakeSlack,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -317,26 +339,22 @@ async def test_many_concurrent_commands_all_get_200_and_run_once(
         return real_handle(text, ctx)
 
     monkeypatch.setattr(slack_app, "handle", counting)
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     # A tiny budget, so that many answers go through response_url after "Working on it…".
-    client = await start_http(services, fake_slack, ack_budget=0.01)
-    try:
-        texts = [f"find policy {n}" for n in range(200)]
+    client = await serve(ack_budget=0.01)
+    texts = [f"find policy {n}" for n in range(200)]
 
-        async def one(text: str) -> tuple[int, dict[str, Any]]:
-            body = slash_body(text, fake_slack.response_url(f"r{text.split()[-1]}"))
-            response = await client.post("/slack/events", data=body, headers=signed_headers(body))
-            return response.status, await response.json()
+    async def one(text: str) -> tuple[int, dict[str, Any]]:
+        body = slash_body(text, fake_slack.response_url(f"r{text.split()[-1]}"))
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        return response.status, await response.json()
 
-        answers = await asyncio.gather(*(one(text) for text in texts))
-        assert [status for status, _ in answers] == [200] * 200
-        working = sum(1 for _, body in answers if body.get("text") == WORKING)
-        assert await eventually(lambda: len(fake_slack.responses) >= working)
-        await client.endpoint.close()  # every answer in flight has now reached the fake
-        assert sorted(ran) == sorted(texts)  # each exactly once
-        assert len(fake_slack.responses) == working
-    finally:
-        await client.close()
+    answers = await asyncio.gather(*(one(text) for text in texts))
+    assert [status for status, _ in answers] == [200] * 200
+    working = sum(1 for _, body in answers if body.get("text") == WORKING)
+    assert await eventually(lambda: len(fake_slack.responses) >= working)
+    await client.endpoint.close()  # every answer in flight has now reached the fake
+    assert sorted(ran) == sorted(texts)  # each exactly once
+    assert len(fake_slack.responses) == working
 
 
 async def test_the_connection_cap_leaves_room_under_the_file_limit(
@@ -353,78 +371,44 @@ async def test_the_connection_cap_leaves_room_under_the_file_limit(
         await server.stop()
 
 
-async def blocked_commands(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
-    """Make every command wait for the returned event; the list records what ran."""
-    release, ran = threading.Event(), []
-    real_handle = slack_app.handle
-
-    def held(text: str, ctx: Any) -> Any:
-        ran.append(text)
-        release.wait(30)
-        return real_handle(text, ctx)
-
-    monkeypatch.setattr(slack_app, "handle", held)
-    return release, ran
-
-
 async def test_a_command_acknowledged_late_is_never_404(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
-    fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch,
+    serve: Serve, fake_slack: FakeSlack, held: Held
 ) -> None:
     """bolt answered 404 "unhandled request" when its ack came after 3 s, though the
     command went on to run. A budget past 3 s makes that happen without load."""
-    release, ran = await blocked_commands(monkeypatch)
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, ack_budget=3.2)
-    try:
-        body = slash_body("subscribe offline-rl", fake_slack.response_url())
-        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
-        assert response.status == 200 and (await response.json())["text"] == WORKING
-        release.set()
-        assert await eventually(lambda: fake_slack.responses)
-        assert "subscribed this channel" in fake_slack.responses[0]["text"]
-        assert ran == ["subscribe offline-rl"]
-    finally:
-        release.set()
-        await client.close()
+    release, ran = held
+    client = await serve(ack_budget=3.2)
+    body = slash_body("subscribe offline-rl", fake_slack.response_url())
+    response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+    assert response.status == 200 and (await response.json())["text"] == WORKING
+    release.set()
+    assert await eventually(lambda: fake_slack.responses)
+    assert "subscribed this channel" in fake_slack.responses[0]["text"]
+    assert ran == ["subscribe offline-rl"]
 
 
 async def test_a_command_that_must_queue_is_acknowledged_at_once(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
-    fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch,
+    serve: Serve, fake_slack: FakeSlack, held: Held
 ) -> None:
-    release, ran = await blocked_commands(monkeypatch)
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, ack_budget=60)
-    try:
-        first = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2)]
-        busy = [
-            asyncio.ensure_future(
-                client.post("/slack/events", data=body, headers=signed_headers(body))
-            )
-            for body in first
-        ]
-        assert await eventually(lambda: len(ran) == 2)  # both threads are now taken
-        body = slash_body("topics", fake_slack.response_url("r3"))
-        # Its answer cannot be ready, and the budget is 60 s: only "at once" ends this.
-        third = await asyncio.wait_for(
-            client.post("/slack/events", data=body, headers=signed_headers(body)), 20
-        )
-        assert (await third.json())["text"] == WORKING
-        release.set()
-        for response in await asyncio.gather(*busy):
-            assert "Top" in (await response.json())["text"]
-        assert await eventually(lambda: len(fake_slack.responses) == 1)
-        assert sorted(ran) == ["find policy 1", "find policy 2", "topics"]
-    finally:
-        release.set()
-        await client.close()
+    release, ran = held
+    client = await serve(ack_budget=60)
+    first = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2)]
+    busy = [
+        asyncio.ensure_future(client.post("/slack/events", data=body, headers=signed_headers(body)))
+        for body in first
+    ]
+    assert await eventually(lambda: len(ran) == 2)  # both threads are now taken
+    body = slash_body("topics", fake_slack.response_url("r3"))
+    # Its answer cannot be ready, and the budget is 60 s: only "at once" ends this.
+    third = await asyncio.wait_for(
+        client.post("/slack/events", data=body, headers=signed_headers(body)), 20
+    )
+    assert (await third.json())["text"] == WORKING
+    release.set()
+    for response in await asyncio.gather(*busy):
+        assert "Top" in (await response.json())["text"]
+    assert await eventually(lambda: len(fake_slack.responses) == 1)
+    assert sorted(ran) == ["find policy 1", "find policy 2", "topics"]
 
 
 async def test_a_taken_port_is_one_line_at_start_up(
@@ -484,13 +468,12 @@ async def test_connection_close_among_other_options_closes(http: HttpClient) -> 
 
 
 async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+    serve: Serve, fake_slack: FakeSlack
 ) -> None:
     """Eviction went by when a connection opened: a proxy's keep-alive connection, open
     the longest, was the first one evicted at the cap, even mid-way through a request
     that had just begun, before the slow-loris connections opened after it."""
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, limits=Limits(max_connections=4))
+    client = await serve(limits=Limits(max_connections=4))
     port = client.server.port
     reader, proxy = await asyncio.open_connection("127.0.0.1", port)
     loris = []
@@ -529,7 +512,6 @@ async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
         proxy.close()
         for writer in loris:
             writer.close()
-        await client.close()
 
 
 @pytest.mark.parametrize(
@@ -581,51 +563,38 @@ async def send_three_held_commands(
 
 
 async def test_a_stop_tells_queued_commands_they_did_not_run(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
-    fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch,
+    serve: Serve, fake_slack: FakeSlack, held: Held
 ) -> None:
     """The thread pool was shut down only after the answers' grace: a command still
     queued at a stop ran during it (or, when the stop was cut short, at interpreter exit),
     and its asker got "Working on it…" and then nothing."""
-    release, ran = await blocked_commands(monkeypatch)
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, ack_budget=0.01)
-    try:
-        await send_three_held_commands(client, fake_slack, ran)
-        closing = asyncio.ensure_future(client.endpoint.close(grace=20))
-        assert await eventually(lambda: fake_slack.responses)  # the queued one, told at once
-        assert fake_slack.responses[0]["text"] == slack_endpoint.STOPPED
-        release.set()  # the two running ones finish within the grace, and are answered
-        await asyncio.wait_for(closing, 30)
-        assert sorted(ran) == ["find policy 1", "find policy 2"]
-        assert len(fake_slack.responses) == 3
-        assert all("Top" in answer["text"] for answer in fake_slack.responses[1:])
-        # A command that arrives during the stop is told so, and does not run either.
-        body = slash_body("topics", fake_slack.response_url("r4"))
-        late = await client.post("/slack/events", data=body, headers=signed_headers(body))
-        assert (await late.json())["text"] == slack_endpoint.STOPPED
-        assert len(ran) == 2
-    finally:
-        release.set()
-        await client.close()
+    release, ran = held
+    client = await serve(ack_budget=0.01)
+    await send_three_held_commands(client, fake_slack, ran)
+    closing = asyncio.ensure_future(client.endpoint.close(grace=20))
+    assert await eventually(lambda: fake_slack.responses)  # the queued one, told at once
+    assert fake_slack.responses[0]["text"] == slack_endpoint.STOPPED
+    release.set()  # the two running ones finish within the grace, and are answered
+    await asyncio.wait_for(closing, 30)
+    assert sorted(ran) == ["find policy 1", "find policy 2"]
+    assert len(fake_slack.responses) == 3
+    assert all("Top" in answer["text"] for answer in fake_slack.responses[1:])
+    # A command that arrives during the stop is told so, and does not run either.
+    body = slash_body("topics", fake_slack.response_url("r4"))
+    late = await client.post("/slack/events", data=body, headers=signed_headers(body))
+    assert (await late.json())["text"] == slack_endpoint.STOPPED
+    assert len(ran) == 2
 
 
 async def test_a_stop_cut_short_still_cancels_queued_commands(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
-    fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack, held: Held
 ) -> None:
     """`paperboy run` gives all parts one stop deadline; when it cut the Slack part's stop
     short (while the server waited for requests in flight), the pool was never shut down,
     and every queued command ran after the stop."""
     from bot.runner import SlackComponent
 
-    release, ran = await blocked_commands(monkeypatch)
+    release, ran = held
     services = make_services(
         tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_ACK_SECONDS="60"
     )
@@ -654,36 +623,27 @@ async def test_a_stop_cut_short_still_cancels_queued_commands(
         assert sorted(ran) == ["find policy 1", "find policy 2"]
         await asyncio.gather(*in_flight, return_exceptions=True)
     finally:
-        release.set()
+        release.set()  # before the stop below, which waits for answers
         await client.session.close()
         await component.stop()
 
 
 async def test_the_command_queue_is_bounded(
-    tmp_path: Path,
-    seed_paths: list[Path],
-    catalog: Catalog,
-    fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch,
+    serve: Serve, fake_slack: FakeSlack, held: Held
 ) -> None:
     """With both threads stuck (a database locked for long), every further command was
     queued, without a bound on memory or on how late its answer would come."""
-    release, ran = await blocked_commands(monkeypatch)
-    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
-    client = await start_http(services, fake_slack, ack_budget=0.01)
+    release, ran = held
+    client = await serve(ack_budget=0.01)
     client.endpoint.max_queued = 1
-    try:
-        await send_three_held_commands(client, fake_slack, ran)  # two running, one queued
-        body = slash_body("subscribe offline-rl", fake_slack.response_url("r4"))
-        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
-        assert (await response.json())["text"] == slack_endpoint.BUSY
-        release.set()
-        assert await eventually(lambda: len(fake_slack.responses) == 3)
-        assert sorted(ran) == ["find policy 1", "find policy 2", "find policy 3"]
-        assert subscriptions(client) == []
-    finally:
-        release.set()
-        await client.close()
+    await send_three_held_commands(client, fake_slack, ran)  # two running, one queued
+    body = slash_body("subscribe offline-rl", fake_slack.response_url("r4"))
+    response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+    assert (await response.json())["text"] == slack_endpoint.BUSY
+    release.set()
+    assert await eventually(lambda: len(fake_slack.responses) == 3)
+    assert sorted(ran) == ["find policy 1", "find policy 2", "find policy 3"]
+    assert subscriptions(client) == []
 
 
 async def test_pipelined_and_http_1_0_requests_are_answered_in_order(http: HttpClient) -> None:
