@@ -151,10 +151,14 @@ def test_ordinary_abstracts_about_tokens_and_secrets_still_ingest(
         "ICML 2025\n\n"
         "We study token budgets and secret sharing. Tokenization with BPE; commit "
         "8f14e45fceea167a5a36dedd4bea2543 of github.com/a.b/c. E = mc^2 holds.\n\n"
-        "LR=0.001 and BATCH=32 gave the best results for our model.\n",
+        "LR=0.001 and BATCH=32 gave the best results for our model.\n\n"
+        # Sentences that start like a setting (`NAME: value`, `ENV NAME value`):
+        "TOKEN: a new method for budgeted decoding, which we call TokenNet.\n\n"
+        "ENV TOKEN_LIMIT of 5 is what we use for the environment budget in ProcGen.\n\n"
+        "AUTH: we propose AuthNet, learned authentication from logs.\n",
         encoding="utf-8",
     )
-    assert ingest_files(fresh_db, [path], now=NOW).added == 2
+    assert ingest_files(fresh_db, [path], now=NOW).added == 5
 
 
 # --- item 17: huge files and records, bounded memory ----------------------------------------
@@ -325,20 +329,6 @@ def test_credential_settings_in_other_shells_are_refused(tmp_path: Path, line: s
     assert refusal(path) == (
         f"{path}:5: looks like it holds a credential setting (NAME=value); refusing the file"
     )
-
-
-def test_sentences_that_start_like_a_setting_still_ingest(
-    fresh_db: Database, tmp_path: Path
-) -> None:
-    path = tmp_path / "fine.txt"
-    path.write_text(
-        "ICML 2025\n\n"
-        "TOKEN: a new method for budgeted decoding, which we call TokenNet.\n\n"
-        "ENV TOKEN_LIMIT of 5 is what we use for the environment budget in ProcGen.\n\n"
-        "AUTH: we propose AuthNet, learned authentication from logs.\n",
-        encoding="utf-8",
-    )
-    assert ingest_files(fresh_db, [path], now=NOW).added == 3
 
 
 def test_a_refusal_is_one_line_on_the_terminal(tmp_path: Path) -> None:
