@@ -31,6 +31,9 @@ from digests.timestamps import stamp
 log = logging.getLogger(__name__)
 
 CLAIM_MINUTES = 30  # far longer than any inbox file takes to ingest
+# Files still being downloaded or saved: browsers and editors rename them when done. Read
+# early, their cut-off last paper would be stored as a paper of its own.
+UNFINISHED_SUFFIXES = (".part", ".partial", ".crdownload", ".download", ".tmp", ".swp", "~")
 
 
 @dataclass
@@ -99,7 +102,7 @@ def ingest_inbox(
     if folder is None or not folder.is_dir():
         return result
     for path in sorted(folder.iterdir()):
-        if path.name.startswith("."):
+        if path.name.startswith(".") or path.name.lower().endswith(UNFINISHED_SUFFIXES):
             continue
         try:
             # lstat: a link is judged as itself, never followed; anything but a regular

@@ -247,3 +247,15 @@ def test_a_file_changed_while_ingested_is_retried_even_if_its_version_looks_the_
     monkeypatch.setattr(inbox_module, "ingest_files", real)
     assert ingest_inbox(db, inbox, NOW).loaded == ["crafted.tsv"]
     assert count_papers(db) == 2
+
+
+def test_files_still_being_downloaded_or_saved_are_left_alone(db_path: Path, inbox: Path) -> None:
+    """A browser's `.part`/`.crdownload` (renamed when done) would be read with its last
+    paper cut off, and that half stored as a paper of its own."""
+    half = "title\tabstract\nHalf\tWe introduce HalfNet, a method for\n"
+    for name in ("more.tsv.part", "more.tsv.crdownload", "more.tsv.tmp", "more.tsv~"):
+        (inbox / name).write_text(half, encoding="utf-8")
+    db = connect(db_path)
+    result = ingest_inbox(db, inbox, NOW)
+    assert (result.loaded, result.failed) == (["crafted.tsv"], [])
+    assert count_papers(db) == 2
