@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -226,6 +227,15 @@ def store_row(
 SPOOL_MEMORY_BYTES = 16 << 20  # prepared rows beyond this go to a temporary file
 
 
+def _spool_folder(db: Database) -> str | None:
+    """The database's folder: it has room for what is about to be stored there. The
+    default, TMPDIR, is often a tmpfs, which is memory: the spool would not bound it."""
+    for row in db.execute("PRAGMA database_list").fetchall():
+        if row[1] == "main" and row[2]:
+            return os.path.dirname(str(row[2]))
+    return None  # an in-memory database
+
+
 def ingest_files(
     db: Database,
     paths: Sequence[Path],
@@ -243,7 +253,7 @@ def ingest_files(
        refused: it changed meanwhile); one the store already holds unchanged is skipped
        (`unchanged.is_absorbed`, a read); the others are enriched (cleanup, derived
        title and TL;DR), and their rows spooled: to memory, past SPOOL_MEMORY_BYTES to
-       a temporary file, so memory stays bounded for any file size.
+       a temporary file beside the database, so memory stays bounded for any file size.
     3. One short write transaction stores the spooled rows. The write lock is held only
        for the lookups and inserts, never for reading or enrichment, so other writers
        (commands, digests, another ingest) are not kept waiting.
@@ -260,7 +270,9 @@ def ingest_files(
     count = sum(1 for _ in read_all())
     summary = IngestSummary(files=[str(path) for path in paths])
     records = RecordStream(read_all, count)
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, mode="w+b") as spool:
+    with tempfile.SpooledTemporaryFile(
+        max_size=SPOOL_MEMORY_BYTES, mode="w+b", dir=_spool_folder(db)
+    ) as spool:
         for record in progress(records) if progress else records:
             if record.abstract.strip() and is_absorbed(db, record):
                 summary.skipped += 1  # already stored as it is: no need to enrich it
