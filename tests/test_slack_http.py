@@ -168,6 +168,10 @@ def test_a_signature_check_costs_at_most_one_hmac(monkeypatch: pytest.MonkeyPatc
     assert verify.check(secret, stamp, b"v0=zz", b"body", now) == "missing or malformed signature"
     old = str(int(now) - 301).encode()
     assert verify.check(secret, old, good, b"body", now) == "timestamp more than 5 minutes away"
+    for odd in (b"+" + stamp, b"-" + stamp, stamp + b".0", b"1e9", "١٧٠٠".encode(), b"0x10"):
+        assert verify.check(secret, odd, good, b"body", now) == "missing or malformed timestamp"
+    for odd in (good[3:], good.upper(), good + b" ", b"v1=" + good[3:], good[:-1]):
+        assert verify.check(secret, stamp, odd, b"body", now) == "missing or malformed signature"
     assert len(calls) == 2  # only the two with well-formed, fresh headers
 
 
