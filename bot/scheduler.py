@@ -1,14 +1,16 @@
-"""The weekly schedule: one APScheduler CronTrigger per channel, plus the outbox loop.
+"""The digest schedule: one APScheduler CronTrigger per channel, plus the outbox loop.
 
 APScheduler only decides *when*; what happens is plain coroutines that take `now`
 (`run_digest`, `deliver_due`, `catch_up`), which tests call directly.
 
-- Every channel with subscriptions has a job `digest:CHANNEL` on its own weekday, time
-  and timezone. `sync_jobs` re-reads the schedules (every 30 s, and at once after a
-  change made in this process), so changes from Slack, Discord or the CLI apply
-  without a restart.
-- A digest is built once per channel and ISO week, so a DST fall-back hour that fires
-  twice, a restart, or a catch-up never posts a second one.
+- Every channel with subscriptions has a job `digest:CHANNEL` on its own cadence (weekly
+  on its weekday, daily, or weekdays: `mon-fri`), time and timezone. `sync_jobs`
+  re-reads the schedules (every 30 s, and at once after a change made in this process),
+  so changes from Slack, Discord or the CLI apply without a restart.
+- A digest is built once per channel and period (the ISO week of a weekly channel, the
+  date of a daily or weekdays one, in its timezone), so a DST fall-back hour that fires
+  twice, a restart, or a catch-up never posts a second one. A period already covered by
+  a digest built under another cadence (a change mid-week) gets none either.
 - On start-up, a digest missed while down is posted once if it was due within
   `PAPERBOY_CATCHUP_HOURS`; older misses are skipped with a log line.
 - Before each digest run, new files in `PAPERBOY_INBOX` are ingested: once for all the
@@ -40,8 +42,8 @@ from db import digests as digest_store
 from db import outbox
 from db.transactions import write_transaction
 from digests.channels import parse_channel
-from digests.digest import build_digest
-from digests.schedule import Schedule, week_key
+from digests.digest import build_digest, schedule_of
+from digests.schedule import Schedule
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -60,7 +62,7 @@ def scheduled_channels(services: Services) -> dict[str, Schedule]:
         "select * from channels where id in "
         "(select channel from subscriptions where removed_at is null) order by id"
     )
-    return {row["id"]: Schedule(row["weekday"], row["time"], row["timezone"]) for row in rows}
+    return {row["id"]: schedule_of(row) for row in rows}
 
 
 class DigestScheduler:
@@ -233,11 +235,16 @@ class DigestScheduler:
 
     @staticmethod
     def _overtaken(schedule: Schedule, due_at: datetime, now: datetime) -> bool:
-        """Whether a later week's digest has fallen due since `due_at`."""
+        """Whether a later period's digest has fallen due since `due_at`."""
         latest = schedule.last_at_or_before(now)
-        return latest > due_at and week_key(latest, schedule.timezone) != week_key(
-            due_at, schedule.timezone
-        )
+        return latest > due_at and schedule.key(latest) != schedule.key(due_at)
+
+    @staticmethod
+    def _covers(digest: Mapping[str, Any], schedule: Schedule, due_at: datetime) -> bool:
+        """Whether `digest` (of another key: the cadence changed) covers the moment `due_at`:
+        it was built at or after it, or within its period."""
+        built_at = datetime.fromisoformat(str(digest["built_at"]))
+        return built_at >= due_at or schedule.key(built_at) == schedule.key(due_at)
 
     def _record_held_failures(self, db: Database) -> None:
         """Write to the database the failures kept in memory (see `_build_failed`)."""
@@ -380,9 +387,12 @@ class DigestScheduler:
         grace = timedelta(hours=self.services.settings.catchup_hours)
         due_at = schedule.last_at_or_before(now)
         db = self.services.db()
-        built = digest_store.get_digest(db, channel, week_key(due_at, schedule.timezone))
+        built = digest_store.get_digest(db, channel, schedule.key(due_at))
         if built and outbox.messages_for_digest(db, built["id"]):
             return False  # built and queued already; unsent parts go out with the outbox loop
+        latest = digest_store.last_digest(db, channel)
+        if built is None and latest is not None and self._covers(latest, schedule, due_at):
+            return False  # a digest built under another cadence covers it already
         first = next(iter(channel_store.active_subscriptions(db, channel)), None)
         if first is None or first["created_at"] > stamp(due_at):
             return False  # nothing was due yet then

@@ -162,6 +162,13 @@ SETTINGS: tuple[Setting, ...] = (
         _choice("notice", "skip"),
     ),
     Setting(
+        "first_digest_days",
+        "PAPERBOY_FIRST_DIGEST_DAYS",
+        7,
+        "Days a channel's first digest looks back for new papers.",
+        _positive_int,
+    ),
+    Setting(
         "default_weekday",
         "PAPERBOY_DEFAULT_WEEKDAY",
         "mon",
@@ -327,6 +334,7 @@ class Settings:
     db_path: Path = DEFAULT_DB
     digest_size: int = 5
     empty_digest: str = "notice"
+    first_digest_days: int = 7
     default_weekday: str = "mon"
     default_time: str = "09:00"
     default_timezone: str = "UTC"

@@ -1,4 +1,5 @@
-"""Channels, their weekly schedule and paused state, and their subscriptions."""
+"""Channels, their schedule (cadence, weekday, time, timezone), backlog and paused state,
+and their subscriptions."""
 
 from __future__ import annotations
 
@@ -31,18 +32,32 @@ def ensure_channel(db: Database, channel: str, platform: str, defaults: Row, now
 
 
 def set_schedule(
-    db: Database, channel: str, weekday: str, time: str, timezone: str, by: str, now: str
+    db: Database,
+    channel: str,
+    weekday: str | None,
+    time: str,
+    timezone: str,
+    by: str,
+    now: str,
+    cadence: str = "weekly",
 ) -> None:
-    db.table("channels").update(
-        channel,
-        {
-            "weekday": weekday,
-            "time": time,
-            "timezone": timezone,
-            "schedule_set_by": by,
-            "schedule_set_at": now,
-        },
-    )
+    """Set the channel's schedule. A daily or weekdays schedule passes weekday None: the
+    stored weekday stays, for a later switch back to weekly."""
+    values: Row = {
+        "cadence": cadence,
+        "time": time,
+        "timezone": timezone,
+        "schedule_set_by": by,
+        "schedule_set_at": now,
+    }
+    if weekday is not None:
+        values["weekday"] = weekday
+    db.table("channels").update(channel, values)
+
+
+def set_backlog(db: Database, channel: str, on: bool) -> None:
+    """Whether older never-sent papers fill a digest's empty slots in this channel."""
+    db.table("channels").update(channel, {"backlog": 1 if on else 0})
 
 
 def set_paused(db: Database, channel: str, reason: str | None, now: str) -> None:

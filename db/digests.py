@@ -1,4 +1,8 @@
-"""Recorded digests (one per channel and ISO week) and their items."""
+"""Recorded digests (one per channel and period) and their items.
+
+The `week` column holds the period key: an ISO week (`2026-W49`) for a weekly channel, a
+date (`2026-11-30`) for a daily or weekdays one; (channel, week) is unique, so a period
+never gets two digests."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from db.outbox import CLAIMED_STATES
 from db.transactions import write_transaction
 
 log = logging.getLogger(__name__)
@@ -36,7 +41,13 @@ def _with_items(db: Database, digest: Row) -> Row:
 
 
 def insert_digest(
-    db: Database, channel: str, week: str, built_at: str, topics: list[str], items: list[Row]
+    db: Database,
+    channel: str,
+    week: str,
+    built_at: str,
+    topics: list[str],
+    items: list[Row],
+    since: str | None = None,
 ) -> Row:
     """Record a digest and its items in one transaction; returns it as `get_digest` would.
 
@@ -49,14 +60,20 @@ def insert_digest(
                 "digest %s %s: built meanwhile by another process; using that one", channel, week
             )
         else:
-            _insert(db, channel, week, built_at, topics, items)
+            _insert(db, channel, week, built_at, topics, items, since)
     found = get_digest(db, channel, week)
     assert found is not None
     return found
 
 
 def _insert(
-    db: Database, channel: str, week: str, built_at: str, topics: list[str], items: list[Row]
+    db: Database,
+    channel: str,
+    week: str,
+    built_at: str,
+    topics: list[str],
+    items: list[Row],
+    since: str | None,
 ) -> None:
     db.table("digests").insert(
         {
@@ -65,6 +82,7 @@ def _insert(
             "built_at": built_at,
             "topics": json.dumps(topics),
             "empty": 0 if items else 1,
+            "since": since,
         }
     )
     digest_id = db.execute("select last_insert_rowid()").fetchone()[0]
@@ -76,19 +94,51 @@ def _insert(
             "rank": rank,
             "topics": json.dumps(item["topics"]),
             "score": item["score"],
+            "from_archive": 1 if item.get("from_archive") else 0,
         }
         for rank, item in enumerate(items, start=1)
     )
 
 
-def last_digest(db: Database, channel: str) -> Row | None:
+def last_digest(db: Database, channel: str, at_or_before: str | None = None) -> Row | None:
+    """The channel's most recently built digest (of those built at or before
+    `at_or_before`, when given), with its items."""
+    bound = "and built_at <= ? " if at_or_before is not None else ""
     rows = list(
         db.query(
-            "select * from digests where channel = ? order by built_at desc, id desc limit 1",
-            [channel],
+            f"select * from digests where channel = ? {bound}"
+            "order by built_at desc, id desc limit 1",
+            [channel, *([at_or_before] if at_or_before is not None else [])],
         )
     )
     return _with_items(db, rows[0]) if rows else None
+
+
+def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row | None:
+    """The channel's latest digest built at or before `at_or_before` that reached it, or
+    is on its way: at least one of its messages is queued, being sent, sent or held while
+    paused (a digest only printed, or skipped as empty, or given up, did not)."""
+    placeholders = ", ".join("?" for _ in CLAIMED_STATES)
+    rows = list(
+        db.query(
+            "select * from digests d where channel = ? and built_at <= ? and exists "
+            f"(select 1 from outbox o where o.digest_id = d.id and o.state in ({placeholders})) "
+            "order by built_at desc, id desc limit 1",
+            [channel, at_or_before, *CLAIMED_STATES],
+        )
+    )
+    return dict(rows[0]) if rows else None
+
+
+def picked_paper_ids(db: Database, channel: str, at_or_before: str) -> set[str]:
+    """Papers the channel's digests built at or before `at_or_before` picked (whether or
+    not they reached the channel)."""
+    rows = db.query(
+        "select distinct i.paper_id from digest_items i join digests d on d.id = i.digest_id "
+        "where d.channel = ? and d.built_at <= ?",
+        [channel, at_or_before],
+    )
+    return {str(row["paper_id"]) for row in rows}
 
 
 def record_failure(

@@ -1,4 +1,8 @@
-"""Weekly schedules: weekday, time and IANA timezone; ISO weeks; the next digest time.
+"""Schedules: a cadence, a time and an IANA timezone; period keys; the next digest time.
+
+Three cadences: `weekly` (on the channel's weekday), `daily`, and `weekdays` (Monday to
+Friday). A digest is keyed by its period in the channel's timezone: the ISO week
+(`2026-W49`) for a weekly channel, the date (`2026-11-30`) for a daily or weekdays one.
 
 Weekdays are stored as APScheduler's day names (`mon` .. `sun`), never as numbers:
 APScheduler 3 counts Monday as 0, crontab counts Sunday as 0.
@@ -21,6 +25,10 @@ log = logging.getLogger(__name__)
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 EXAMPLE = "schedule monday 09:00 Europe/Berlin"
+WEEKLY, DAILY, WEEKDAYS_CADENCE = "weekly", "daily", "weekdays"
+CADENCES = (WEEKLY, DAILY, WEEKDAYS_CADENCE)
+# What each cadence's cron fires on: the weekday is only a weekly schedule's.
+_DAYS_OF_WEEK = {DAILY: "*", WEEKDAYS_CADENCE: "mon-fri"}
 
 
 class ScheduleError(ValueError):
@@ -29,29 +37,41 @@ class ScheduleError(ValueError):
 
 @dataclass(frozen=True)
 class Schedule:
-    weekday: str  # mon .. sun
+    weekday: str  # mon .. sun; used by the weekly cadence only (kept for a switch back)
     time: str  # HH:MM, 24-hour
     timezone: str  # IANA name
+    cadence: str = WEEKLY  # weekly | daily | weekdays
 
     @property
     def zone(self) -> zoneinfo.ZoneInfo:
         return zoneinfo.ZoneInfo(self.timezone)
 
     def describe(self) -> str:
+        if self.cadence == DAILY:
+            return f"daily at {self.time} ({self.timezone})"
+        if self.cadence == WEEKDAYS_CADENCE:
+            return f"weekdays (Monday to Friday) at {self.time} ({self.timezone})"
         return f"{WEEKDAY_NAMES[WEEKDAYS.index(self.weekday)]}s at {self.time} ({self.timezone})"
 
+    def key(self, moment: datetime) -> str:
+        """The period `moment` falls in, in this schedule's timezone: its ISO week for a
+        weekly schedule (`2026-W49`), its date for a daily or weekdays one (`2026-11-30`)."""
+        return period_key(moment, self.timezone, self.cadence)
+
     def trigger(self) -> CronTrigger:
-        """The weekly APScheduler trigger, with the day as a name (APScheduler 3 counts
-        Monday as 0, crontab counts Sunday as 0: names cannot be misread)."""
+        """The APScheduler trigger, with days as names (APScheduler 3 counts Monday as 0,
+        crontab counts Sunday as 0: names cannot be misread): the weekday for a weekly
+        schedule, `mon-fri` for weekdays, `*` for daily."""
         hour, minute = (int(part) for part in self.time.split(":"))
-        return CronTrigger(day_of_week=self.weekday, hour=hour, minute=minute, timezone=self.zone)
+        days = _DAYS_OF_WEEK.get(self.cadence, self.weekday)
+        return CronTrigger(day_of_week=days, hour=hour, minute=minute, timezone=self.zone)
 
     def next_after(self, now: datetime) -> datetime:
         """The first scheduled moment strictly after `now`, in the schedule's timezone."""
         fire: datetime | None = self.trigger().get_next_fire_time(
             None, _utc(now) + timedelta(microseconds=1)
         )
-        assert fire is not None  # a weekly cron always fires again
+        assert fire is not None  # every cadence fires again within a week
         return fire.astimezone(self.zone)
 
     def last_at_or_before(self, now: datetime) -> datetime:
@@ -69,6 +89,28 @@ class Schedule:
 
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(zoneinfo.ZoneInfo("UTC"))
+
+
+def parse_when(text: str) -> tuple[str, str | None]:
+    """`daily`, `weekdays` or a weekday -> (cadence, weekday): `("daily", None)`,
+    `("weekdays", None)`, `("weekly", "mon")`."""
+    typed = text.strip().lower()
+    if typed in ("daily", "everyday", "every-day", "day", "days"):
+        return DAILY, None
+    if typed in ("weekdays", "weekday", "workdays", "mon-fri"):
+        return WEEKDAYS_CADENCE, None
+    try:
+        return WEEKLY, parse_weekday(text)
+    except ScheduleError:
+        raise ScheduleError(
+            f"{text[:40]!r} is not daily, weekdays or a weekday; e.g. `{EXAMPLE}`, "
+            "`schedule daily 09:00` or `schedule weekdays 09:00`"
+        ) from None
+
+
+def parse_cadence(value: str | None) -> str:
+    """A stored cadence; anything unknown (or NULL) reads as weekly, as before cadences."""
+    return value if value in CADENCES else WEEKLY
 
 
 def parse_weekday(text: str) -> str:
@@ -252,7 +294,30 @@ def week_key(moment: datetime, timezone: str) -> str:
     return f"{year}-W{week:02d}"
 
 
+def day_key(moment: datetime, timezone: str) -> str:
+    """The date of `moment` in `timezone`: `2026-11-30`."""
+    return moment.astimezone(zoneinfo.ZoneInfo(timezone)).date().isoformat()
+
+
+def period_key(moment: datetime, timezone: str, cadence: str = WEEKLY) -> str:
+    """The digest period of `moment`: an ISO week for `weekly`, a date otherwise."""
+    return week_key(moment, timezone) if cadence == WEEKLY else day_key(moment, timezone)
+
+
+def is_week_key(key: str) -> bool:
+    return "-W" in key
+
+
 def week_start(key: str) -> date:
-    """The Monday of an ISO week key."""
+    """The Monday of an ISO week key; the date itself for a daily key (`2026-11-30`)."""
+    if not is_week_key(key):
+        return date.fromisoformat(key)
     year, week = key.split("-W")
     return date.fromisocalendar(int(year), int(week), 1)
+
+
+def period_label(key: str) -> str:
+    """How a digest names its period: `week of 30 Nov 2026`, or `Mon 30 Nov 2026`."""
+    if is_week_key(key):
+        return f"week of {week_start(key).strftime('%-d %b %Y')}"
+    return date.fromisoformat(key).strftime("%a %-d %b %Y")

@@ -34,8 +34,12 @@ NEEDS_MANAGE_CHANNELS = (
 )
 WEEKDAY_CHOICES = [
     app_commands.Choice(name=name, value=name.lower())
-    for name in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-]
+    for name in (
+        "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+        "Daily", "Weekdays",
+    )
+]  # fmt: skip
+ON_OFF_CHOICES = [app_commands.Choice(name=name, value=name) for name in ("on", "off")]
 
 
 def _verb(name: str) -> Verb:
@@ -204,6 +208,13 @@ class PapersGroup(app_commands.Group):
         timezone: str | None = None,
     ) -> None:
         await self.run(interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""))
+
+    @app_commands.command(name="backlog", description=_verb("backlog").help)
+    @app_commands.describe(**_describe("backlog"))
+    @app_commands.choices(state=ON_OFF_CHOICES)
+    @app_commands.checks.has_permissions(manage_channels=True)
+    async def backlog(self, interaction: discord.Interaction[Any], state: str) -> None:
+        await self.run(interaction, "backlog", state)
 
     @app_commands.command(name="resume", description=_verb("resume").help)
     @app_commands.checks.has_permissions(manage_channels=True)

@@ -33,9 +33,22 @@ from digests.commands.grammar import (
     parse,
 )
 from digests.commands.replies import Reply, error, info
-from digests.digest import build_digest, channel_schedule, ensure_channel, subscribed_topics
+from digests.digest import (
+    build_digest,
+    channel_schedule,
+    ensure_channel,
+    schedule_of,
+    subscribed_topics,
+)
 from digests.safe_text import has_unsafe, is_text, strip_unsafe
-from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_weekday
+from digests.schedule import (
+    Schedule,
+    ScheduleError,
+    is_week_key,
+    parse_time,
+    parse_timezone,
+    parse_when,
+)
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
 
@@ -106,7 +119,7 @@ def _help(command: Command, ctx: Context) -> Reply:
     name = command.args.get("command", "").lower().removeprefix(COMMAND).strip()
     if not name:
         return info(
-            "Paperboy finds papers and posts a weekly digest of new ones "
+            "Paperboy finds papers and posts a digest of new ones (weekly, daily or on weekdays) "
             "for this channel's topics. Commands:",
             *help_lines(),
             f"Start with `{COMMAND} topics`, then `{COMMAND} subscribe offline-rl`.",
@@ -304,12 +317,21 @@ def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
     """The channel's row and schedule, without creating it: lookups never write, so they
     work on a read-only database. A channel not yet stored has the default schedule."""
     row = channel_store.get_channel(ctx.db, ctx.channel) or {}
-    schedule = Schedule(
-        str(row.get("weekday") or ctx.settings.default_weekday),
-        str(row.get("time") or ctx.settings.default_time),
-        str(row.get("timezone") or ctx.settings.default_timezone),
+    schedule = schedule_of(
+        {
+            "weekday": row.get("weekday") or ctx.settings.default_weekday,
+            "time": row.get("time") or ctx.settings.default_time,
+            "timezone": row.get("timezone") or ctx.settings.default_timezone,
+            "cadence": row.get("cadence"),
+        }
     )
     return row, schedule
+
+
+def _backlog_line(row: dict[str, object]) -> str:
+    if row.get("backlog"):
+        return f"Backlog: on (older papers fill empty slots; `{COMMAND} backlog off` to stop)."
+    return f"Backlog: off (only new papers; `{COMMAND} backlog on` to add older ones)."
 
 
 def _list(command: Command, ctx: Context) -> Reply:
@@ -319,6 +341,7 @@ def _list(command: Command, ctx: Context) -> Reply:
         _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, start=1)
     ] or [f"No topics yet. See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`."]
     lines.append(_schedule_line(schedule, ctx.now))
+    lines.append(_backlog_line(channel))
     if channel.get("paused"):
         lines.append(
             f"Paused: {channel.get('paused_reason')}. Fix the cause, then `{COMMAND} resume`."
@@ -331,7 +354,7 @@ def _list(command: Command, ctx: Context) -> Reply:
 def _schedule(command: Command, ctx: Context) -> Reply:
     current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     try:
-        weekday = parse_weekday(command.args["weekday"])
+        cadence, weekday = parse_when(command.args["weekday"])
         clock = parse_time(command.args["time"])
         timezone = (
             parse_timezone(command.args["timezone"])
@@ -340,8 +363,10 @@ def _schedule(command: Command, ctx: Context) -> Reply:
         )
     except ScheduleError as exc:
         return error(str(exc))
-    channel_store.set_schedule(ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp)
-    schedule = Schedule(weekday, clock, timezone)
+    channel_store.set_schedule(
+        ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp, cadence=cadence
+    )
+    schedule = Schedule(weekday or current.weekday, clock, timezone, cadence)
     return _changed(
         f"{ctx.user} moved this channel's digest to {schedule.describe()}.", schedule, ctx.now
     )
@@ -357,7 +382,25 @@ def _digest(command: Command, ctx: Context) -> Reply:
         ctx.db, ctx.channel, ctx.now, catalog=ctx.catalog, settings=ctx.settings, preview=True
     )
     state = "already built" if digest.recorded else "a preview; nothing is marked as sent"
-    return info(f"This week's digest ({state}):", digest=digest)
+    when = "This week's" if is_week_key(digest.week) else f"Today's ({digest.period_label})"
+    return info(f"{when} digest ({state}):", digest=digest)
+
+
+def _backlog(command: Command, ctx: Context) -> Reply:
+    on = command.args["state"].lower() == "on"
+    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    if bool(channel.get("backlog")) == on:
+        return info(f"The backlog is already {'on' if on else 'off'} in this channel.")
+    channel_store.set_backlog(ctx.db, ctx.channel, on)
+    if on:
+        text = (
+            f"{ctx.user} turned the backlog on: older papers never sent here fill the slots "
+            "that new papers leave empty, marked “from the archive”."
+        )
+    else:
+        text = f"{ctx.user} turned the backlog off: digests hold only papers new since the last."
+    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    return _changed(text, schedule, ctx.now)
 
 
 def _status(command: Command, ctx: Context) -> Reply:
@@ -377,6 +420,7 @@ def _status(command: Command, ctx: Context) -> Reply:
         + (", ".join(_topic_label(row, ctx.catalog) for row in active) if active else "none yet")
     )
     lines.append(_schedule_line(schedule, ctx.now))
+    lines.append(_backlog_line(channel))
     last = digest_store.last_digest(ctx.db, ctx.channel)
     if last:
         lines.append(
@@ -446,6 +490,7 @@ HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "unsubscribe": _unsubscribe,
     "list": _list,
     "schedule": _schedule,
+    "backlog": _backlog,
     "digest": _digest,
     "status": _status,
     "resume": _resume,
