@@ -663,3 +663,27 @@ async def test_pipelined_and_http_1_0_requests_are_answered_in_order(http: HttpC
     statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)
     assert statuses == [b"404", b"405", b"404"]
     assert answer.endswith(b"Connection: close\r\n\r\nnot found")
+
+
+async def test_a_request_arriving_during_a_stop_is_answered(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    """A stop closed every connection that had not sent a whole request, so a command the
+    proxy was forwarding at a restart got a reset (Slack: "dispatch_failed")."""
+    body = slash_body("topics", fake_slack.response_url()).encode()
+    request = request_bytes(body, signed_headers(body.decode()))
+    reader, writer = await asyncio.open_connection("127.0.0.1", http.server.port)
+    _idle_reader, idle = await asyncio.open_connection("127.0.0.1", http.server.port)
+    try:
+        writer.write(request[:-10])
+        await writer.drain()
+        assert await eventually(lambda: any(not conn.idle for conn in http.server._connections))
+        stopping = asyncio.ensure_future(http.server.stop(grace=20))
+        assert await eventually(lambda: http.server.open_connections == 1)  # idle one closed
+        writer.write(request[-10:])
+        answer = await asyncio.wait_for(reader.read(), 20)
+        assert answer.startswith(b"HTTP/1.1 200 ") and b"Connection: close" in answer
+        await asyncio.wait_for(stopping, 20)
+    finally:
+        writer.close()
+        idle.close()

@@ -119,6 +119,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _Connection:
     writer: asyncio.StreamWriter
     evictable: bool = True  # not (yet) handling a whole request
+    idle: bool = True  # between requests: no byte of the next one yet
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -161,13 +162,14 @@ class HttpServer:
         return self.port
 
     async def stop(self, grace: float = 2.0) -> None:
-        """Stop listening, close idle connections, give requests in flight `grace` seconds
-        to be answered, then close the rest."""
+        """Stop listening, close idle connections, give requests in flight (also those
+        still arriving: a proxy forwarding them during a restart) `grace` seconds to be
+        answered, then close the rest."""
         self._closing = True
         if self._server is not None:
             self._server.close()
         for conn in list(self._connections):
-            if conn.evictable:
+            if conn.idle:
                 self._drop(conn)
         busy = [conn.task for conn in self._connections if conn.task is not None]
         if busy:
@@ -232,10 +234,13 @@ class HttpServer:
         peer_text = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         loop = asyncio.get_running_loop()
         while True:
-            conn.evictable = True
+            conn.evictable = conn.idle = True
+            if self._closing:
+                return
             try:
                 async with asyncio.timeout(self.limits.header_timeout):
                     first = await reader.readexactly(1)
+                    conn.idle = False
                     self._restart_age(conn)
                     head = first + await reader.readuntil(b"\r\n\r\n")
                 received = loop.time()
