@@ -217,3 +217,48 @@ def m007_cadence(db: Database) -> None:
     db.table("digests").add_column("since", str)
     # Whether an item is an older paper picked from the backlog ("from the archive").
     db.table("digest_items").add_column("from_archive", int, not_null_default=0)
+
+
+@migrations()
+def m008_sources(db: Database) -> None:
+    # The sources `paperboy run` fetches (issue 10): one row per canonical source name.
+    db.table("sources").create(
+        {
+            "name": str,  # SourceSpec.name, canonical ("arxiv:cs.LG")
+            "kind": str,  # arxiv | openreview | feed
+            "value": str,
+            "cron": str,  # its own schedule (crontab, UTC); NULL: PAPERBOY_FETCH_CRON
+            "added_at": str,
+            "last_success_at": str,
+            "last_error_at": str,
+            "last_error": str,
+            "consecutive_failures": int,
+            "next_try_at": str,  # backoff after a failure; NULL when none
+            "papers_added": int,  # in all, since the source was added
+            "last_read": int,
+            "last_added": int,
+            "last_merged": int,
+            "cursor": str,  # arXiv: the newest submission date seen by a complete fetch
+            "etag": str,  # feeds: the validators of the last complete fetch
+            "last_modified": str,
+            "fetching_by": str,  # a claim: "host/pid", so two processes never fetch one source
+            "fetch_started_at": str,
+        },
+        pk="name",
+        not_null={"kind", "value", "added_at"},
+        defaults={"consecutive_failures": 0, "papers_added": 0},
+    )
+    # What a PaperRecord cannot carry, from fetched sources. `categories` and
+    # `affiliations` are JSON lists; `revised_at` is arXiv's "updated" (the latest
+    # version's date); `tldr_source` says whose the TL;DR is: "authors" beats "derived".
+    papers = db.table("papers")
+    for column in ("pdf_url", "doi", "journal_ref", "comment", "revised_at", "tldr_source"):
+        papers.add_column(column, str)
+    papers.add_column("categories", str, not_null_default="[]")
+    papers.add_column("affiliations", str, not_null_default="[]")
+    papers.add_column("arxiv_version", int)
+    # A real title, normalised (`digests.identity.title_key`), to match the same paper from
+    # two sources by title and a shared author. NULL for derived titles; filled for older
+    # papers by `digests.ingest.pipeline.backfill_title_keys`.
+    papers.add_column("title_key", str)
+    papers.create_index(["title_key"])
