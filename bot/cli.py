@@ -350,12 +350,13 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
             "channel": built.channel,
             "week": built.week,
             "preview": not built.recorded,
+            "since": built.since,
             "items": [
                 {
-                    "paper_id": item.paper["id"],
-                    "title": item.paper["title"],
+                    **lookup.item_fields(item.paper),
                     "topics": [topic.id for topic in item.topics],
                     "score": item.score,
+                    "from_archive": item.from_archive,
                 }
                 for item in built.items
             ],
@@ -365,7 +366,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
         return
     messages = digest_messages(built, fmt, settings.empty_digest)
     if not messages:
-        echo(f"Nothing new for {built.channel} this week; nothing to post (empty digests: skip).")
+        echo(f"Nothing new for {built.channel}; nothing to post (empty digests: skip).")
     elif fmt == "text":
         echo(messages[0])
     else:

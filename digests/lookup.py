@@ -85,6 +85,68 @@ def paper_link(paper: dict[str, Any]) -> str | None:
     return None
 
 
+AUTHORS_SHOWN = 3
+AUTHOR_MAX = 80  # characters of one author's name shown (a list pasted as one name)
+LINK_MAX = 500  # longer links are left out of the links line (the title still links)
+
+
+def short_authors(authors: Any) -> str:
+    """The first three authors, then "et al.": `A, B, C et al.`; "" when none are known."""
+    names = [str(name).strip() for name in authors or [] if str(name).strip()]
+    shown = [name if len(name) <= AUTHOR_MAX else name[: AUTHOR_MAX - 1] + "…" for name in names]
+    line = ", ".join(shown[:AUTHORS_SHOWN])
+    return line + " et al." if len(names) > AUTHORS_SHOWN else line
+
+
+def shown_venue(paper: dict[str, Any]) -> str:
+    """What a digest shows as the venue: `ICLR 2025`; `arXiv` for a preprint (a paper with
+    a publication date but no venue); "" for a paper from a file with no venue."""
+    if paper.get("venue"):
+        return " ".join(str(part) for part in (paper["venue"], paper.get("year")) if part)
+    if paper.get("published_at"):
+        return "arXiv"
+    return ""
+
+
+def paper_links(paper: dict[str, Any]) -> list[tuple[str, str]]:
+    """The links a digest item shows, as (label, checked URL): the paper's page, its PDF
+    and its code, each when known and well-formed, each URL once."""
+    page = next(
+        (
+            link
+            for key in ("url", "arxiv_url", "openreview_url")
+            if (link := safe_url(paper.get(key)))
+        ),
+        None,
+    )
+    found: list[tuple[str, str]] = []
+    for label, link in (
+        ("paper", page),
+        ("PDF", safe_url(paper.get("pdf_url"))),
+        ("code", safe_url(paper.get("code_url"))),
+    ):
+        if link and len(link) <= LINK_MAX and all(link != url for _, url in found):
+            found.append((label, link))
+    return found
+
+
+def item_fields(paper: dict[str, Any]) -> Result:
+    """A digest item's fields for `--format json`: everything the text shows, and more."""
+    links = dict(paper_links(paper))
+    return {
+        "paper_id": paper["id"],
+        "title": paper["title"],
+        "authors": list(paper.get("authors") or []),
+        "venue": shown_venue(paper) or None,
+        "year": paper.get("year"),
+        "tldr": paper.get("tldr"),
+        "url": links.get("paper") or paper_link(paper),
+        "pdf_url": safe_url(paper.get("pdf_url")),
+        "code_url": safe_url(paper.get("code_url")),
+        "published_at": paper.get("published_at"),
+    }
+
+
 def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
     """The public shape of a paper, as `--json` prints it."""
     result: Result = {

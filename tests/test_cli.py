@@ -177,9 +177,12 @@ def test_digest_command_formats_and_records(run, tmp_path: Path, seed_paths) -> 
     preview = json.loads(
         run("digest", "--channel", "local:lab", "--preview", "--format", "json", "--db", db).output
     )
-    assert set(preview) == {"channel", "week", "preview", "items", "messages"}
+    assert set(preview) == {"channel", "week", "preview", "since", "items", "messages"}
     assert preview["preview"] is True and preview["items"]
-    assert {"paper_id", "title", "topics", "score"} == set(preview["items"][0])
+    assert {
+        "paper_id", "title", "authors", "venue", "year", "tldr", "url", "pdf_url", "code_url",
+        "published_at", "topics", "score", "from_archive",
+    } == set(preview["items"][0])  # fmt: skip
     slack_payloads = json.loads(
         run("digest", "--channel", "local:lab", "--preview", "--format", "slack", "--db", db).output
     )

@@ -42,12 +42,18 @@ def check_slack(digest: Digest) -> list[slack.SlackMessage]:
         assert limits.slack_problems(message.payload()) == []
         for block in message.blocks:  # each parses back into a valid slack_sdk block
             Block.parse(block).validate_json()  # type: ignore[union-attr]
-    ids_per_message = [
-        [b["text"]["text"] for b in m.blocks if b["type"] == "section" and "·" in b["text"]["text"]]
-        for m in messages
-    ]
+    ids_per_message = [item_sections(m) for m in messages]
     assert sum(len(group) for group in ids_per_message) == len(digest.items)
     return messages
+
+
+def item_sections(message: slack.SlackMessage) -> list[str]:
+    """The texts of a message's paper sections (in the first message, after the divider)."""
+    blocks = message.blocks
+    if any(block["type"] == "header" for block in blocks):
+        divider = next((i for i, b in enumerate(blocks) if b["type"] == "divider"), len(blocks))
+        blocks = blocks[divider + 1 :]
+    return [block["text"]["text"] for block in blocks if block["type"] == "section"]
 
 
 def check_discord(digest: Digest) -> list[discord.DiscordMessage]:

@@ -35,25 +35,33 @@ class DiscordMessage:
         return {"content": self.content, "embeds": self.embeds, "allowed_mentions": {"parse": []}}
 
 
+def discord_link(label: str, url: str) -> str:
+    """A Markdown link `[label](url)`; `url` is checked by `safe_url` (no spaces, `<`, `>`),
+    and its parentheses are percent-encoded so that they cannot end the link early."""
+    return f"[{label}]({url.replace('(', '%28').replace(')', '%29')})"
+
+
 def paper_embed(paper: PaperView) -> dict[str, Any]:
+    links = " · ".join(discord_link(label, url) for label, url in paper.links)
+    fields = [
+        {"name": "Venue", "value": clamp(paper.venue, limits.DISCORD_FIELD_VALUE), "inline": True}
+    ] if paper.venue else []  # fmt: skip
+    fields.append(
+        {
+            "name": "Topics",
+            "value": clamp(", ".join(paper.topics) or "-", limits.DISCORD_FIELD_VALUE),
+            "inline": True,
+        }
+    )
     embed: dict[str, Any] = {
         "title": clamp(paper.title, limits.DISCORD_EMBED_TITLE),
+        # The TL;DR comes last: a description clamped to Discord's limit loses only its end.
         "description": clamp(
-            render("discord/item.md.j2", paper=paper), limits.DISCORD_EMBED_DESCRIPTION
+            render("discord/item.md.j2", paper=paper, links=links),
+            limits.DISCORD_EMBED_DESCRIPTION,
         ),
         "color": EMBED_COLOUR,
-        "fields": [
-            {
-                "name": "Venue",
-                "value": clamp(paper.venue, limits.DISCORD_FIELD_VALUE),
-                "inline": True,
-            },
-            {
-                "name": "Topics",
-                "value": clamp(", ".join(paper.topics) or "-", limits.DISCORD_FIELD_VALUE),
-                "inline": True,
-            },
-        ],
+        "fields": fields,
         "footer": {"text": f"id {paper.id}"},
     }
     if paper.url:  # checked by `safe_url`: Discord refuses the whole message for a bad one
@@ -73,6 +81,10 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
     if digest.empty and empty == "skip":
         return []
     view = digest_view(digest, discord_escape)
+    if digest.empty:  # one short line
+        return [
+            DiscordMessage(clamp(render("discord/empty.md.j2", view=view), limits.DISCORD_CONTENT))
+        ]
     header = render("discord/header.md.j2", view=view)
     footer = render("discord/footer.md.j2", view=view)
     embeds = [(paper_embed(paper), paper.id) for paper in view.items]

@@ -44,7 +44,9 @@ class SlackMessage:
 
 def paper_section(paper: PaperView) -> SectionBlock:
     link = slack_link(paper.url, paper.raw_title) if paper.url else paper.title  # url: safe_url
-    text = render("slack/item.mrkdwn.j2", paper=paper, link=link)
+    links = " · ".join(slack_link(url, label) for label, url in paper.links)
+    # The TL;DR comes last: a section clamped to Slack's limit loses only its end.
+    text = render("slack/item.mrkdwn.j2", paper=paper, link=link, links=links)
     return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
 
 
@@ -58,6 +60,11 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     if digest.empty and empty == "skip":
         return []
     view = digest_view(digest, slack_escape)
+    if digest.empty:  # one short line
+        line = render("slack/empty.mrkdwn.j2", view=view)
+        block = SectionBlock(text=MarkdownTextObject(text=clamp(line, limits.SLACK_SECTION_TEXT)))
+        text = clamp(render("slack/fallback.txt.j2", view=view, part=1), limits.SLACK_FALLBACK_TEXT)
+        return [SlackMessage(text, _dicts([block]))]
     header = render("slack/header.txt.j2", view=view)
     prelude: list[Block] = [
         HeaderBlock(text=PlainTextObject(text=clamp(header, limits.SLACK_HEADER_TEXT))),
@@ -126,7 +133,7 @@ def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
     head = "\n".join(with_code(line, slack_escape, slack_escape) for line in reply.body_lines)
     blocks: list[Block] = _text_sections(head)
     for result in reply.papers:
-        view = paper_view(result, (), slack_escape)
+        view = paper_view(result, (), slack_escape)  # a lookup result: no archive mark
         blocks.append(paper_section(view))
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")]))
     if reply.detail:
