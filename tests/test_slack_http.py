@@ -687,3 +687,39 @@ async def test_a_request_arriving_during_a_stop_is_answered(
     finally:
         writer.close()
         idle.close()
+
+
+async def test_a_response_is_sent_whole_before_the_connection_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every connection ended with abort(), which drops what the transport still holds:
+    behind a proxy that sends "Connection: close" (nginx's default), a large answer to a
+    slow or small-buffered peer arrived cut off (60 KB as its first 6 KB)."""
+    from bot.slack.http import HttpServer, Request, Response
+
+    size = 60_000
+
+    async def large(request: Request) -> Response:
+        return Response(200, b"x" * size)
+
+    real_accept = HttpServer._accept
+
+    async def small_buffers(self: HttpServer, reader: Any, writer: Any) -> None:
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        await real_accept(self, reader, writer)
+
+    monkeypatch.setattr(HttpServer, "_accept", small_buffers)
+    server = HttpServer(large, Limits(), "127.0.0.1")
+    await server.start()
+    peer = socket.socket()
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    peer.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(peer, ("127.0.0.1", server.port))
+        reader, writer = await asyncio.open_connection(sock=peer)
+        writer.write(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), 20)
+        writer.close()
+        assert answer.endswith(b"\r\n\r\n" + b"x" * size), len(answer)
+    finally:
+        await server.stop()
