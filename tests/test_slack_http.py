@@ -723,3 +723,32 @@ async def test_a_response_is_sent_whole_before_the_connection_closes(
         assert answer.endswith(b"\r\n\r\n" + b"x" * size), len(answer)
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+async def test_a_trickle_does_not_reset_the_deadlines(serve: Serve, part: str) -> None:
+    """The header and body deadlines are totals, not per read: a byte every 50 ms (a
+    slow-loris that keeps each read short) is cut off, with 408 once the headers are in."""
+    client = await serve(limits=Limits(header_timeout=0.5, body_timeout=0.5))
+    head = b"POST /slack/events HTTP/1.1\r\nContent-Length: 400\r\n\r\n"
+    reader, writer = await asyncio.open_connection("127.0.0.1", client.server.port)
+    if part == "body":
+        writer.write(head)
+    trickle = (head if part == "headers" else b"") + b"x" * 400
+
+    async def dribble() -> None:
+        for byte in trickle:
+            writer.write(bytes([byte]))
+            await asyncio.sleep(0.05)  # 20 s in all: far past either deadline
+
+    dribbling = asyncio.ensure_future(dribble())
+    try:
+        # With a deadline per read, this would wait for the whole trickle (20 s).
+        answer = await asyncio.wait_for(reader.read(), 15)
+        if part == "headers":
+            assert answer == b""  # closed, nothing answered
+        else:
+            assert answer.startswith(b"HTTP/1.1 408 ")
+    finally:
+        dribbling.cancel()
+        writer.close()
