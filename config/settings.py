@@ -143,6 +143,27 @@ def _api_base(value: str) -> str:
     return _http_url(value).rstrip("/")
 
 
+def _cron(value: str) -> str:
+    """A crontab line (minute hour day month weekday), read as UTC."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    value = " ".join(value.split())
+    try:
+        CronTrigger.from_crontab(value, timezone="UTC")
+    except ValueError as exc:
+        raise ValueError(
+            f'must be a crontab line "minute hour day month weekday", e.g. "0 5 * * *" ({exc})'
+        ) from None
+    return value
+
+
+def _email(value: str) -> str:
+    value = value.strip()
+    if not re.fullmatch(r"[^@\s;()<>]+@[^@\s;()<>]+\.[^@\s;()<>]+", value):
+        raise ValueError("must be an e-mail address such as team@example.org")
+    return value
+
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 SETTINGS: tuple[Setting, ...] = (
@@ -326,6 +347,34 @@ SETTINGS: tuple[Setting, ...] = (
         "has not sent a whole request yet.",
         _positive_int,
     ),
+    Setting(
+        "fetch_cron",
+        "PAPERBOY_FETCH_CRON",
+        "0 5 * * *",
+        "When `paperboy run` fetches the sources (crontab, UTC); a source's own schedule wins.",
+        _cron,
+    ),
+    Setting(
+        "arxiv_url",
+        "PAPERBOY_ARXIV_URL",
+        "https://export.arxiv.org/api",
+        "arXiv export API base URL (tests point it at a local fake).",
+        _api_base,
+    ),
+    Setting(
+        "openreview_url",
+        "PAPERBOY_OPENREVIEW_URL",
+        "https://api2.openreview.net",
+        "OpenReview API v2 base URL (tests point it at a local fake).",
+        _api_base,
+    ),
+    Setting(
+        "contact_email",
+        "PAPERBOY_CONTACT_EMAIL",
+        None,
+        "An address sent in the User-Agent of every fetch, so arXiv can reach the operator.",
+        _email,
+    ),
 )
 
 
@@ -358,6 +407,10 @@ class Settings:
     slack_header_timeout: float = 10.0
     slack_body_timeout: float = 10.0
     slack_max_connections: int = 1000
+    fetch_cron: str = "0 5 * * *"
+    arxiv_url: str = "https://export.arxiv.org/api"
+    openreview_url: str = "https://api2.openreview.net"
+    contact_email: str | None = None
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

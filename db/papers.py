@@ -1,7 +1,7 @@
 """Query functions for papers, their aliases (external ids) and ingest runs.
 
 Rows go in and come out as plain dicts; the list columns (`links`, `keywords`,
-`authors`, `sources`) are Python lists here and JSON text in SQLite.
+`authors`, `sources`, `categories`, `affiliations`) are Python lists here and JSON text in SQLite.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sqlite_utils import Database
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
-JSON_COLUMNS = ("links", "keywords", "authors", "sources")
+JSON_COLUMNS = ("links", "keywords", "authors", "sources", "categories", "affiliations")
 MIN_PREFIX = 4
 
 
@@ -102,3 +102,23 @@ def last_ingest(db: Database) -> Row | None:
     row = dict(rows[0])
     row["files"] = json.loads(row["files"])
     return row
+
+
+def papers_with_title_key(db: Database, key: str) -> list[Row]:
+    """Papers whose real title normalises to `key` (id and authors only)."""
+    return [
+        {"id": row["id"], "authors": json.loads(row["authors"] or "[]")}
+        for row in db.query("select id, authors from papers where title_key = ?", [key])
+    ]
+
+
+def papers_without_title_key(db: Database) -> list[Row]:
+    """Papers stored before titles were keyed (title_key NULL), id and title."""
+    return [
+        dict(row)
+        for row in db.query("select id, title, title_derived from papers where title_key is null")
+    ]
+
+
+def set_title_key(db: Database, paper_id: str, key: str) -> None:
+    db.execute("update papers set title_key = ? where id = ?", [key, paper_id])

@@ -10,7 +10,7 @@ from typing import Any
 from digests.enrich.links import classify, code_url, extract_links
 from digests.enrich.text import name_key, plain_text, split_camel
 from digests.enrich.titles import derive, is_name_like
-from digests.identity import paper_id
+from digests.identity import paper_id, title_key
 from digests.records import PaperRecord
 from digests.timestamps import stamp
 
@@ -63,10 +63,12 @@ def build_row(record: PaperRecord, now: datetime) -> Row:
         "year": record.year,
         "title": title or derived.title,
         "title_derived": 0 if title else 1,
+        "title_key": title_key(title) or "",  # "": no key (NULL: not keyed yet)
         "method": method,
         "names": names,
         "name_keys": name_keys,
         "tldr": derived.tldr,
+        "tldr_source": "derived" if derived.tldr else None,
         "abstract": record.abstract,
         "abstract_text": plain_text(record.abstract),
         "url": record.url,
@@ -88,33 +90,83 @@ def _union(old: list[Any], new: list[Any]) -> list[Any]:
     return merged
 
 
+NOT_A_VENUE = (None, "", "arXiv")  # "arXiv" says only where a preprint is
+# Filled when empty, never overwritten (unless a newer arXiv version brings them).
+FILLED = (
+    "year", "url", "code_url", "arxiv_url", "openreview_url", "method", "pdf_url", "doi",
+    "journal_ref", "comment", "arxiv_version", "tldr", "tldr_source",
+)  # fmt: skip
+# A newer arXiv version replaces these (the paper's text as its authors last revised it).
+REVISED = ("abstract", "abstract_text", "arxiv_version", "pdf_url", "comment", "journal_ref", "doi")
+
+
+def _newer_version(existing: Row, incoming: Row) -> bool:
+    old, new = existing.get("arxiv_version"), incoming.get("arxiv_version")
+    return old is not None and new is not None and int(new) > int(old)
+
+
 def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
     """The changes that `incoming` brings to `existing`, or None when it brings nothing.
 
-    A real title replaces a derived one; empty fields are filled; lists are united.
-    Nothing already known is overwritten, so no data is lost.
+    The best of each field is kept (issue 10): a real title over a derived one; the
+    authors' TL;DR (`tldr_source` "authors", from OpenReview) over a derived one; a venue
+    over none or "arXiv"; a newer arXiv version's abstract, title and links over an
+    older's (the paper stays the same paper: `added_at` never changes). Empty fields are
+    filled, lists united, the earliest publication date and the latest revision date
+    kept. Nothing else already known is overwritten, so no data is lost.
     """
     changes: Row = {}
-    if existing["title_derived"] and not incoming["title_derived"]:
+    newer = _newer_version(existing, incoming)
+    if newer:
+        for column in REVISED:
+            if incoming.get(column) not in (None, "") and incoming[column] != existing.get(column):
+                changes[column] = incoming[column]
+        if existing.get("tldr_source") != "authors" and incoming.get("tldr"):
+            changes["tldr"], changes["tldr_source"] = incoming["tldr"], incoming["tldr_source"]
+    if not incoming["title_derived"] and (
+        existing["title_derived"] or (newer and incoming["title"] != existing["title"])
+    ):
         changes["title"] = incoming["title"]
         changes["title_derived"] = 0
-    for column in ("venue", "year", "url", "code_url", "arxiv_url", "openreview_url", "method"):
+        changes["title_key"] = incoming.get("title_key")
+    if existing.get("venue") in NOT_A_VENUE and incoming.get("venue") not in NOT_A_VENUE:
+        changes["venue"] = incoming["venue"]
+        if incoming.get("year"):
+            changes["year"] = incoming["year"]
+    elif existing.get("venue") in (None, "") and incoming.get("venue"):
+        changes["venue"] = incoming["venue"]
+    if incoming.get("tldr_source") == "authors" and existing.get("tldr_source") != "authors":
+        changes["tldr"], changes["tldr_source"] = incoming["tldr"], "authors"
+    for column in FILLED:
+        if column in changes:
+            continue
         if existing.get(column) in (None, "") and incoming.get(column) not in (None, ""):
             changes[column] = incoming[column]
+    for column, pick in (("published_at", min), ("revised_at", max)):
+        old, new = existing.get(column), incoming.get(column)
+        if new and (not old or pick(old, new) != old):
+            changes[column] = new
     for column in ("names", "name_keys"):
         words = _union((existing.get(column) or "").split(), (incoming[column] or "").split())
         if words != (existing.get(column) or "").split():
             changes[column] = " ".join(words)
-    for column in ("links", "keywords", "authors", "sources"):
+    for column in ("links", "keywords", "authors", "sources", "categories"):
         if column == "links":
             known = {link["url"] for link in existing["links"]}
             extra = [link for link in incoming["links"] if link["url"] not in known]
             if extra:
                 changes["links"] = existing["links"] + extra
         else:
-            united = _union(existing[column], incoming[column])
-            if united != existing[column]:
+            united = _union(existing.get(column) or [], incoming.get(column) or [])
+            if united != (existing.get(column) or []):
                 changes[column] = united
+    affiliations = incoming.get("affiliations") or []
+    if (
+        any(affiliations)
+        and not any(existing.get("affiliations") or [])
+        and existing["authors"] == incoming["authors"]
+    ):
+        changes["affiliations"] = affiliations
     if not changes:
         return None
     changes["updated_at"] = stamp(now)

@@ -23,6 +23,7 @@ from sqlite_utils import Database
 from db import papers
 from db.transactions import write_transaction
 from digests.enrich.paper import Row, build_row, merge_rows
+from digests.identity import surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
@@ -204,24 +205,68 @@ def prepare(record: PaperRecord, now: datetime, path: str | None = None) -> Row 
     return row
 
 
+def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | None:
+    """The stored paper that `row` is, if any: by external id first (arXiv id, OpenReview
+    id, DOI), then by its normalised real title and one shared author surname, then by
+    its abstract's fingerprint (its id, or an abstract merged into another paper)."""
+    for external_id in external_ids:
+        target = papers.paper_id_for_alias(db, external_id)
+        if target:
+            found = papers.get_paper(db, target)
+            if found:
+                return found
+    if row.get("title_key"):
+        names = surnames(row["authors"])
+        for candidate in papers.papers_with_title_key(db, row["title_key"]):
+            if names & surnames(candidate["authors"]):
+                return papers.get_paper(db, candidate["id"])
+    found = papers.get_paper(db, row["id"])
+    if found is None:
+        target = papers.paper_id_for_alias(db, row["id"])
+        found = papers.get_paper(db, target) if target else None
+    return found
+
+
 def store_row(
-    db: Database, row: Row, external_id: str | None, now: datetime, summary: IngestSummary
-) -> None:
-    """Add a prepared row's paper, or merge it into the paper already stored."""
-    target = papers.paper_id_for_alias(db, external_id) if external_id else None
-    existing = papers.get_paper(db, target or row["id"])
+    db: Database,
+    row: Row,
+    external_id: str | Sequence[str] | None,
+    now: datetime,
+    summary: IngestSummary,
+) -> str:
+    """Add a prepared row's paper, or merge it into the paper already stored (see
+    `find_paper`). Every external id becomes an alias of the paper, and so does the
+    row's own id when it merged into another paper (its abstract differed): a later
+    title-less list with that abstract then finds the paper. Returns the paper's id."""
+    ids = [external_id] if isinstance(external_id, str) else list(external_id or [])
+    existing = find_paper(db, row, ids)
     if existing is None:
         papers.insert_paper(db, row)
         summary.added += 1
+        paper = str(row["id"])
     else:
+        paper = str(existing["id"])
         changes = merge_rows(existing, row, now)
         if changes:
-            papers.update_paper(db, existing["id"], changes)
+            papers.update_paper(db, paper, changes)
             summary.merged += 1
         else:
             summary.skipped += 1
-    if external_id:
-        papers.add_alias(db, external_id, existing["id"] if existing else row["id"])
+        if row["id"] != paper:
+            papers.add_alias(db, row["id"], paper)
+    for alias in ids:
+        papers.add_alias(db, alias, paper)
+    return paper
+
+
+def backfill_title_keys(db: Database) -> int:
+    """Key the real titles of papers stored before titles were keyed (a write: call it
+    inside the write transaction). Cheap when there are none (an indexed lookup)."""
+    rows = papers.papers_without_title_key(db)
+    for row in rows:
+        key = None if row["title_derived"] else title_key(row["title"])
+        papers.set_title_key(db, row["id"], key or "")
+    return len(rows)
 
 
 SPOOL_MEMORY_BYTES = 16 << 20  # prepared rows beyond this go to a temporary file
@@ -285,6 +330,7 @@ def ingest_files(
             spool.write(b"\n")
         spool.seek(0)
         with write_transaction(db):
+            backfill_title_keys(db)
             for line in spool:
                 row, external_id = json.loads(line)
                 store_row(db, row, external_id, now, summary)

@@ -53,6 +53,8 @@ def is_absorbed(db: Database, record: PaperRecord) -> bool:
     for column, value in (("venue", record.venue), ("year", record.year), ("url", record.url)):
         if not _empty(value) and _empty(stored.get(column)):
             return False
+    if stored.get("venue") == "arXiv" and record.venue not in (None, "", "arXiv"):
+        return False  # a venue beats "arXiv" (merge_rows)
     if record.url:
         kind = classify(record.url)
         if kind in ("arxiv", "openreview") and _empty(stored.get(f"{kind}_url")):

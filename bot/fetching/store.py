@@ -1,0 +1,314 @@
+"""Fetch the configured sources and store their papers: what `paperboy fetch` and the
+scheduler in `paperboy run` call.
+
+For each source: claim it (two processes never fetch one source at once), fetch it page
+by page with `open_fetch`, enrich and store each page in a worker thread (one short
+write transaction per page, merging into papers already stored), and advance the
+source's cursor and validators only when the fetch was complete. So a fetch killed
+midway (kill -9) resumes at the next run from the old cursor: re-stored pages merge
+(no duplicates), and the whole window is read again (no gaps).
+
+A failing source (`FetchError`, or anything else) logs one warning line, never a
+traceback, records its error and a backoff (`next_try_at`), and stops no other source.
+Sources of one kind are fetched one after another (two arXiv sources at once would
+break arXiv's one-request-every-3-seconds rule); the three kinds in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from sqlite_utils import Database
+
+from bot.delivery import SENDER, sender_alive
+from bot.fetching import (
+    FetchConfig,
+    FetchError,
+    FetchResult,
+    next_arxiv_since,
+    open_fetch,
+    open_session,
+    shown_source,
+)
+from bot.fetching.client import Clock, Sleep
+from db import sources as source_store
+from digests.ingest.decode import Limits
+from digests.ingest.fetched import PreparedPaper, prepare_page, store_page
+from digests.ingest.pipeline import IngestSummary, plural
+from digests.sources.errors import SourceError
+from digests.sources.spec import parse_source
+from digests.timestamps import stamp
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+InThread = Callable[..., Awaitable[Any]]
+
+BACKOFF_BASE = timedelta(minutes=15)  # after the first failure; doubles after each
+BACKOFF_MAX = timedelta(hours=6)
+CLAIM_STALE = timedelta(hours=1)  # a claim this old is taken over even if its holder lives
+DUE_AFTER = timedelta(hours=12)  # before a digest, sources last fetched longer ago
+
+
+def fetch_config(settings: Any) -> FetchConfig:
+    """The fetchers' configuration from Paperboy's settings."""
+    return FetchConfig(
+        arxiv_url=settings.arxiv_url,
+        openreview_url=settings.openreview_url,
+        contact_email=settings.contact_email,
+    )
+
+
+def source_backoff(failures: int) -> timedelta:
+    """How long a source that failed `failures` times in a row waits before the next try."""
+    factor: int = 2 ** min(max(failures - 1, 0), 16)
+    return min(BACKOFF_BASE * factor, BACKOFF_MAX)
+
+
+@dataclass
+class SourceOutcome:
+    """What one source's fetch did. `error` is one line; `busy`: another process holds
+    the source's claim, so it was left alone (not a failure)."""
+
+    name: str
+    read: int = 0
+    added: int = 0
+    merged: int = 0
+    skipped: int = 0
+    complete: bool = False
+    error: str | None = None
+    busy: bool = False
+    notes: list[str] = field(default_factory=list)
+    result: FetchResult | None = field(default=None, repr=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def describe(self) -> str:
+        """One line, e.g. "arxiv:cs.LG: 120 papers read, 40 added, 3 merged, 0 errors"."""
+        shown = shown_source(self.name)
+        if self.busy:
+            return f"{shown}: skipped, another Paperboy process is fetching it now"
+        line = (
+            f"{shown}: {plural(self.read, 'paper')} read, {self.added} added, "
+            f"{self.merged} merged, {1 if self.error else 0} errors"
+        )
+        if self.error:
+            line += f" ({self.error})"
+        elif self.notes:
+            line += f" (incomplete: {'; '.join(self.notes)})"
+        return line
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": shown_source(self.name),
+            "read": self.read,
+            "added": self.added,
+            "merged": self.merged,
+            "skipped": self.skipped,
+            "complete": self.complete,
+            "busy": self.busy,
+            "error": self.error,
+            "notes": self.notes,
+        }
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class SourceFetcher:
+    """Fetches sources into the database. `db` gives the calling thread's connection
+    (`Services.db`); every database call runs through `in_thread`, so the event loop
+    never waits on SQLite."""
+
+    def __init__(
+        self,
+        db: Callable[[], Database],
+        config: FetchConfig,
+        *,
+        clock: Callable[[], datetime],
+        limits: Limits | None = None,
+        sleep: Sleep = asyncio.sleep,
+        monotonic: Clock = time.monotonic,
+        in_thread: InThread = asyncio.to_thread,
+        holder: str = SENDER,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.clock = clock
+        self.limits = limits or Limits()
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self.in_thread = in_thread
+        self.holder = holder
+        self.stopping = False
+
+    async def fetch(
+        self, names: Sequence[str] | None = None, since: datetime | None = None
+    ) -> list[SourceOutcome]:
+        """Fetch `names` (all sources when None), in the order given; one outcome each."""
+        rows = await self.in_thread(self._rows, names)
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_kind.setdefault(row["kind"], []).append(row)
+        outcomes: dict[str, SourceOutcome] = {}
+        async with open_session(self.config) as session:
+
+            async def one_kind(kind_rows: list[dict[str, Any]]) -> None:
+                for row in kind_rows:
+                    if self.stopping:
+                        return
+                    outcomes[row["name"]] = await self._fetch_one(session, row, since)
+
+            await asyncio.gather(*(one_kind(kind_rows) for kind_rows in by_kind.values()))
+        return [outcomes[row["name"]] for row in rows if row["name"] in outcomes]
+
+    def _rows(self, names: Sequence[str] | None) -> list[dict[str, Any]]:
+        db = self.db()
+        if names is None:
+            return source_store.list_sources(db)
+        found = [source_store.get_source(db, name) for name in names]
+        return [row for row in found if row is not None]
+
+    def due(self, now: datetime, older_than: timedelta = DUE_AFTER) -> list[str]:
+        """Sources whose last success is older than `older_than` (or that never
+        succeeded), and not waiting out a backoff."""
+        limit = stamp(now - older_than)
+        return [
+            row["name"]
+            for row in source_store.list_sources(self.db())
+            if (row["last_success_at"] or "") < limit and (row["next_try_at"] or "") <= stamp(now)
+        ]
+
+    def retries_due(self, now: datetime) -> list[str]:
+        """Failed sources whose backoff has passed."""
+        return [
+            row["name"]
+            for row in source_store.list_sources(self.db())
+            if row["next_try_at"] and row["next_try_at"] <= stamp(now)
+        ]
+
+    def _claim(self, row: dict[str, Any], now: datetime) -> bool:
+        holder = row["fetching_by"]
+        if holder is not None and holder != self.holder:
+            started = row["fetch_started_at"] or ""
+            if sender_alive(holder) and started >= stamp(now - CLAIM_STALE):
+                return False
+        return source_store.claim(self.db(), row["name"], self.holder, stamp(now), holder)
+
+    def _store(self, prepared: list[PreparedPaper], now: datetime) -> IngestSummary:
+        return store_page(self.db(), prepared, now)
+
+    async def _fetch_one(
+        self, session: Any, row: dict[str, Any], since: datetime | None
+    ) -> SourceOutcome:
+        name = row["name"]
+        outcome = SourceOutcome(name)
+        now = self.clock()
+        if not await self.in_thread(self._claim, row, now):
+            outcome.busy = True
+            log.info(
+                "fetch of %s skipped: %s is fetching it", shown_source(name), row["fetching_by"]
+            )
+            return outcome
+        try:
+            await self._read(session, row, since, now, outcome)
+        except (FetchError, SourceError) as exc:
+            outcome.error = str(exc).removeprefix(f"{shown_source(name)}: ")
+        except sqlite3.Error as exc:
+            outcome.error = f"database problem: {exc}"
+        except Exception as exc:  # one source's bug must not stop the others
+            log.debug("fetch of %s failed", name, exc_info=True)
+            outcome.error = f"unexpected failure ({type(exc).__name__}: {exc})"
+        finally:
+            try:
+                await self.in_thread(self._finish, name, outcome, now)
+            except sqlite3.Error as exc:
+                log.warning("fetch of %s: not recorded (%s)", shown_source(name), exc)
+        if outcome.error:
+            log.warning("fetch of %s failed: %s", shown_source(name), outcome.error)
+        else:
+            log.info("fetch: %s", outcome.describe())
+        return outcome
+
+    async def _read(
+        self,
+        session: Any,
+        row: dict[str, Any],
+        since: datetime | None,
+        now: datetime,
+        outcome: SourceOutcome,
+    ) -> None:
+        spec = parse_source(row["name"])
+        cursor = _parse_time(row["cursor"])
+        start = next_arxiv_since(cursor, now, since) if spec.kind == "arxiv" else None
+        fetch = open_fetch(
+            spec,
+            session,
+            self.config,
+            since=start,
+            now=now,
+            etag=row["etag"],
+            last_modified=row["last_modified"],
+            sleep=self.sleep,
+            clock=self.monotonic,
+        )
+        async for page in fetch:
+            prepared, skipped = await self.in_thread(prepare_page, page.papers, now, self.limits)
+            summary = await self.in_thread(self._store, prepared, now)
+            outcome.read += len(page.papers)
+            outcome.added += summary.added
+            outcome.merged += summary.merged
+            outcome.skipped += summary.skipped + skipped
+            if self.stopping:
+                outcome.notes.append("stopped: Paperboy is shutting down")
+                return
+        result = fetch.result
+        assert result is not None
+        outcome.notes.extend(result.notes)
+        # A --since later than where the next fetch would start skipped a window: the
+        # cursor must not move past it (that window would never be read).
+        widened = since is None or since <= next_arxiv_since(cursor, now)
+        outcome.complete = result.complete and widened
+        outcome.result = result
+
+    def _finish(self, name: str, outcome: SourceOutcome, now: datetime) -> None:
+        """Record the outcome and release the claim (in a worker thread)."""
+        db = self.db()
+        if outcome.error:
+            failures = int(
+                (source_store.get_source(db, name) or {}).get("consecutive_failures") or 0
+            )
+            source_store.record_failure(
+                db,
+                name,
+                now=stamp(now),
+                error=outcome.error,
+                next_try_at=stamp(now + source_backoff(failures + 1)),
+                added=outcome.added,
+            )
+        elif not outcome.busy:
+            result = outcome.result if outcome.complete else None
+            source_store.record_success(
+                db,
+                name,
+                now=stamp(now),
+                read=outcome.read,
+                added=outcome.added,
+                merged=outcome.merged,
+                complete=outcome.complete,
+                cursor=stamp(result.cursor) if result and result.cursor else None,
+                etag=result.etag if result else None,
+                last_modified=result.last_modified if result else None,
+                note="; ".join(outcome.notes) or None,
+            )
+        source_store.release(db, name, self.holder)

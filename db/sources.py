@@ -1,0 +1,118 @@
+"""Query functions for the sources that `paperboy run` and `paperboy fetch` read.
+
+One row per source, keyed by its canonical name (`digests.sources.spec.SourceSpec.name`).
+A fetch claims its source first (`claim`), so two processes never fetch one source at
+once; the claim is taken over when its holder is gone or it is older than `STALE`.
+The cursor and validators move only on a complete fetch (`record_success(complete=True)`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlite_utils import Database
+
+from db.transactions import write_transaction
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+def list_sources(db: Database) -> list[Row]:
+    return [dict(row) for row in db.query("select * from sources order by name")]
+
+
+def get_source(db: Database, name: str) -> Row | None:
+    rows = list(db.query("select * from sources where name = ?", [name]))
+    return dict(rows[0]) if rows else None
+
+
+def add_source(db: Database, row: Row) -> bool:
+    """Add a source; False (and nothing changed) when one of that name exists."""
+    with write_transaction(db):
+        if get_source(db, row["name"]) is not None:
+            return False
+        db.table("sources").insert(row)
+    return True
+
+
+def remove_source(db: Database, name: str) -> bool:
+    with write_transaction(db):
+        cursor = db.execute("delete from sources where name = ?", [name])
+    return bool(cursor.rowcount)
+
+
+def claim(db: Database, name: str, holder: str, now: str, expected: str | None) -> bool:
+    """Take the fetch of `name` for `holder`, if its claim is still `expected` (None: not
+    claimed; else the holder the caller found gone or stale). A conditional update: of
+    two processes, only one wins."""
+    with write_transaction(db):
+        cursor = db.execute(
+            "update sources set fetching_by = ?, fetch_started_at = ? "
+            "where name = ? and fetching_by is ?",
+            [holder, now, name, expected],
+        )
+    return bool(cursor.rowcount)
+
+
+def release(db: Database, name: str, holder: str) -> None:
+    with write_transaction(db):
+        db.execute(
+            "update sources set fetching_by = null, fetch_started_at = null "
+            "where name = ? and fetching_by = ?",
+            [name, holder],
+        )
+
+
+def record_success(
+    db: Database,
+    name: str,
+    *,
+    now: str,
+    read: int,
+    added: int,
+    merged: int,
+    complete: bool,
+    cursor: str | None = None,
+    etag: str | None = None,
+    last_modified: str | None = None,
+    note: str | None = None,
+) -> None:
+    """A fetch that ended without error. The cursor and validators advance only when it
+    was `complete` (see `bot.fetching.pages`); its papers are counted either way."""
+    with write_transaction(db):
+        db.execute(
+            "update sources set last_success_at = ?, consecutive_failures = 0, "
+            "next_try_at = null, last_read = ?, last_added = ?, last_merged = ?, "
+            "papers_added = papers_added + ? where name = ?",
+            [now, read, added, merged, added, name],
+        )
+        if complete:
+            db.execute(
+                "update sources set cursor = coalesce(?, cursor), etag = ?, last_modified = ?, "
+                "last_error = null, last_error_at = null where name = ?",
+                [cursor, etag, last_modified, name],
+            )
+        elif note:  # what made it incomplete ("stopped at 10,000 results"), shown in status
+            db.execute(
+                "update sources set last_error = ?, last_error_at = ? where name = ?",
+                [note, now, name],
+            )
+
+
+def record_failure(
+    db: Database, name: str, *, now: str, error: str, next_try_at: str, added: int = 0
+) -> int:
+    """A failed fetch: its error, the time of the next try; the papers it stored before
+    failing still count. Returns the failures in a row."""
+    with write_transaction(db):
+        db.execute(
+            "update sources set last_error_at = ?, last_error = ?, next_try_at = ?, "
+            "consecutive_failures = consecutive_failures + 1, "
+            "papers_added = papers_added + ? where name = ?",
+            [now, error, next_try_at, added, name],
+        )
+        row = get_source(db, name)
+    return int(row["consecutive_failures"]) if row else 0

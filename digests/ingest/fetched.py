@@ -1,0 +1,110 @@
+"""Store papers fetched from sources (arXiv, OpenReview, feeds): one page at a time.
+
+`prepare_page` enriches a page's papers (derived title and TL;DR) outside any
+transaction; `store_page` then writes them in one short write transaction, merging each
+into the paper already stored when it is one (`pipeline.find_paper`: external ids, then
+title and author, then abstract), so re-storing a page never duplicates a paper. A paper
+whose text looks like it holds a secret, or is over the size limit, is skipped (logged),
+never the whole page.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlite_utils import Database
+
+from db.transactions import write_transaction
+from digests.enrich.paper import Row
+from digests.identity import title_key
+from digests.ingest.decode import Limits
+from digests.ingest.errors import IngestError
+from digests.ingest.pipeline import IngestSummary, backfill_title_keys, prepare, store_row
+from digests.ingest.secrets import refuse_secrets
+from digests.safe_text import strip_unsafe
+from digests.safe_url import safe_url
+from digests.sources.records import FetchedPaper, to_paper_record
+from digests.timestamps import stamp
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreparedPaper:
+    row: Row
+    external_ids: list[str]
+
+
+def _size(paper: FetchedPaper) -> int:
+    texts = [paper.title, paper.abstract, paper.comment, paper.journal_ref, paper.tldr]
+    texts += paper.authors + paper.keywords + paper.categories
+    texts += [a for group in paper.affiliations for a in group]
+    return sum(len(text) for text in texts if text)
+
+
+def fetched_row(paper: FetchedPaper, now: datetime, limits: Limits | None = None) -> Row | None:
+    """The paper row for a fetched paper (enriched like an ingested one, plus what only
+    sources give: PDF link, DOI, dates, arXiv version, the authors' TL;DR), or None when
+    it has nothing to store. Raises IngestError for a secret or an oversized paper."""
+    limits = limits or Limits()
+    record = to_paper_record(paper)
+    if record is None:
+        return None
+    if _size(paper) > limits.max_record_chars:
+        raise IngestError(paper.source, None, limits.too_long("a paper", _size(paper)))
+    texts = [paper.title, paper.abstract, paper.comment, paper.journal_ref, paper.tldr]
+    refuse_secrets([*texts, *paper.authors, *paper.keywords], paper.source, 0)
+    row = prepare(record, now, paper.source)
+    if row is None:
+        return None
+    if paper.tldr and paper.tldr.strip():
+        row["tldr"], row["tldr_source"] = strip_unsafe(paper.tldr).strip(), "authors"
+    row["title_key"] = title_key(row["title"]) if not row["title_derived"] else ""
+    row["title_key"] = row["title_key"] or ""
+    row["pdf_url"] = safe_url(paper.pdf_url) if paper.pdf_url else None
+    row["code_url"] = row["code_url"] or (safe_url(paper.code_url) if paper.code_url else None)
+    row["doi"] = paper.doi
+    row["journal_ref"] = paper.journal_ref
+    row["comment"] = paper.comment
+    row["categories"] = list(paper.categories)
+    row["affiliations"] = [list(group) for group in paper.affiliations]
+    row["arxiv_version"] = paper.arxiv_version
+    row["published_at"] = stamp(paper.published) if paper.published else None
+    row["revised_at"] = stamp(paper.updated) if paper.updated else None
+    if paper.arxiv_id and not row.get("arxiv_url"):
+        row["arxiv_url"] = f"https://arxiv.org/abs/{paper.arxiv_id}"
+    return row
+
+
+def prepare_page(
+    papers: Sequence[FetchedPaper], now: datetime, limits: Limits | None = None
+) -> tuple[list[PreparedPaper], int]:
+    """Rows for a page's papers, and how many were skipped (nothing to store, a secret,
+    over the size limit). Pure: no database, so it runs before the transaction."""
+    prepared: list[PreparedPaper] = []
+    skipped = 0
+    for paper in papers:
+        try:
+            row = fetched_row(paper, now, limits)
+        except IngestError as exc:
+            log.warning("%s: a paper skipped: %s", paper.source, exc)
+            skipped += 1
+            continue
+        if row is None:
+            skipped += 1
+            continue
+        prepared.append(PreparedPaper(row, paper.external_ids()))
+    return prepared, skipped
+
+
+def store_page(db: Database, prepared: Sequence[PreparedPaper], now: datetime) -> IngestSummary:
+    """Store one page's prepared papers in one write transaction (all or nothing)."""
+    summary = IngestSummary()
+    with write_transaction(db):
+        backfill_title_keys(db)
+        for item in prepared:
+            store_row(db, item.row, item.external_ids, now, summary)
+    return summary

@@ -1,0 +1,309 @@
+"""Storing fetched papers (issue 10): one paper whatever the source, the best of each
+field, and fetches that resume without duplicates or gaps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from bot.fetching import FetchConfig
+from bot.fetching.store import SourceFetcher
+from config.settings import Settings
+from db import open_db
+from db import papers as paper_store
+from db import sources as source_store
+from digests.digest import build_digest, ensure_channel
+from digests.ingest import ingest_files
+from digests.ingest.fetched import prepare_page, store_page
+from digests.sources.records import FetchedPaper
+from digests.timestamps import stamp
+from digests.topics import Catalog
+from tests.fakes.arxiv_api import Entry, FakeArxiv
+from tests.fakes.fetch_time import FakeTime
+from tests.fakes.server import serve
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+V1 = (
+    "We propose MaxEntDP, an offline reinforcement learning method that regularises the "
+    "policy with a maximum-entropy diffusion prior. On D4RL locomotion tasks it beats "
+    "conservative Q-learning."
+)
+V2 = V1 + " We also add results on AntMaze and Kitchen, and release code."
+OR_ABSTRACT = V1.replace("beats", "outperforms")
+TITLE = "MaxEntDP: Maximum-Entropy Diffusion Priors for Offline Reinforcement Learning"
+
+
+def arxiv_paper(version: int, abstract: str, **extra: object) -> FetchedPaper:
+    fields: dict[str, object] = {
+        "source": "arxiv:cs.LG",
+        "title": TITLE,
+        "abstract": abstract,
+        "authors": ["Ada Lovelace", "Bob Smith"],
+        "affiliations": [["Analytical Engines Ltd"], []],
+        "categories": ["cs.LG", "cs.AI"],
+        "primary_category": "cs.LG",
+        "published": NOW - timedelta(days=2),
+        "updated": NOW - timedelta(days=2 - version + 1),
+        "url": "https://arxiv.org/abs/2511.01234",
+        "pdf_url": f"https://arxiv.org/pdf/2511.01234v{version}",
+        "arxiv_id": "2511.01234",
+        "arxiv_version": version,
+        "comment": "12 pages",
+    }
+    fields.update(extra)
+    return FetchedPaper(**fields)  # type: ignore[arg-type]
+
+
+def openreview_paper() -> FetchedPaper:
+    return FetchedPaper(
+        source="openreview:ICLR.cc/2025/Conference",
+        title="MaxEntDP: maximum-entropy diffusion priors for offline reinforcement learning.",
+        abstract=OR_ABSTRACT,
+        authors=["Ada Lovelace"],
+        keywords=["offline RL", "diffusion"],
+        published=NOW - timedelta(days=3),
+        url="https://openreview.net/forum?id=abcXYZ",
+        pdf_url="https://openreview.net/pdf/abcXYZ.pdf",
+        venue="ICLR 2025 Poster",
+        year=2025,
+        tldr="A diffusion prior makes offline RL policies both safe and diverse.",
+        openreview_id="abcXYZ",
+        openreview_forum="abcXYZ",
+    )
+
+
+def store(db: Database, *found: FetchedPaper, now: datetime = NOW) -> tuple[int, int]:
+    prepared, _ = prepare_page(list(found), now)
+    summary = store_page(db, prepared, now)
+    return summary.added, summary.merged
+
+
+def test_one_paper_from_arxiv_v1_v2_openreview_and_a_seed_list(
+    tmp_path: Path, catalog: Catalog, settings: Settings
+) -> None:
+    db = open_db(":memory:")
+    assert store(db, arxiv_paper(1, V1)) == (1, 0)
+    (first,) = list(db.query("select id, added_at from papers"))
+
+    # v2: the same paper, updated in place: not a new one, added_at unchanged.
+    later = NOW + timedelta(days=1)
+    assert store(db, arxiv_paper(2, V2), now=later) == (0, 1)
+    paper = paper_store.get_paper(db, first["id"])
+    assert paper is not None
+    assert paper["abstract"] == V2 and paper["arxiv_version"] == 2
+    assert paper["pdf_url"].endswith("v2") and paper["added_at"] == first["added_at"]
+
+    # OpenReview: no arXiv link; same title (other case and punctuation), a shared author.
+    assert store(db, openreview_paper(), now=later) == (0, 1)
+    # A title-less seed list with OpenReview's abstract, and one with arXiv v1's.
+    (tmp_path / "iclr2025.txt").write_text(f"ICLR 2025 papers\n\n{OR_ABSTRACT}\n")
+    (tmp_path / "old.txt").write_text(f"Some list\n\n{V1}\n")
+    summary = ingest_files(
+        db, [tmp_path / "iclr2025.txt", tmp_path / "old.txt"], now=later, venue="ICLR 2025"
+    )
+    assert summary.added == 0
+
+    assert paper_store.count_papers(db) == 1
+    paper = paper_store.get_paper(db, first["id"])
+    assert paper is not None
+    assert paper["title"] == TITLE and not paper["title_derived"]  # the real one kept
+    assert paper["venue"] == "ICLR 2025 Poster" and paper["year"] == 2025  # over "arXiv"
+    assert paper["tldr_source"] == "authors" and paper["tldr"].startswith("A diffusion prior")
+    assert paper["abstract"] == V2  # the newest arXiv version's
+    assert paper["authors"] == ["Ada Lovelace", "Bob Smith"]
+    assert paper["keywords"] == ["cs.LG", "cs.AI", "offline RL", "diffusion"]
+    assert paper["categories"] == ["cs.LG", "cs.AI"]
+    assert paper["affiliations"] == [["Analytical Engines Ltd"], []]
+    assert paper["openreview_url"] == "https://openreview.net/forum?id=abcXYZ"
+    assert paper["arxiv_url"] == "https://arxiv.org/abs/2511.01234"
+    assert paper["published_at"] == stamp(NOW - timedelta(days=3))  # the earliest
+    assert paper["added_at"] == first["added_at"]
+    for ref in ("arXiv:2511.01234", "openreview:abcXYZ"):
+        assert paper_store.resolve_paper(db, ref)["id"] == first["id"]  # type: ignore[index]
+    assert set(paper["sources"]) >= {"arxiv:cs.LG", "iclr2025.txt", "old.txt"}
+
+    # The digest shows it once, with its venue.
+    ensure_channel(db, "local:lab", settings, later)
+    from db import channels
+
+    channels.add_subscription(db, "local:lab", "offline-rl", None, "t", stamp(NOW))
+    digest = build_digest(
+        db, "local:lab", later, catalog=catalog, settings=settings, preview=True
+    )
+    shown = [item.paper["id"] for item in digest.items]
+    assert shown == [first["id"]]
+    assert digest.items[0].paper["venue"] == "ICLR 2025 Poster"
+
+
+def test_an_older_version_never_overwrites_a_newer_one() -> None:
+    db = open_db(":memory:")
+    store(db, arxiv_paper(2, V2))
+    assert store(db, arxiv_paper(1, V1)) == (0, 0)
+    (paper,) = [paper_store.decode(row) for row in db.query("select * from papers")]
+    assert paper["abstract"] == V2 and paper["arxiv_version"] == 2
+
+
+def test_same_title_without_a_shared_author_is_another_paper() -> None:
+    db = open_db(":memory:")
+    store(db, arxiv_paper(1, V1))
+    other = replace(openreview_paper(), authors=["Grace Hopper"])
+    assert store(db, other) == (1, 0)
+    assert paper_store.count_papers(db) == 2
+
+
+def test_a_paper_with_a_secret_is_skipped_not_the_page() -> None:
+    db = open_db(":memory:")
+    leaked = arxiv_paper(1, V1 + " token xoxb-1234567890-1234567890-abcdefghijABCDEFGHIJklmn")
+    clean = replace(arxiv_paper(1, V2), arxiv_id="2511.09999", title="Another paper on RL")
+    prepared, skipped = prepare_page([leaked, clean], NOW)
+    assert skipped == 1 and len(prepared) == 1
+
+
+# --- fetching into the store ---------------------------------------------------------
+
+
+def entries(count: int) -> list[Entry]:
+    return [
+        Entry(
+            arxiv_id=f"2511.{i:05d}",
+            title=f"Paper number {i} about offline reinforcement learning",
+            abstract=f"Abstract {i}: we study offline reinforcement learning, method {i}.",
+            published=NOW - timedelta(hours=3 * i + 1),
+        )
+        for i in range(count)
+    ]
+
+
+def add(db: Database, name: str) -> None:
+    from digests.sources.spec import parse_source
+
+    spec = parse_source(name)
+    source_store.add_source(
+        db, {"name": spec.name, "kind": spec.kind, "value": spec.value, "added_at": stamp(NOW)}
+    )
+
+
+async def fetch(path: Path, config: FetchConfig, *names: str, clock: datetime = NOW) -> list:  # type: ignore[type-arg]
+    time_ = FakeTime()
+    fetcher = SourceFetcher(
+        lambda: open_db(path), config, clock=lambda: clock, sleep=time_.sleep,
+        monotonic=time_.clock,
+    )  # fmt: skip
+    return await fetcher.fetch(list(names) or None)
+
+
+@pytest.fixture
+async def arxiv_server():  # type: ignore[no-untyped-def]
+    fake = FakeArxiv(entries(12))
+    runner, port = await serve(fake.app())
+    config = FetchConfig(
+        arxiv_url=f"http://127.0.0.1:{port}/api", arxiv_page_size=5, arxiv_revisions=False
+    )
+    try:
+        yield fake, config
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_fetch_stores_papers_and_a_second_adds_nothing(
+    tmp_path: Path,
+    arxiv_server: tuple[FakeArxiv, FetchConfig],
+) -> None:
+    _, config = arxiv_server
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    add(db, "arxiv:cs.LG")
+    (outcome,) = await fetch(path, config)
+    assert (outcome.read, outcome.added, outcome.error, outcome.complete) == (12, 12, None, True)
+    assert outcome.describe() == "arxiv:cs.LG: 12 papers read, 12 added, 0 merged, 0 errors"
+    row = source_store.get_source(db, "arxiv:cs.LG")
+    assert row is not None
+    assert row["papers_added"] == 12 and row["last_success_at"] == stamp(NOW)
+    assert row["cursor"] == stamp(NOW - timedelta(hours=1)) and row["fetching_by"] is None
+    (again,) = await fetch(path, config, clock=NOW + timedelta(hours=1))
+    assert (again.added, again.merged, again.error) == (0, 0, None)
+    assert paper_store.count_papers(db) == 12
+    published = {r["published_at"] for r in db.query("select published_at from papers")}
+    assert stamp(NOW - timedelta(hours=1)) in published
+
+
+async def test_a_fetch_cut_off_after_a_page_resumes_without_gaps_or_duplicates(
+    tmp_path: Path,
+    arxiv_server: tuple[FakeArxiv, FetchConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, config = arxiv_server
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    add(db, "arxiv:cs.LG")
+    real = SourceFetcher._store
+    pages: list[int] = []
+
+    def dies_after_one_page(self, prepared, now):  # type: ignore[no-untyped-def]
+        pages.append(len(prepared))
+        if len(pages) == 2:
+            raise RuntimeError("killed")  # as if the process died before page 2 was stored
+        return real(self, prepared, now)
+
+    monkeypatch.setattr(SourceFetcher, "_store", dies_after_one_page)
+    (cut,) = await fetch(path, config)
+    assert cut.error == "unexpected failure (RuntimeError: killed)" and cut.added == 5
+    row = source_store.get_source(db, "arxiv:cs.LG")
+    assert row is not None and row["cursor"] is None and row["last_error"] == cut.error
+    assert row["next_try_at"] == stamp(NOW + timedelta(minutes=15))
+    monkeypatch.setattr(SourceFetcher, "_store", real)
+    (resumed,) = await fetch(path, config, clock=NOW + timedelta(minutes=20))
+    assert resumed.error is None and (resumed.added, resumed.read) == (7, 12)
+    assert paper_store.count_papers(db) == 12
+    ids = {r["alias"] for r in db.query("select alias from paper_aliases")}
+    assert {f"arXiv:2511.{i:05d}" for i in range(12)} <= ids
+    row = source_store.get_source(db, "arxiv:cs.LG")
+    assert row is not None and row["consecutive_failures"] == 0 and row["next_try_at"] is None
+
+
+async def test_a_failing_source_stops_no_other(
+    tmp_path: Path,
+    arxiv_server: tuple[FakeArxiv, FetchConfig],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, config = arxiv_server
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    add(db, "arxiv:cs.LG")
+    add(db, "feed:http://127.0.0.1:9/nothing.rss")  # nothing listens on port 9
+    config = replace(config, attempts=1)
+    outcomes = await fetch(path, config)
+    by_name = {o.name: o for o in outcomes}
+    assert by_name["arxiv:cs.LG"].added == 12 and not by_name["arxiv:cs.LG"].failed
+    failed = by_name["feed:http://127.0.0.1:9/nothing.rss"]
+    assert failed.failed and "\n" not in failed.describe()
+    row = source_store.get_source(db, failed.name)
+    assert row is not None and row["consecutive_failures"] == 1 and row["last_error"]
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and "fetch of" in r.message]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+
+
+async def test_a_source_another_live_process_fetches_is_left_alone(
+    tmp_path: Path, arxiv_server: tuple[FakeArxiv, FetchConfig]
+) -> None:
+    import os
+
+    from bot.delivery import MACHINE
+
+    fake, config = arxiv_server
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    add(db, "arxiv:cs.LG")
+    other = f"{MACHINE}:{os.getppid()}"  # alive: our parent
+    assert source_store.claim(db, "arxiv:cs.LG", other, stamp(NOW), None)
+    (outcome,) = await fetch(path, config)
+    assert outcome.busy and not outcome.failed and fake.requests == []
+    # A claim by a process that is gone is taken over.
+    db.execute("update sources set fetching_by = ?", [f"{MACHINE}:999999999"])
+    db.conn.commit()
+    (outcome,) = await fetch(path, config)
+    assert outcome.added == 12
