@@ -503,6 +503,10 @@ def demo(db_path: Path | None) -> None:
     for topic in DEMO_TOPICS:
         if topic not in followed:
             echo(reply_text(handle(f"subscribe {topic}", ctx)).splitlines()[0])
+    # The bundled papers are new only in the week they are loaded: a demo run again later
+    # shows them from the archive instead of an empty digest.
+    if not (channel_store.get_channel(db, DEMO_CHANNEL) or {}).get("backlog"):
+        handle("backlog on", ctx)
     preview = build_digest(
         db, DEMO_CHANNEL, ctx.now, catalog=ctx.catalog, settings=settings, preview=True
     )

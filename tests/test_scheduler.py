@@ -63,7 +63,12 @@ def clock() -> Clock:
 def services(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock) -> Services:
     db_path = tmp_path / "paperboy.db"
     ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
-    settings = load_settings({"PAPERBOY_LOCAL_DIR": str(tmp_path / "outbox")}, dotenv=None)
+    # The papers were stored 30 days before NOW: a first digest looking back 60 days finds
+    # them new, as these tests expect.
+    settings = load_settings(
+        {"PAPERBOY_LOCAL_DIR": str(tmp_path / "outbox"), "PAPERBOY_FIRST_DIGEST_DAYS": "60"},
+        dotenv=None,
+    )
     return Services(db_path, settings, catalog, clock=clock)
 
 
