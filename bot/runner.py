@@ -33,7 +33,7 @@ from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
 from bot.slack.app import create_app
 from bot.slack.client import error_code, make_client
-from bot.slack.endpoint import SlackEndpoint
+from bot.slack.endpoint import MAX_ACK_SECONDS, SlackEndpoint
 from bot.slack.http import HttpServer, http_limits
 from bot.slack.poster import SlackPoster
 from config.settings import SettingsError
@@ -165,6 +165,13 @@ class SlackComponent:
         who = f"@{identity.get('user')} in team {identity.get('team_id')}"
         if self.http:
             assert settings.slack_signing_secret is not None
+            if settings.slack_ack_seconds > MAX_ACK_SECONDS:
+                # Slack gives up after 3 s and tells the user the command failed, while
+                # it runs on: the very confusion issue 9 item 10 was about.
+                raise SettingsError(
+                    f"PAPERBOY_SLACK_ACK_SECONDS={settings.slack_ack_seconds:g} is not valid: "
+                    f"must be at most {MAX_ACK_SECONDS:g} (Slack waits 3 seconds)"
+                )
             self._endpoint = SlackEndpoint(
                 self.services,
                 client,

@@ -752,3 +752,23 @@ async def test_a_trickle_does_not_reset_the_deadlines(serve: Serve, part: str) -
     finally:
         dribbling.cancel()
         writer.close()
+
+
+async def test_an_ack_budget_past_slacks_3_seconds_is_refused_at_start_up(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """PAPERBOY_SLACK_ACK_SECONDS=5 was taken: every slow command then got Slack's
+    "failed" while it ran on (issue 9 item 10's confusion, by configuration)."""
+    from bot.runner import SlackComponent
+    from config.settings import SettingsError
+
+    services = make_services(
+        tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_ACK_SECONDS="5"
+    )
+    component = SlackComponent(services, http=True, port=0)
+    with pytest.raises(SettingsError) as caught:
+        await component.start()
+    await component.stop()
+    assert str(caught.value) == (
+        "PAPERBOY_SLACK_ACK_SECONDS=5 is not valid: must be at most 2.5 (Slack waits 3 seconds)"
+    )

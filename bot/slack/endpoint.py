@@ -48,6 +48,7 @@ SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's r
 _URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 UNSIGNED = Response(401, b"invalid or missing Slack signature")
 OK = Response(200)
+MAX_ACK_SECONDS = 2.5  # Slack waits 3 s for the acknowledgement; leave room for the trip
 MAX_QUEUED = 1000  # commands waiting for a thread, beyond the running ones
 BUSY = "Paperboy has many commands waiting and did not run this. Please try again in a minute."
 STOPPED = "Paperboy is restarting and did not run this. Please try again in a minute."
