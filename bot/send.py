@@ -1,4 +1,4 @@
-"""Build a channel's digest for this week, queue its messages, and deliver them now."""
+"""Build a channel's digest for this period, queue its messages, and deliver them now."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ async def send_digest(
     catalog: Catalog,
     settings: Settings,
 ) -> tuple[Digest, ChannelResult]:
-    """Record this week's digest (or reuse it), queue it once, and deliver what is due."""
+    """Record this period's digest (or reuse it), queue it once, and deliver what is due."""
     ref = parse_channel(channel)
     digest = build_digest(db, str(ref), now, catalog=catalog, settings=settings)
     queue_digest(db, digest, platform_messages(digest, ref.platform, settings.empty_digest), now)
