@@ -40,6 +40,8 @@ from digests.render import slack as slack_render
 from digests.render.text import digest_text, reply_text
 from digests.safe_text import is_text, json_safe, strip_unsafe
 from digests.samples import sample_paths
+from digests.sources.errors import SourceError
+from digests.timestamps import stamp
 from digests.topics import CatalogError, load_catalog
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,7 @@ class PaperboyGroup(click.Group):
             # The reader went away (`paperboy find x | head -1`): not a failure to report.
             _silence_stdout()
             ctx.exit(1)
-        except (IngestError, SettingsError, CatalogError, ChannelError) as exc:
+        except (IngestError, SettingsError, CatalogError, ChannelError, SourceError) as exc:
             raise UserError(str(exc)) from None
         except sqlite3.Error as exc:
             log.debug("database error", exc_info=True)
@@ -460,6 +462,8 @@ def status(channel: str | None, db_path: Path | None) -> None:
             else "; nothing ingested yet."
         )
     )
+    for line in _source_lines(db, settings):
+        echo(line)
     rows = all_channels(db)
     if not rows:
         echo('No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"')
@@ -468,6 +472,21 @@ def status(channel: str | None, db_path: Path | None) -> None:
             handle("status", _context(db, row["id"], _user(), settings))
         ).splitlines()
         echo("\n" + "\n".join(lines[0:1] + lines[2:] + _build_failures(db, row["id"])))
+
+
+def _source_lines(db: Database, settings: Settings) -> list[str]:
+    """Every source's last success and last error, for `status`."""
+    from db.sources import list_sources
+    from digests.sources.listing import describe
+
+    try:
+        rows = list_sources(db)
+    except sqlite3.OperationalError:  # a database from before the table existed
+        return []
+    if not rows:
+        return ["Sources: none (papers come only from files; see `paperboy sources add`)."]
+    now = _now()
+    return ["Sources:", *(f"  {describe(row, now, settings.fetch_cron)}" for row in rows)]
 
 
 def _build_failures(db: Database, channel: str) -> list[str]:
@@ -483,6 +502,164 @@ def _build_failures(db: Database, channel: str) -> list[str]:
         f"({row['last_error']}); retrying after {str(row['next_attempt_at'])[:16]} UTC."
         for row in rows
     ]
+
+
+@main.group()
+def sources() -> None:
+    """The sources `paperboy run` fetches new papers from (arXiv, OpenReview, feeds)."""
+
+
+def _source_name(text: str) -> str:
+    """The canonical name of a source typed by the user (SourceError if malformed)."""
+    from digests.sources.spec import parse_source
+
+    return parse_source(text).name
+
+
+def _check_cron(cron: str) -> str:
+    from config.settings import _cron
+
+    try:
+        return _cron(cron)
+    except ValueError as exc:
+        raise UserError(f"--cron {cron!r} is not valid: {exc}") from None
+
+
+@sources.command("add")
+@click.argument("name")
+@click.option("--cron", default=None, help='Its own schedule, crontab in UTC: "0 */6 * * *".')
+@db_option
+def sources_add(name: str, cron: str | None, db_path: Path | None) -> None:
+    """Add a source: arxiv:CATEGORY, arxiv:"search words", openreview:VENUE_ID, feed:URL.
+
+    Examples: arxiv:cs.LG, openreview:ICLR.cc/2025/Conference. It is fetched by
+    `paperboy run` on its schedule, or now with `paperboy fetch NAME`.
+    """
+    from db import sources as source_store
+    from digests.sources.listing import shown_name
+    from digests.sources.spec import parse_source
+
+    spec = parse_source(name)  # a malformed name fails here, before any database exists
+    cron = _check_cron(cron) if cron is not None else None
+    new = NewDatabase(database_path(db_path))
+    db = open_database(db_path, create=True)
+    row = {"name": spec.name, "kind": spec.kind, "value": spec.value, "cron": cron,
+           "added_at": stamp(_now())}  # fmt: skip
+    try:
+        added = source_store.add_source(db, row)
+    except BaseException:
+        new.discard(db)
+        raise
+    if not added:
+        existing = source_store.get_source(db, spec.name) or {}
+        echo(
+            f"{shown_name(spec.name)} is already a source (added "
+            f"{str(existing.get('added_at', ''))[:10]}); nothing changed."
+        )
+        return
+    when = cron or load_settings().fetch_cron
+    echo(
+        f"Added {shown_name(spec.name)}. `paperboy run` fetches it on schedule ({when}, UTC); "
+        f"fetch it now with: paperboy fetch {shown_name(spec.name)}"
+    )
+
+
+@sources.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@db_option
+def sources_list(as_json: bool, db_path: Path | None) -> None:
+    """Each source: last success, last error, papers added, next fetch."""
+    from db.sources import list_sources
+    from digests.sources.listing import describe, summary
+
+    settings = load_settings()
+    rows = list_sources(open_database(db_path))
+    now = _now()
+    if as_json:
+        echo(json_text([summary(row, now, settings.fetch_cron) for row in rows]))
+    elif not rows:
+        echo("No sources yet. Add one: paperboy sources add arxiv:cs.LG")
+    else:
+        for row in rows:
+            echo(describe(row, now, settings.fetch_cron))
+
+
+@sources.command("remove")
+@click.argument("name")
+@db_option
+def sources_remove(name: str, db_path: Path | None) -> None:
+    """Stop fetching a source (the papers it brought stay)."""
+    from db.sources import remove_source
+    from digests.sources.listing import shown_name
+
+    db = open_database(db_path)
+    try:
+        canonical = _source_name(name)
+    except SourceError:
+        canonical = name.strip()  # a name stored before the grammar changed
+    if not remove_source(db, canonical):
+        raise UserError(
+            f"no source {shown_name(canonical)!r}; see `paperboy sources list`. Nothing changed"
+        )
+    echo(f"Removed {shown_name(canonical)}; the papers it brought stay.")
+
+
+def _since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise UserError(f"--since {value!r} is not a date; use YYYY-MM-DD") from None
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--since", default=None, help="arXiv: fetch back to this date (YYYY-MM-DD).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object a source.")
+@db_option
+def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Path | None) -> None:
+    """Fetch new papers now from NAMES (all sources without NAMES), one line per source.
+
+    Exit status 0 when every source succeeded, 1 when any failed (the papers of the
+    sources that succeeded are stored all the same).
+    """
+    from bot.fetching.store import SourceFetcher, fetch_config
+    from bot.services import Services
+    from db.sources import list_sources
+    from digests.sources.listing import shown_name
+
+    settings = load_settings()
+    start = _since(since)
+    path = database_path(db_path)
+    db = open_database(db_path)
+    known = {row["name"] for row in list_sources(db)}
+    wanted = [_source_name(name) for name in names]
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        raise UserError(
+            f"no source {shown_name(missing[0])!r}; add it first: "
+            f"paperboy sources add {shown_name(missing[0])}"
+        )
+    if not known:
+        echo("No sources yet. Add one: paperboy sources add arxiv:cs.LG")
+        return
+    services = Services(path, settings, load_catalog())
+    fetcher = SourceFetcher(
+        services.db,
+        fetch_config(settings),
+        clock=_now,
+        limits=Limits.from_kb(settings.max_record_kb),
+        failure_level=logging.INFO,  # the line below says it
+    )
+    outcomes = asyncio.run(fetcher.fetch(wanted or None, since=start))
+    if as_json:
+        echo(json_text([outcome.as_json() for outcome in outcomes]))
+    else:
+        for outcome in outcomes:
+            echo(outcome.describe())
+    if any(outcome.failed for outcome in outcomes):
+        sys.exit(1)
 
 
 DEMO_CHANNEL = "local:demo"

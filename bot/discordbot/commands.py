@@ -176,6 +176,10 @@ class PapersGroup(app_commands.Group):
     async def status(self, interaction: discord.Interaction[Any]) -> None:
         await self.run(interaction, "status")
 
+    @app_commands.command(name="sources", description=_verb("sources").help)
+    async def sources(self, interaction: discord.Interaction[Any]) -> None:
+        await self.run(interaction, "sources")
+
     # --- changes: Manage Channels, checked at run time -------------------------------
     # Discord honours default_member_permissions only on top-level commands, never on a
     # group's subcommands, so the check below is what enforces it.

@@ -141,7 +141,10 @@ class SourceFetcher:
         monotonic: Clock = time.monotonic,
         in_thread: InThread = asyncio.to_thread,
         holder: str = SENDER,
+        failure_level: int = logging.WARNING,
     ) -> None:
+        """`failure_level`: how a failed source is logged; `paperboy fetch` prints its
+        own line for it, so it logs it at info (no second copy on the terminal)."""
         self.db = db
         self.config = config
         self.clock = clock
@@ -150,6 +153,7 @@ class SourceFetcher:
         self.monotonic = monotonic
         self.in_thread = in_thread
         self.holder = holder
+        self.failure_level = failure_level
         self.stopping = False
 
     async def fetch(
@@ -235,7 +239,7 @@ class SourceFetcher:
             except sqlite3.Error as exc:
                 log.warning("fetch of %s: not recorded (%s)", shown_source(name), exc)
         if outcome.error:
-            log.warning("fetch of %s failed: %s", shown_source(name), outcome.error)
+            log.log(self.failure_level, "fetch of %s failed: %s", shown_source(name), outcome.error)
         else:
             log.info("fetch: %s", outcome.describe())
         return outcome

@@ -79,6 +79,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("status", "Show the paper store, this channel's schedule and its last digest."),
     Verb("resume", "Resume delivery to this channel after a pause, once its cause is fixed.",
          changes=True),
+    Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
 )  # fmt: skip
 
 VERBS_BY_NAME = {verb.name: verb for verb in VERBS}

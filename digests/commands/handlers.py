@@ -480,6 +480,21 @@ def _resume(command: Command, ctx: Context) -> Reply:
     )
 
 
+def _sources(command: Command, ctx: Context) -> Reply:
+    """The configured sources, read-only (operators add them with `paperboy sources add`)."""
+    from db.sources import list_sources
+    from digests.sources.listing import describe
+
+    rows = list_sources(ctx.db)
+    if not rows:
+        return info(
+            "No sources yet: papers come only from files. An operator can add one with "
+            "`paperboy sources add arxiv:cs.LG`."
+        )
+    lines = [describe(row, ctx.now, ctx.settings.fetch_cron) for row in rows]
+    return info(f"Papers come from {len(rows)} source(s):", *lines)
+
+
 HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "help": _help,
     "find": _find,
@@ -494,5 +509,6 @@ HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "digest": _digest,
     "status": _status,
     "resume": _resume,
+    "sources": _sources,
 }
 assert set(HANDLERS) == {verb.name for verb in VERBS}, "every verb needs a handler"

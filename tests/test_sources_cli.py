@@ -1,0 +1,143 @@
+"""`paperboy sources add|list|remove`, `paperboy fetch` and the sources in `status` and
+`/papers sources` (issue 10)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot import cli
+from bot.fetching import store as fetch_store
+from tests.fakes.arxiv_api import Entry, FakeArxiv
+from tests.fakes.server import ServedInThread
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    for name in ("PAPERBOY_DB", "PAPERBOY_ARXIV_URL", "PAPERBOY_FETCH_CRON"):
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str, **env: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(cli.main, list(args), env=env or None, catch_exceptions=False)
+
+    return invoke
+
+
+def test_add_list_remove(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    added = run("sources", "add", "arxiv:cs.lg")
+    assert added.exit_code == 0 and "Added arxiv:cs.LG" in added.output
+    again = run("sources", "add", "arxiv:cs.LG")
+    assert again.exit_code == 0 and "already a source" in again.output
+    assert (
+        run(
+            "sources", "add", "openreview:ICLR.cc/2025/Conference", "--cron", "0 */6 * * *"
+        ).exit_code
+        == 0
+    )
+    listed = run("sources", "list")
+    lines = listed.output.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("arxiv:cs.LG: last success never, 0 papers")
+    assert "next fetch" in lines[1]
+    document = json.loads(run("sources", "list", "--json").output)
+    assert [s["name"] for s in document] == ["arxiv:cs.LG", "openreview:ICLR.cc/2025/Conference"]
+    assert document[1]["schedule"] == "0 */6 * * *" and document[0]["schedule"] == "0 5 * * *"
+    removed = run("sources", "remove", "arxiv:CS.LG")
+    assert removed.exit_code == 0 and "Removed arxiv:cs.LG" in removed.output
+    assert len(run("sources", "list").output.splitlines()) == 1
+    status = run("status")
+    assert "Sources:\n  openreview:ICLR.cc/2025/Conference: last success never" in status.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("sources", "add", "arxiv:cs.LGG"),
+            "error: source 'arxiv:cs.LGG': 'cs.LGG' is not an arXiv category; did you mean cs.LG?",
+        ),
+        (
+            ("sources", "add", "rss:https://x.org/a.rss"),
+            "error: source 'rss:https://x.org/a.rss': unknown kind 'rss'",
+        ),
+        (
+            ("sources", "add", "feed:ftp://x.org/a"),
+            "error: source 'feed:ftp://x.org/a': a feed is an http:// or https:// URL",
+        ),
+        (
+            ("sources", "add", "arxiv:cs.LG", "--cron", "0 5 * *"),
+            "error: --cron '0 5 * *' is not valid",
+        ),
+    ],
+)
+def test_bad_sources_are_one_line_and_change_nothing(run, tmp_path: Path, args, message) -> None:  # type: ignore[no-untyped-def]
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.output.startswith(message) and result.output.count("\n") == 1
+    assert not (tmp_path / "db" / "paperboy.db").exists()
+
+
+def test_read_only_commands_need_a_database(run) -> None:  # type: ignore[no-untyped-def]
+    for args in (("sources", "list"), ("sources", "remove", "arxiv:cs.LG"), ("fetch",)):
+        result = run(*args)
+        assert result.exit_code == 2 and result.output.startswith("error: no database at")
+
+
+def test_an_unknown_name_or_date_for_fetch(run) -> None:  # type: ignore[no-untyped-def]
+    run("sources", "add", "arxiv:cs.LG")
+    result = run("fetch", "arxiv:cs.AI")
+    assert result.exit_code == 2 and "no source 'arxiv:cs.AI'; add it first" in result.output
+    result = run("fetch", "--since", "last week")
+    assert result.exit_code == 2 and "use YYYY-MM-DD" in result.output
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No 3 s waits between requests to the fake (politeness is tested in test_fetch_arxiv)."""
+    real = fetch_store.fetch_config
+    monkeypatch.setattr(
+        fetch_store,
+        "fetch_config",
+        lambda settings: replace(real(settings), arxiv_delay=0, attempts=1, arxiv_page_size=4),
+    )
+
+
+def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  # type: ignore[no-untyped-def]
+    fake = FakeArxiv(
+        [
+            Entry(f"2511.{i:05d}", f"Paper {i} on offline learning", f"Abstract number {i}.",
+                  NOW - timedelta(hours=i + 1))
+            for i in range(6)
+        ]
+    )  # fmt: skip
+    with ServedInThread(fake.app()) as server:
+        env = {"PAPERBOY_ARXIV_URL": f"http://127.0.0.1:{server.port}/api"}
+        run("sources", "add", "arxiv:cs.LG")
+        run("sources", "add", "feed:http://127.0.0.1:9/feed.rss")  # nothing listens there
+        result = run("fetch", **env)
+        lines = result.output.splitlines()
+        assert result.exit_code == 1
+        assert lines[0] == "arxiv:cs.LG: 6 papers read, 6 added, 0 merged, 0 errors"
+        assert lines[1].startswith(
+            "feed:http://127.0.0.1:9/feed.rss: 0 papers read, 0 added, 0 merged, 1 errors ("
+        )
+        assert len(lines) == 2
+        only = run("fetch", "arxiv:cs.LG", "--json", **env)
+        assert only.exit_code == 0
+        (document,) = json.loads(only.output)
+        assert (document["read"], document["added"], document["error"]) == (6, 0, None)
+        listed = run("sources", "list").output
+        assert "arxiv:cs.LG: last success" in listed and "6 papers added" in listed
+        assert "feed:http://127.0.0.1:9/feed.rss: last success never" in listed
+        assert "last error" in listed and "(1 failure in a row)" in listed
+        chat = run("chat", "--channel", "local:lab", "sources")
+        assert chat.exit_code == 0 and "Papers come from 2 source(s):" in chat.output
+        assert run("find", "offline").exit_code == 0
