@@ -601,13 +601,12 @@ async def test_a_stop_cut_short_still_cancels_queued_commands(
     from bot.runner import SlackComponent
 
     release, ran = held
-    services = make_services(
-        tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_ACK_SECONDS="60"
-    )
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     component = SlackComponent(services, http=True, port=0)
     await component.start()
     assert component._http is not None and component._endpoint is not None
     endpoint = component._endpoint
+    endpoint.ack_budget = 60  # past what the setting allows, so requests wait for commands
     client = HttpClient(component._http, endpoint)
     bodies = [slash_body(f"find policy {n}", fake_slack.response_url(f"r{n}")) for n in (1, 2, 3)]
 
