@@ -512,3 +512,21 @@ def test_json_carries_every_field_the_text_shows(
     assert archive["items"] and all(item["from_archive"] for item in archive["items"])
     text = run("digest", "--channel", CHANNEL, "--preview")
     assert "from the archive" in text
+
+
+async def test_discord_backlog_needs_manage_channels(bot: Any, fake_discord: Any) -> None:
+    from bot.discordbot.commands import NEEDS_MANAGE_CHANNELS
+    from tests.discord_helpers import CHANNEL as DISCORD_CHANNEL
+    from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
+
+    def backlog() -> int:
+        row = store.get_channel(open_db(bot.services.db_path), DISCORD_CHANNEL)
+        return int(row["backlog"]) if row else 0
+
+    await dispatch(bot, fake_discord, interaction("backlog", {"state": "on"}, permissions=0))
+    [refused] = fake_discord.callbacks()
+    assert refused["data"]["content"] == NEEDS_MANAGE_CHANNELS and backlog() == 0
+    await dispatch(
+        bot, fake_discord, interaction("backlog", {"state": "on"}, permissions=MANAGE_CHANNELS)
+    )
+    assert backlog() == 1
