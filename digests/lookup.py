@@ -99,11 +99,12 @@ def short_authors(authors: Any) -> str:
 
 
 def shown_venue(paper: dict[str, Any]) -> str:
-    """What a digest shows as the venue: `ICLR 2025`; `arXiv` for a preprint (a paper with
-    a publication date but no venue); "" for a paper from a file with no venue."""
+    """What a digest shows as the venue: `ICLR 2025`; `arXiv` for a preprint (a paper
+    fetched with a publication date and an arXiv page, but no venue); "" otherwise (a paper
+    from a file, or a feed entry, with no venue: a journal's feed is not arXiv)."""
     if paper.get("venue"):
         return " ".join(str(part) for part in (paper["venue"], paper.get("year")) if part)
-    if paper.get("published_at"):
+    if paper.get("published_at") and paper.get("arxiv_url"):
         return "arXiv"
     return ""
 

@@ -409,7 +409,10 @@ def test_authors_first_three_then_et_al() -> None:
 
 def test_venue_or_arxiv_or_nothing() -> None:
     assert shown_venue({"venue": "ICLR", "year": 2025}) == "ICLR 2025"
-    assert shown_venue({"venue": None, "published_at": stamp(NOW)}) == "arXiv"
+    arxiv = "https://arxiv.org/abs/2611.01234"
+    assert shown_venue({"venue": None, "published_at": stamp(NOW), "arxiv_url": arxiv}) == "arXiv"
+    assert shown_venue({"venue": None, "arxiv_url": arxiv}) == ""  # from a file
+    assert shown_venue({"venue": None, "published_at": stamp(NOW)}) == ""  # a journal's feed
     assert shown_venue({"venue": None}) == ""
 
 
@@ -423,6 +426,7 @@ def arxiv_paper(**extra: Any) -> dict[str, Any]:
         "abstract": "We learn offline policies from preferences.",
         "authors": ["Ann Author", "Bob Builder", "Cy Coder", "Di Doer"],
         "url": "https://arxiv.org/abs/2611.01234",
+        "arxiv_url": "https://arxiv.org/abs/2611.01234",
         "pdf_url": "https://arxiv.org/pdf/2611.01234",
         "code_url": "https://github.com/example/offline-prefs",
         "published_at": stamp(NOW - timedelta(days=1)),
