@@ -534,3 +534,23 @@ async def test_discord_backlog_needs_manage_channels(bot: Any, fake_discord: Any
         bot, fake_discord, interaction("backlog", {"state": "on"}, permissions=MANAGE_CHANNELS)
     )
     assert backlog() == 1
+
+
+def test_list_and_preview_tell_the_cadence_and_backlog(
+    seeded_db: Database, settings: Settings, catalog: Catalog
+) -> None:
+    ctx = Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
+    handle("subscribe offline-rl", ctx)
+    changed = handle("schedule weekdays 8:30 Europe/Berlin", ctx)
+    assert (
+        changed.changed and "weekdays (Monday to Friday) at 08:30 (Europe/Berlin)" in changed.text
+    )
+    assert "next on Tue 1 Dec 2026, 08:30 CET" in changed.lines[0]
+    listed = handle("list", ctx)
+    assert any("Backlog: off" in line for line in listed.lines)
+    preview = handle("digest", ctx)
+    assert preview.text.startswith("Today's digest, Mon 30 Nov 2026, (a preview")
+    assert preview.digest is not None and preview.digest.items  # stored at NOW: new
+    bad = handle("schedule fortnightly 09:00", ctx)
+    assert bad.error and "daily, weekdays or a weekday" in bad.text
+    assert store.get_channel(seeded_db, CHANNEL)["cadence"] == "weekdays"  # type: ignore[index]

@@ -382,8 +382,12 @@ def _digest(command: Command, ctx: Context) -> Reply:
         ctx.db, ctx.channel, ctx.now, catalog=ctx.catalog, settings=ctx.settings, preview=True
     )
     state = "already built" if digest.recorded else "a preview; nothing is marked as sent"
-    when = "This week's" if is_week_key(digest.week) else f"Today's ({digest.period_label})"
-    return info(f"{when} digest ({state}):", digest=digest)
+    which = (
+        "This week's digest"
+        if is_week_key(digest.week)
+        else f"Today's digest, {digest.period_label},"
+    )
+    return info(f"{which} ({state}):", digest=digest)
 
 
 def _backlog(command: Command, ctx: Context) -> Reply:
