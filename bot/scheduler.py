@@ -34,6 +34,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlite_utils import Database
 
 from bot.delivery import ChannelResult, Poster, backoff, deliver_channel, queue_digest
+from bot.fetching.schedule import FetchJobs
 from bot.inbox import ingest_inbox
 from bot.send import platform_messages
 from bot.services import Services
@@ -91,6 +92,8 @@ class DigestScheduler:
         self._unrecorded: dict[str, dict[str, Any]] = {}
         # The inbox ingest under way, shared by every digest that fires meanwhile.
         self._inbox: asyncio.Future[Any] | None = None
+        # Fetching the sources (issue 10): its own jobs and tasks (bot/fetching/schedule.py).
+        self.fetching = FetchJobs(services, self.scheduler, self._spawn)
 
     # --- what happens ---------------------------------------------------------------
 
@@ -106,7 +109,8 @@ class DigestScheduler:
         await asyncio.shield(self._inbox)
 
     def _ingest_sync(self, now: datetime) -> None:
-        ingest_inbox(self.services.db(), self.services.settings.inbox, now)
+        settings = self.services.settings
+        ingest_inbox(self.services.db(), settings.inbox, now, max_record_kb=settings.max_record_kb)
 
     def _build_and_queue(self, channel: str, built_at: datetime, now: datetime) -> int:
         """In a worker thread (its own connection): digest, outbox."""
@@ -157,6 +161,12 @@ class DigestScheduler:
                     channel,
                     stamp(built_at),
                 )
+                return None
+            try:  # due sources first, waited for a bounded time (FETCH_WAIT_SECONDS)
+                await self.fetching.before_digest(now, channel)
+            except Exception as exc:  # never a reason not to build from what is stored
+                log.warning("sources not fetched before the digest for %s (%s)", channel, exc)
+            if self.stopping:
                 return None
             try:
                 await self.ingest_inbox(now)
@@ -453,7 +463,8 @@ class DigestScheduler:
         """Each step on its own: a busy database skips that step until the next run (30 s
         later) with one warning line, and never the steps after it (it used to end the job
         with an ERROR traceback, and no delivery started that round)."""
-        for step in (self.sync_jobs, self.retry_failed_builds, self.start_due_deliveries):
+        steps = (self.sync_jobs, self.retry_failed_builds, self.start_due_deliveries)
+        for step in (*steps, self.fetching.maintain):
             try:
                 step()
             except sqlite3.OperationalError as exc:
@@ -497,6 +508,11 @@ class DigestScheduler:
         )  # fmt: skip
         self.scheduler.start()
         self.services.listeners.append(lambda channel: self.sync_jobs())
+        try:
+            self.fetching.sync()
+            self.fetching.start_due()  # sources not fetched for 12 h (or never)
+        except sqlite3.Error as exc:
+            log.warning("sources not scheduled yet (%s); retried in %d s", exc, MAINTENANCE_SECONDS)
         self._spawn(self._start_up(), "catch-up")
         platforms = ", ".join(sorted(self.configured))
         return f"scheduler: {len(self._signatures)} channel(s) scheduled; delivering to {platforms}"
@@ -510,6 +526,7 @@ class DigestScheduler:
         """From now on, no new digest, catch-up, retry or send starts (synchronous: it
         takes effect before the caller next yields to the event loop)."""
         self.stopping = True
+        self.fetching.halt()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 

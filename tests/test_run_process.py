@@ -191,7 +191,7 @@ import bot.scheduler
 
 MARKER = Path(sys.argv[1])
 
-def hanging_ingest(db, folder, now):  # an inbox file that takes an hour to ingest
+def hanging_ingest(db, folder, now, **_):  # an inbox file that takes an hour to ingest
     MARKER.write_text("ingesting")
     time.sleep(3600)
 

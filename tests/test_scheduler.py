@@ -735,7 +735,7 @@ async def test_six_channels_firing_together_share_one_slow_inbox_ingest(
     gate, calls = threading.Event(), []
     real = scheduler_module.ingest_inbox
 
-    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> Any:
+    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> Any:
         calls.append(now)
         gate.wait(20)  # slow: held until every digest has started
         return real(db, folder, now)
@@ -946,7 +946,7 @@ async def test_a_broken_inbox_does_not_fail_every_digest(
     import bot.scheduler as scheduler_module
     from db.digests import failures
 
-    def unreadable(db: Any, folder: Path | None, now: datetime) -> Any:
+    def unreadable(db: Any, folder: Path | None, now: datetime, **_: Any) -> Any:
         raise PermissionError(13, "Permission denied", "/srv/inbox")
 
     monkeypatch.setattr(scheduler_module, "ingest_inbox", unreadable)
@@ -983,7 +983,7 @@ async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothi
     )
     gate, entered = threading.Event(), threading.Event()
 
-    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> None:
+    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> None:
         entered.set()
         gate.wait(20)
 
@@ -1118,7 +1118,7 @@ async def test_no_build_starts_after_the_stop(
     monday_nine(services, "local:lab")
     entered, gate, built = threading.Event(), threading.Event(), []
 
-    def slow_ingest(db: Any, folder: Path | None, now: datetime) -> None:
+    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> None:
         entered.set()
         gate.wait(20)
 
@@ -1142,7 +1142,7 @@ async def test_no_inbox_ingest_starts_after_the_stop(
 
     monday_nine(services, "local:lab")
     ingested: list[datetime] = []
-    monkeypatch.setattr(scheduler_module, "ingest_inbox", lambda db, f, now: ingested.append(now))
+    monkeypatch.setattr(scheduler_module, "ingest_inbox", lambda db, f, now, **_: ingested.append(now))
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
     )

@@ -85,6 +85,7 @@ class SourceOutcome:
     complete: bool = False
     error: str | None = None
     busy: bool = False
+    interrupted: bool = False  # by a stop: recorded as neither success nor failure
     notes: list[str] = field(default_factory=list)
     result: FetchResult | None = field(default=None, repr=False)
 
@@ -226,6 +227,11 @@ class SourceFetcher:
             return outcome
         try:
             await self._read(session, row, since, now, outcome)
+        except asyncio.CancelledError:
+            # A stop: the pages stored stay, nothing else is recorded (the source is
+            # not marked fetched, its cursor does not move). Only the claim is released.
+            outcome.interrupted = True
+            raise
         except (FetchError, SourceError) as exc:
             outcome.error = str(exc).removeprefix(f"{shown_source(name)}: ")
         except sqlite3.Error as exc:
@@ -238,7 +244,9 @@ class SourceFetcher:
                 await self.in_thread(self._finish, name, outcome, now)
             except sqlite3.Error as exc:
                 log.warning("fetch of %s: not recorded (%s)", shown_source(name), exc)
-        if outcome.error:
+        if outcome.interrupted:
+            log.info("fetch of %s: stopped midway; resumed next time", shown_source(name))
+        elif outcome.error:
             log.log(self.failure_level, "fetch of %s failed: %s", shown_source(name), outcome.error)
         else:
             log.info("fetch: %s", outcome.describe())
@@ -274,7 +282,7 @@ class SourceFetcher:
             outcome.merged += summary.merged
             outcome.skipped += summary.skipped + skipped
             if self.stopping:
-                outcome.notes.append("stopped: Paperboy is shutting down")
+                outcome.interrupted = True
                 return
         result = fetch.result
         assert result is not None
@@ -288,7 +296,9 @@ class SourceFetcher:
     def _finish(self, name: str, outcome: SourceOutcome, now: datetime) -> None:
         """Record the outcome and release the claim (in a worker thread)."""
         db = self.db()
-        if outcome.error:
+        if outcome.interrupted:
+            pass
+        elif outcome.error:
             failures = int(
                 (source_store.get_source(db, name) or {}).get("consecutive_failures") or 0
             )
