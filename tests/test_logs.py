@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 import weakref
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,16 @@ def test_plain_lines(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "WARNING bot.delivery: delivery to slack:T1/C1 paused: channel_not_found" in err
+
+
+def record(
+    msg: str,
+    *args: object,
+    name: str = "bot.test",
+    level: int = logging.WARNING,
+    exc_info: Any = None,
+) -> logging.LogRecord:
+    return logging.getLogger(name).makeRecord(name, level, "f", 1, msg, args or None, exc_info)
 
 
 @pytest.fixture(autouse=True)
@@ -79,11 +90,6 @@ def test_repeats_are_counted_per_line_and_window() -> None:
     shown: list[logging.LogRecord] = []
     repeats = RepeatFilter(burst=2, interval=10, clock=lambda: now[0])
     repeats.emit = shown.append
-    logger = logging.getLogger("bot.test")
-
-    def record(msg: str, *args: object) -> logging.LogRecord:
-        return logger.makeRecord("bot.test", logging.WARNING, "f", 1, msg, args, None)
-
     kept = [repeats.filter(record("refused %s", "10.0.0.1")) for _ in range(5)]
     assert kept == [True, True, False, False, False]
     assert repeats.filter(record("refused %s", "10.0.0.2"))  # another line
@@ -98,17 +104,13 @@ def test_lines_of_one_template_with_different_values_all_show() -> None:
     "delivered to %s ..." lines a minute through, so a Monday 09:00 with 6 channels of 2
     parts lost 7 of 12 delivery lines, and a 6th channel's failed build went unlogged."""
     repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
-    logger = logging.getLogger("bot.delivery")
     kept = [
         repeats.filter(
-            logger.makeRecord(
-                "bot.delivery",
-                logging.INFO,
-                "f",
-                1,
+            record(
                 "delivered to %s: digest %s (%s), part %d of %d",
-                (f"discord:123/{channel}", channel, "2026-W48", part, 2),
-                None,
+                *(f"discord:123/{channel}", channel, "2026-W48", part, 2),
+                name="bot.delivery",
+                level=logging.INFO,
             )
         )
         for channel in range(6)
@@ -121,13 +123,8 @@ def test_distinct_lines_are_bounded_too() -> None:
     """Lines that differ every time (say a peer address) are told apart up to a bound,
     then counted together: the filter's memory and the log stay bounded."""
     repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
-    logger = logging.getLogger("bot.test")
     kept = [
-        repeats.filter(
-            logger.makeRecord(
-                "bot.test", logging.WARNING, "f", 1, f"peer {word} refused", None, None
-            )
-        )
+        repeats.filter(record(f"peer {word} refused"))
         for word in (
             f"{chr(97 + n % 26)}{chr(97 + n // 26 % 26)}{chr(97 + n // 676)}" for n in range(2000)
         )
@@ -141,12 +138,8 @@ def test_two_threads_ending_windows_at_once_do_not_raise() -> None:
     one then deleted again: KeyError, raised into whatever code was logging."""
     now = [0.0]
     repeats = RepeatFilter(burst=1, interval=60, clock=lambda: now[0])
-    logger = logging.getLogger("bot.test")
     errors: list[BaseException] = []
     shown: list[str] = []
-
-    def record(msg: str) -> logging.LogRecord:
-        return logger.makeRecord("bot.test", logging.WARNING, "f", 1, msg, None, None)
 
     def other_thread() -> None:
         try:
@@ -178,7 +171,6 @@ def test_a_suppressed_traceback_is_not_kept_alive() -> None:
     """The filter kept each line's first record, traceback and all, for a minute: every
     local of every frame in it (a request body, say) stayed in memory."""
     repeats = RepeatFilter(burst=1, interval=60, clock=lambda: 0.0)
-    logger = logging.getLogger("bot.test")
     alive: list[weakref.ref[object]] = []
 
     class Body:
@@ -192,11 +184,9 @@ def test_a_suppressed_traceback_is_not_kept_alive() -> None:
     try:
         fail()
     except ValueError:
-        record = logger.makeRecord(
-            "bot.test", logging.ERROR, "f", 1, "request failed", None, sys.exc_info()
-        )
-    repeats.filter(record)
-    del record
+        failed = record("request failed", level=logging.ERROR, exc_info=sys.exc_info())
+    repeats.filter(failed)
+    del failed
     gc.collect()
     assert alive[0]() is None
 
@@ -248,17 +238,12 @@ def test_preformatted_lines_that_differ_in_numbers_are_one_template() -> None:
     """asyncio logged 20,000 "Exception in callback ..._start_serving(...) when=1833.17..."
     lines, each formatted already, after an accept loop ran out of file descriptors."""
     repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
-    logger = logging.getLogger("asyncio")
     kept = [
         repeats.filter(
-            logger.makeRecord(
-                "asyncio",
-                logging.ERROR,
-                "f",
-                1,
+            record(
                 f"Exception in callback _start_serving(<x at 0x7f{n:x}>)\nhandle: when={n}.5",
-                None,
-                None,
+                name="asyncio",
+                level=logging.ERROR,
             )
         )
         for n in range(1000)
