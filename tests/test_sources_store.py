@@ -131,9 +131,7 @@ def test_one_paper_from_arxiv_v1_v2_openreview_and_a_seed_list(
     from db import channels
 
     channels.add_subscription(db, "local:lab", "offline-rl", None, "t", stamp(NOW))
-    digest = build_digest(
-        db, "local:lab", later, catalog=catalog, settings=settings, preview=True
-    )
+    digest = build_digest(db, "local:lab", later, catalog=catalog, settings=settings, preview=True)
     shown = [item.paper["id"] for item in digest.items]
     assert shown == [first["id"]]
     assert digest.items[0].paper["venue"] == "ICLR 2025 Poster"
@@ -156,7 +154,6 @@ def test_same_title_without_a_shared_author_is_another_paper() -> None:
 
 
 def test_a_paper_with_a_secret_is_skipped_not_the_page() -> None:
-    db = open_db(":memory:")
     leaked = arxiv_paper(1, V1 + " token xoxb-1234567890-1234567890-abcdefghijABCDEFGHIJklmn")
     clean = replace(arxiv_paper(1, V2), arxiv_id="2511.09999", title="Another paper on RL")
     prepared, skipped = prepare_page([leaked, clean], NOW)
