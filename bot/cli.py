@@ -528,12 +528,16 @@ def _check_cron(cron: str) -> str:
 @sources.command("add")
 @click.argument("name")
 @click.option("--cron", default=None, help='Its own schedule, crontab in UTC: "0 */6 * * *".')
+@click.option(
+    "--no-check", is_flag=True, help="Add a feed or venue without reading it first (offline)."
+)
 @db_option
-def sources_add(name: str, cron: str | None, db_path: Path | None) -> None:
+def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | None) -> None:
     """Add a source: arxiv:CATEGORY, arxiv:"search words", openreview:VENUE_ID, feed:URL.
 
-    Examples: arxiv:cs.LG, openreview:ICLR.cc/2025/Conference. It is fetched by
-    `paperboy run` on its schedule, or now with `paperboy fetch NAME`.
+    Examples: arxiv:cs.LG, openreview:ICLR.cc/2025/Conference. A feed or venue is read
+    once first (an unreachable URL or a page that is no feed is refused). It is fetched
+    by `paperboy run` on its schedule, or now with `paperboy fetch NAME`.
     """
     from db import sources as source_store
     from digests.sources.listing import shown_name
@@ -541,6 +545,17 @@ def sources_add(name: str, cron: str | None, db_path: Path | None) -> None:
 
     spec = parse_source(name)  # a malformed name fails here, before any database exists
     cron = _check_cron(cron) if cron is not None else None
+    notice = None
+    if spec.kind in ("feed", "openreview") and not no_check:
+        from bot.fetching import FetchError
+        from bot.fetching.store import check_source, fetch_config
+
+        try:
+            found = asyncio.run(check_source(spec, fetch_config(load_settings()), _now()))
+        except FetchError as exc:
+            raise UserError(f"{exc}; nothing added (--no-check adds it unread)") from None
+        if not found:
+            notice = f"Note: {shown_name(spec.name)} has no papers yet (is the name right?)."
     new = NewDatabase(database_path(db_path))
     db = open_database(db_path, create=True)
     row = {"name": spec.name, "kind": spec.kind, "value": spec.value, "cron": cron,
@@ -558,6 +573,8 @@ def sources_add(name: str, cron: str | None, db_path: Path | None) -> None:
         )
         return
     when = cron or load_settings().fetch_cron
+    if notice:
+        echo(notice)
     echo(
         f"Added {shown_name(spec.name)}. `paperboy run` fetches it on schedule ({when}, UTC); "
         f"fetch it now with: paperboy fetch {shown_name(spec.name)}"

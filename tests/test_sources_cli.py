@@ -37,12 +37,8 @@ def test_add_list_remove(run, tmp_path: Path) -> None:  # type: ignore[no-untype
     assert added.exit_code == 0 and "Added arxiv:cs.LG" in added.output
     again = run("sources", "add", "arxiv:cs.LG")
     assert again.exit_code == 0 and "already a source" in again.output
-    assert (
-        run(
-            "sources", "add", "openreview:ICLR.cc/2025/Conference", "--cron", "0 */6 * * *"
-        ).exit_code
-        == 0
-    )
+    venue = ("openreview:ICLR.cc/2025/Conference", "--cron", "0 */6 * * *", "--no-check")
+    assert run("sources", "add", *venue).exit_code == 0
     listed = run("sources", "list")
     lines = listed.output.splitlines()
     assert len(lines) == 2 and lines[0].startswith("arxiv:cs.LG: last success never, 0 papers")
@@ -121,7 +117,7 @@ def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  #
     with ServedInThread(fake.app()) as server:
         env = {"PAPERBOY_ARXIV_URL": f"http://127.0.0.1:{server.port}/api"}
         run("sources", "add", "arxiv:cs.LG")
-        run("sources", "add", "feed:http://127.0.0.1:9/feed.rss")  # nothing listens there
+        run("sources", "add", "feed:http://127.0.0.1:9/feed.rss", "--no-check")  # nothing there
         result = run("fetch", **env)
         lines = result.output.splitlines()
         assert result.exit_code == 1
@@ -141,3 +137,25 @@ def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  #
         chat = run("chat", "--channel", "local:lab", "sources")
         assert chat.exit_code == 0 and "Papers come from 2 source(s):" in chat.output
         assert run("find", "offline").exit_code == 0
+
+
+def test_a_feed_is_read_before_it_is_added(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.fakes.feeds import FakeFeeds
+
+    with ServedInThread(FakeFeeds().app()) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        for path, message in (
+            ("/index.html", "not a feed (an HTML page)"),
+            ("/gone.rss", "HTTP 404"),
+        ):
+            result = run("sources", "add", f"feed:{base}{path}")
+            assert result.exit_code == 2, result.output
+            assert result.output.startswith(f"error: feed:{base}{path}: ")
+            assert message in result.output and result.output.count("\n") == 1
+            assert "nothing added" in result.output
+        assert not (tmp_path / "db" / "paperboy.db").exists()  # nothing changed
+        added = run("sources", "add", f"feed:{base}/cs.LG.rss")
+        assert added.exit_code == 0 and f"Added feed:{base}/cs.LG.rss" in added.output
+    unreachable = run("sources", "add", "feed:http://127.0.0.1:9/x.rss")
+    assert unreachable.exit_code == 2 and "cannot reach 127.0.0.1:9" in unreachable.output
+    assert len(run("sources", "list").output.splitlines()) == 1

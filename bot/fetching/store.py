@@ -21,7 +21,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -43,7 +43,7 @@ from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, prepare_page, store_page
 from digests.ingest.pipeline import IngestSummary, plural
 from digests.sources.errors import SourceError
-from digests.sources.spec import parse_source
+from digests.sources.spec import SourceSpec, parse_source
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,18 @@ class SourceOutcome:
             "error": self.error,
             "notes": self.notes,
         }
+
+
+async def check_source(spec: SourceSpec, config: FetchConfig, now: datetime) -> int:
+    """Read a feed's or an OpenReview venue's first page, as `paperboy sources add` does
+    before adding it: the papers on it (0: none yet). Raises FetchError (one line naming
+    the source) for an unreachable URL, a page that is no feed, an HTTP error."""
+    quick = replace(config, attempts=2, backoff=1.0, openreview_page_size=25)
+    async with open_session(quick) as session:
+        fetch = open_fetch(spec, session, quick, now=now)
+        async for page in fetch:
+            return len(page.papers)
+    return 0
 
 
 def _parse_time(value: str | None) -> datetime | None:
