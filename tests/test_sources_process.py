@@ -126,3 +126,52 @@ def test_kill_9_midway_through_a_fetch_then_restart(tmp_path: Path) -> None:
     row = source_store.get_source(open_db(db_path), "arxiv:cs.LG")
     assert row is not None and row["papers_added"] == COUNT - 200  # the first run's count died
     assert row["fetching_by"] is None and row["cursor"] is not None
+
+
+def test_sigterm_during_a_hanging_fetch_stops_at_once(tmp_path: Path) -> None:
+    asked = threading.Event()
+    release = threading.Event()
+
+    async def hang(request: web.Request) -> web.StreamResponse:
+        asked.set()
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 60)
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/api/query", hang)
+    db_path = tmp_path / "paperboy.db"
+    db = open_db(db_path)
+    now = datetime.now(UTC)
+    source_store.add_source(
+        db, {"name": "arxiv:cs.LG", "kind": "arxiv", "value": "cs.LG", "added_at": stamp(now)}
+    )
+    db.close()
+    with ServedInThread(app) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "run"],
+            env={
+                **os.environ,
+                "PAPERBOY_DB": str(db_path),
+                "PAPERBOY_LOCAL_DIR": str(tmp_path / "outbox"),
+                "PAPERBOY_ARXIV_URL": f"http://127.0.0.1:{server.port}/api",
+                "SLACK_BOT_TOKEN": "",
+                "DISCORD_TOKEN": "",
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert asked.wait(60), "the fetch never started"
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            assert process.wait(15) == 0
+            assert time.monotonic() - started < 10  # the run's stop budget
+        finally:
+            process.kill()
+            release.set()
+        stderr = process.stderr.read() if process.stderr else ""
+    assert "Traceback" not in stderr
+    row = source_store.get_source(open_db(db_path), "arxiv:cs.LG")
+    assert row is not None and row["fetching_by"] is None  # the claim was released
+    assert row["last_success_at"] is None and row["last_error"] is None
