@@ -94,6 +94,9 @@ def test_run_catches_up_survives_kill_9_and_posts_nothing_twice(
         first.kill()
     [record] = [json.loads(line) for line in lines.read_text().splitlines()]
     assert record["channel"] == "local:lab" and "Paperboy digest for local:lab" in record["text"]
+    # Papers, not the one-line empty digest: the seeds (stored two days ago) are new to a
+    # first digest, which looks back PAPERBOY_FIRST_DIGEST_DAYS (7).
+    assert "Nothing new" not in record["text"] and " new paper" in record["text"], record["text"]
 
     second = start(env)
     try:
