@@ -304,3 +304,32 @@ async def test_a_source_another_live_process_fetches_is_left_alone(
     db.conn.commit()
     (outcome,) = await fetch(path, config)
     assert outcome.added == 12
+
+
+async def test_a_feed_is_asked_again_with_its_validators(tmp_path: Path) -> None:
+    from tests.fakes.feeds import FakeFeeds
+
+    fake = FakeFeeds()
+    runner, port = await serve(fake.app())
+    try:
+        path = tmp_path / "p.db"
+        db = open_db(path)
+        name = f"feed:http://127.0.0.1:{port}/cs.LG.rss"
+        add(db, name)
+        (first,) = await fetch(path, FetchConfig())
+        assert (first.read, first.added, first.error) == (2, 2, None)
+        row = source_store.get_source(db, name)
+        assert row is not None and row["etag"] == '"v1"'
+        assert row["last_modified"] == "Sat, 28 Nov 2026 12:00:00 GMT"
+        (second,) = await fetch(path, FetchConfig(), clock=NOW + timedelta(days=1))
+        assert fake.requests[-1]["If-None-Match"] == '"v1"'
+        assert (second.read, second.added, second.error) == (0, 0, None)
+        row = source_store.get_source(db, name)
+        assert row is not None and row["etag"] == '"v1"'  # kept through the 304
+        assert row["last_success_at"] == stamp(NOW + timedelta(days=1))
+        linked = paper_store.resolve_paper(db, "arXiv:2611.01234")
+        assert linked is not None and linked["authors"] == [
+            "Grace Hopper", "Alan Turing", "Emmy Noether"
+        ]  # fmt: skip
+    finally:
+        await runner.cleanup()
