@@ -333,3 +333,42 @@ async def test_a_feed_is_asked_again_with_its_validators(tmp_path: Path) -> None
         ]  # fmt: skip
     finally:
         await runner.cleanup()
+
+
+async def test_a_venue_read_again_enriches_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from digests.ingest import fetched
+    from tests.fakes.openreview_api import FakeOpenReview, note
+
+    fake = FakeOpenReview(
+        [note(f"n{i}", f"Paper number {i} on offline RL", f"Abstract of paper {i}.",
+              venue="ICLR 2025" if i == 3 else "ICLR 2025 Poster")
+         for i in range(5)]
+    )  # fmt: skip
+    runner, port = await serve(fake.app())
+    enriched: list[str] = []
+    real = fetched.fetched_row
+
+    def counted(paper, now, limits=None):  # type: ignore[no-untyped-def]
+        enriched.append(paper.openreview_id)
+        return real(paper, now, limits)
+
+    monkeypatch.setattr(fetched, "fetched_row", counted)
+    try:
+        path = tmp_path / "p.db"
+        db = open_db(path)
+        add(db, "openreview:ICLR.cc/2025/Conference")
+        config = FetchConfig(openreview_url=f"http://127.0.0.1:{port}")
+        (first,) = await fetch(path, config)
+        assert (first.added, len(enriched)) == (5, 5)
+        enriched.clear()
+        fake.notes[3]["content"]["venue"]["value"] = "ICLR 2025 Oral"  # more precise
+        fake.notes[1]["tmdate"] += 5000  # touched, nothing changed
+        (second,) = await fetch(path, config, clock=NOW + timedelta(days=1))
+        assert enriched == ["n3"]
+        assert (second.read, second.added, second.merged, second.skipped) == (5, 0, 1, 4)
+        oral = paper_store.resolve_paper(db, "openreview:n3")
+        assert oral is not None and oral["venue"] == "ICLR 2025 Oral"
+    finally:
+        await runner.cleanup()

@@ -40,9 +40,10 @@ from bot.fetching import (
 from bot.fetching.client import Clock, Sleep
 from db import sources as source_store
 from digests.ingest.decode import Limits
-from digests.ingest.fetched import PreparedPaper, prepare_page, store_page
+from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
 from digests.ingest.pipeline import IngestSummary, plural
 from digests.sources.errors import SourceError
+from digests.sources.records import FetchedPaper
 from digests.sources.spec import SourceSpec, parse_source
 from digests.timestamps import stamp
 
@@ -222,6 +223,16 @@ class SourceFetcher:
                 return False
         return source_store.claim(self.db(), row["name"], self.holder, stamp(now), holder)
 
+    def _prepare(
+        self, papers: list[FetchedPaper], now: datetime
+    ) -> tuple[list[PreparedPaper], int]:
+        """Rows for the papers not stored already as they are (those count as skipped),
+        enriched outside any transaction (in a worker thread)."""
+        db = self.db()
+        fresh = [paper for paper in papers if not known_unchanged(db, paper)]
+        prepared, skipped = prepare_page(fresh, now, self.limits)
+        return prepared, skipped + len(papers) - len(fresh)
+
     def _store(self, prepared: list[PreparedPaper], now: datetime) -> IngestSummary:
         return store_page(self.db(), prepared, now)
 
@@ -287,7 +298,7 @@ class SourceFetcher:
             clock=self.monotonic,
         )
         async for page in fetch:
-            prepared, skipped = await self.in_thread(prepare_page, page.papers, now, self.limits)
+            prepared, skipped = await self.in_thread(self._prepare, page.papers, now)
             summary = await self.in_thread(self._store, prepared, now)
             outcome.read += len(page.papers)
             outcome.added += summary.added

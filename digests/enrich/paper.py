@@ -110,7 +110,8 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
 
     The best of each field is kept (issue 10): a real title over a derived one; the
     authors' TL;DR (`tldr_source` "authors", from OpenReview) over a derived one; a venue
-    over none or "arXiv"; a newer arXiv version's abstract, title and links over an
+    over none or "arXiv", and a more precise label of it ("ICLR 2025 Oral" over "ICLR
+    2025"); a newer arXiv version's abstract, title and links over an
     older's (the paper stays the same paper: `added_at` never changes). Empty fields are
     filled, lists united, the earliest publication date and the latest revision date
     kept. Nothing else already known is overwritten, so no data is lost.
@@ -135,6 +136,8 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
             changes["year"] = incoming["year"]
     elif existing.get("venue") in (None, "") and incoming.get("venue"):
         changes["venue"] = incoming["venue"]
+    elif str(incoming.get("venue") or "").startswith(f"{existing['venue']} "):
+        changes["venue"] = incoming["venue"]  # more precise: "ICLR 2025" -> "ICLR 2025 Oral"
     if incoming.get("tldr_source") == "authors" and existing.get("tldr_source") != "authors":
         changes["tldr"], changes["tldr_source"] = incoming["tldr"], "authors"
     for column in FILLED:

@@ -6,10 +6,18 @@ into the paper already stored when it is one (`pipeline.find_paper`: external id
 title and author, then abstract), so re-storing a page never duplicates a paper. A paper
 whose text looks like it holds a secret, or is over the size limit, is skipped (logged),
 never the whole page.
+
+A paper stored from a fetch also gets the alias `seen:HASH` of its content
+(`content_key`): the next fetch that brings the very same content (an OpenReview venue or
+a feed is read whole every time) skips it before enrichment (`known_unchanged`), since
+merging what was merged already changes nothing (merges only ever keep the better value).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +25,7 @@ from datetime import datetime
 
 from sqlite_utils import Database
 
+from db import papers as paper_store
 from db.transactions import write_transaction
 from digests.enrich.paper import Row
 from digests.identity import title_key
@@ -36,6 +45,26 @@ log = logging.getLogger(__name__)
 class PreparedPaper:
     row: Row
     external_ids: list[str]
+    seen: str | None = None  # the content's alias (`content_key`)
+
+
+def content_key(paper: FetchedPaper) -> str:
+    """`seen:` and a hash of everything the paper brings but its last-modified date (a
+    note touched without a change brings nothing new)."""
+    fields = dataclasses.asdict(paper)
+    fields.pop("updated", None)
+    text = json.dumps(fields, default=str, sort_keys=True, ensure_ascii=False)
+    return "seen:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def known_unchanged(db: Database, paper: FetchedPaper) -> bool:
+    """Whether this very content was stored already, into the paper its external id
+    names (a read; no enrichment needed to tell)."""
+    ids = paper.external_ids()
+    if not ids:
+        return False
+    seen = paper_store.paper_id_for_alias(db, content_key(paper))
+    return seen is not None and seen == paper_store.paper_id_for_alias(db, ids[0])
 
 
 def _size(paper: FetchedPaper) -> int:
@@ -96,7 +125,8 @@ def prepare_page(
         if row is None:
             skipped += 1
             continue
-        prepared.append(PreparedPaper(row, paper.external_ids()))
+        ids = paper.external_ids()
+        prepared.append(PreparedPaper(row, ids, content_key(paper) if ids else None))
     return prepared, skipped
 
 
@@ -106,5 +136,7 @@ def store_page(db: Database, prepared: Sequence[PreparedPaper], now: datetime) -
     with write_transaction(db):
         backfill_title_keys(db)
         for item in prepared:
-            store_row(db, item.row, item.external_ids, now, summary)
+            paper = store_row(db, item.row, item.external_ids, now, summary)
+            if item.seen:
+                paper_store.add_alias(db, item.seen, paper)
     return summary

@@ -55,6 +55,8 @@ def is_absorbed(db: Database, record: PaperRecord) -> bool:
             return False
     if stored.get("venue") == "arXiv" and record.venue not in (None, "", "arXiv"):
         return False  # a venue beats "arXiv" (merge_rows)
+    if (record.venue or "").startswith(f"{stored.get('venue')} "):
+        return False  # a more precise label: "ICLR 2025 Oral" over "ICLR 2025" (merge_rows)
     if record.url:
         kind = classify(record.url)
         if kind in ("arxiv", "openreview") and _empty(stored.get(f"{kind}_url")):
