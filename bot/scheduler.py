@@ -112,10 +112,25 @@ class DigestScheduler:
         settings = self.services.settings
         ingest_inbox(self.services.db(), settings.inbox, now, max_record_kb=settings.max_record_kb)
 
-    def _build_and_queue(self, channel: str, built_at: datetime, now: datetime) -> int:
-        """In a worker thread (its own connection): digest, outbox."""
+    def _build_and_queue(
+        self, channel: str, built_at: datetime, now: datetime, on_time: bool = False
+    ) -> int:
+        """In a worker thread (its own connection): digest, outbox.
+
+        An `on_time` digest (not a catch-up or retry, which keep the moment they were due
+        for) is built as of the clock now, after the sources fetched for it and the inbox:
+        they stamp their papers after `now`, and a digest built as of `now` left them all
+        to the next one. Its period stays that of `now` (a 23:59 daily digest whose fetch
+        ends past midnight keeps its date)."""
         db = self.services.db()
         settings = self.services.settings
+        if on_time:
+            later = self.services.clock()
+            row = channel_store.get_channel(db, channel)
+            if later > built_at and row is not None:
+                schedule = schedule_of(row)
+                if schedule.key(later) == schedule.key(built_at):
+                    built_at = later
         digest = build_digest(
             db, channel, built_at, catalog=self.services.catalog, settings=settings
         )
@@ -151,6 +166,7 @@ class DigestScheduler:
                 "digest for %s not built: %s is not configured here", channel, row["platform"]
             )
             return None
+        on_time = built_at is None
         built_at = built_at or now
         async with self._channel_locks.setdefault(channel, asyncio.Lock()):
             if self.stopping:  # stopped while waiting for the channel
@@ -187,7 +203,7 @@ class DigestScheduler:
                     if self.stopping:
                         return None
                     await self.services.in_background_thread(
-                        self._build_and_queue, channel, built_at, now
+                        self._build_and_queue, channel, built_at, now, on_time
                     )
             except Exception as exc:
                 return self._build_failed(channel, built_at, exc)

@@ -397,6 +397,45 @@ async def test_weekdays_catch_up_respects_the_grace_and_a_cadence_change(
     assert len(local_lines(services, "lab")) == 1
 
 
+async def test_papers_fetched_before_a_digest_are_in_it(services: Services) -> None:
+    """The sources fetched before a digest stamp their papers when the fetch runs, after
+    the moment the digest fired: a digest built as of that moment left them all out."""
+    clock: Any = services.clock
+    clock.now = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+    chat(services, "subscribe robotics")
+    chat(services, "schedule daily 23:59 UTC")
+    poster = {"local": LocalPoster(services.settings.local_dir, clock)}
+    scheduler = DigestScheduler(services, poster)
+    db = services.db()
+    from db.papers import decode
+    from digests.digest import select_items
+
+    papers = [decode(row) for row in db.query("select * from papers order by id")]
+    robotics = [services.catalog.get("robotics")]
+    picked = select_items(papers, robotics, threshold=services.catalog.threshold, per_topic=1)  # type: ignore[list-item]
+    fetched = str(picked[0].paper["id"])
+    with db.conn:  # committed: the digest is built on another thread's connection
+        db.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing else is new
+
+    async def fetch_robotics(now: datetime, channel: str) -> None:
+        clock.now = now + timedelta(seconds=20)  # the fetch took 20 s
+        with db.conn:
+            db.execute("update papers set added_at = ? where id = ?", [stamp(clock.now), fetched])
+
+    scheduler.fetching.before_digest = fetch_robotics  # type: ignore[method-assign]
+    fired = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    await scheduler.run_digest(CHANNEL, now=fired)
+    [row] = list(db.query("select * from digests"))
+    assert [r["paper_id"] for r in db.query("select paper_id from digest_items")] == [fetched]
+    assert row["week"] == "2026-11-30" and row["built_at"] == stamp(fired + timedelta(seconds=20))
+    # A fetch that ends past midnight: the digest keeps its date (built as of when it fired).
+    late = datetime(2026, 12, 1, 23, 59, 50, tzinfo=UTC)
+    await scheduler.run_digest(CHANNEL, now=late)
+    rows = list(db.query("select week, built_at from digests order by id"))
+    assert [(r["week"], r["built_at"]) for r in rows][1:] == [("2026-12-01", stamp(late))]
+    await scheduler.stop()
+
+
 # --- digest items ----------------------------------------------------------------------
 
 
