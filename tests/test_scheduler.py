@@ -1142,7 +1142,9 @@ async def test_no_inbox_ingest_starts_after_the_stop(
 
     monday_nine(services, "local:lab")
     ingested: list[datetime] = []
-    monkeypatch.setattr(scheduler_module, "ingest_inbox", lambda db, f, now, **_: ingested.append(now))
+    monkeypatch.setattr(
+        scheduler_module, "ingest_inbox", lambda db, f, now, **_: ingested.append(now)
+    )
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
     )
