@@ -125,12 +125,12 @@ def test_openreview_notes() -> None:
             venue="ICLR 2025 Oral",
             keywords=["planning", "RL"],
             tldr="Agents plan.",
-            extra={"code": "https://github.com/x/plan"},
+            extra={"code": "https://github.com/x/plan", "html": "arXiv:2502.00002v1"},
         ),
         note(
             "noTLDR1",
             "Bare",
-            "No extras. See arXiv:2501.01234v2 for the long version.",
+            "No extras. We build on arXiv:2501.01234v2 (https://arxiv.org/abs/2501.01234).",
             venue="ICLR 2025 Poster",
         ),
         note("rej", "Rejected", "Nope.", venue="Submitted to ICLR 2025", pdate=None),
@@ -150,10 +150,12 @@ def test_openreview_notes() -> None:
     assert first.code_url == "https://github.com/x/plan"
     assert first.published == datetime(2025, 1, 27, tzinfo=UTC)
     assert first.updated == datetime(2024, 10, 1, 0, 0, 1, tzinfo=UTC)
-    assert first.external_ids() == ["openreview:abcXYZ"]
+    # A field whose whole value is an arXiv link or id links the paper's own preprint...
+    assert first.external_ids() == ["arXiv:2502.00002", "openreview:abcXYZ"]
     assert bare.tldr is None and bare.keywords == []
-    assert bare.linked_arxiv_ids == ["2501.01234"]
-    assert bare.external_ids() == ["arXiv:2501.01234", "openreview:noTLDR1"]
+    # ...an arXiv id in the abstract's prose may be a cited paper: never a matching key.
+    assert bare.linked_arxiv_ids == []
+    assert bare.external_ids() == ["openreview:noTLDR1"]
     assert rejected.venue is None and rejected.year == 2025
     assert rejected.published == datetime(2024, 10, 1, tzinfo=UTC)  # cdate when no pdate
 
@@ -186,6 +188,19 @@ def test_rss_feed() -> None:
     assert first.code_url == "https://github.com/example/cop"
     assert first.keywords == ["cs.LG"]
     assert title_only.abstract == "" and to_paper_record(title_only).abstract == "A Title-Only Item"  # type: ignore[union-attr]
+
+
+def test_an_arxiv_id_in_a_feed_entrys_text_is_not_its_own() -> None:
+    """A journal entry whose summary cites an arXiv paper must not share that paper's key
+    (it would be merged into the paper it cites); only the entry's links count."""
+    rss = """<?xml version="1.0"?><rss version="2.0"><channel><title>J</title>
+    <item><title>Planning Agents Revisited At Scale</title>
+    <link>https://journal.example/articles/7</link>
+    <description>We extend arXiv:2501.01234 (https://arxiv.org/abs/2402.00001).</description>
+    </item></channel></rss>"""
+    (paper,) = parse_feed(rss.encode(), source="feed:j", content_type="application/rss+xml")
+    assert paper.linked_arxiv_ids == []
+    assert paper.external_ids() == []
 
 
 def test_atom_feed_even_when_served_as_html() -> None:

@@ -103,7 +103,9 @@ def _paper(entry: Any, source: str) -> FetchedPaper | None:
         str(x.get("href", "")) for x in entry.get("links", []) if isinstance(x, dict)
     ]
     own_arxiv = next((ids for ids in map(split_arxiv_id, [link or ""]) if ids), None)
-    arxiv_ids = linked_arxiv_ids(*links, summary)
+    # Links only, never the summary: an entry that mentions an arXiv id in its text may
+    # cite another paper, and a shared arXiv key would merge the two for good.
+    arxiv_ids = linked_arxiv_ids(*links)
     doi = find_doi(entry.get("prism_doi"), entry.get("dc_identifier"), *links)
     published = _date(entry, "published_parsed") or _date(entry, "updated_parsed")
     return FetchedPaper(

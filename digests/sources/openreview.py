@@ -84,6 +84,18 @@ def _strings(content: dict[str, Any], key: str) -> list[str]:
     return [s for s in (clean(v) for v in value if isinstance(v, str)) if s]
 
 
+def _linked_arxiv(content: dict[str, Any]) -> list[str]:
+    """arXiv ids of the fields whose whole value is a link or an id ("arxiv":
+    "https://arxiv.org/abs/ID", "html": "arXiv:ID"), never of prose: an abstract or TL;DR
+    that mentions "arXiv:ID" cites another paper as often as it names its own long version,
+    and a shared arXiv key merges two papers for good."""
+    values = [_value(content, key) for key in content]
+    links = [v.strip() for v in values if isinstance(v, str) and len(v) <= 300]
+    return linked_arxiv_ids(
+        *(link for link in links if link and not any(c.isspace() for c in link))
+    )
+
+
 def _millis(value: Any) -> datetime | None:
     if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
         return None
@@ -110,7 +122,6 @@ def _paper(note: dict[str, Any], source: str, site: str) -> FetchedPaper | None:
     pdf = _string(content, "pdf")
     pdf_url = safe_url(site + pdf if pdf.startswith("/") else pdf) if pdf else None
     code = _string(content, "code")
-    raw_links = json.dumps(content, ensure_ascii=False)  # an arXiv id may be in any field
     return FetchedPaper(
         source=source,
         title=title or None,
@@ -129,5 +140,5 @@ def _paper(note: dict[str, Any], source: str, site: str) -> FetchedPaper | None:
         tldr=_string(content, "TLDR") or _string(content, "TL;DR") or None,
         openreview_id=note_id,
         openreview_forum=forum,
-        linked_arxiv_ids=linked_arxiv_ids(raw_links),
+        linked_arxiv_ids=_linked_arxiv(content),
     )
