@@ -11,8 +11,8 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 - **What is new.** Let `since` be when the channel's previous digest was built: the
   latest one, built at or before `now`, that reached the channel or is on its way (some
   message queued, sent, or held while paused); for its first digest, `now` minus
-  `PAPERBOY_FIRST_DIGEST_DAYS` days. A paper stored by `now`
-  is new when it was first stored after `since` (`added_at > since`), or first published
+  `PAPERBOY_FIRST_DIGEST_DAYS` days. A paper stored by `now` is new when it was first
+  stored after `since` (`added_at >= since`: stamps are to the second), or first published
   after `since` (`published_at > since`, set for arXiv and OpenReview papers: a preprint
   merged into a paper loaded from a list earlier). One exception: a paper published more
   than `PAPERBOY_FIRST_DIGEST_DAYS` days before `since` is not new however late it was
@@ -206,9 +206,12 @@ def _recorded(db: Database, row: dict[str, Any], topics: list[Topic], catalog: C
 
 # A paper is new: first stored, or first published, after `since`, and published no earlier
 # than `stale` (see the module docstring). Timestamps compare as strings (all ISO UTC).
+# `added_at >= since`, not `>`: stamps are to the second, and a paper stored just after the
+# previous digest's query, in the second it was built, was not in it. Those of that second
+# it did take are claimed, so never repeated.
 NEW_PAPERS = (
     "select * from papers where added_at <= :now and ("
-    "(added_at > :since and (published_at is null or published_at > :stale)) "
+    "(added_at >= :since and (published_at is null or published_at > :stale)) "
     "or (published_at > :since and published_at <= :now)) order by added_at"
 )
 

@@ -211,6 +211,24 @@ def test_a_digest_that_never_reached_the_channel_is_not_the_previous_one(
     assert ids(last) == set()  # and never twice once delivered
 
 
+def test_a_paper_stored_in_the_second_a_digest_was_built_is_in_the_next(
+    world: Database, catalog: Catalog, big: Settings
+) -> None:
+    """Stamps are to the second: a paper stored just after a digest's query, in the same
+    second, has `added_at == built_at`. It was not in that digest; it must be in the next
+    (papers of that second that the digest did take are never repeated: they are claimed)."""
+    taken, late = matching_ids(world, catalog, big)[:2]
+    subscribe_all(world, big, catalog, at=NOW - timedelta(days=3))
+    set_times(world, taken, NOW - timedelta(days=1))
+    first = build_digest(world, CHANNEL, NOW, catalog=catalog, settings=big)
+    assert ids(first) == {taken}
+    deliver_all(world, first)
+    set_times(world, late, NOW)  # stored after the query ran, in the same second
+    set_times(world, taken, NOW)  # (say, merged into: `added_at` is the digest's second too)
+    second = build_digest(world, CHANNEL, NOW + timedelta(days=7), catalog=catalog, settings=big)
+    assert ids(second) == {late}
+
+
 # --- the backlog -----------------------------------------------------------------------
 
 
