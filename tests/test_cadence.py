@@ -37,22 +37,13 @@ from digests.timestamps import stamp
 from digests.topics import Catalog, custom_topic
 from tests.conftest import NOW
 from tests.test_digest import deliver_all
-from tests.test_scheduler import Clock, local_lines
+from tests.test_scheduler import Clock, fires, local_lines
 
 CHANNEL = "local:lab"
 LONG_AGO = NOW - timedelta(days=60)
 
 
 # --- period keys and fire times --------------------------------------------------------
-
-
-def fires(schedule: Schedule, start: datetime, count: int) -> list[datetime]:
-    trigger, found, previous, moment = schedule.trigger(), [], None, start
-    for _ in range(count):
-        previous = trigger.get_next_fire_time(previous, moment)
-        found.append(previous.astimezone(UTC))
-        moment = previous.astimezone(UTC) + timedelta(seconds=1)
-    return found
 
 
 def test_daily_fires_at_local_time_across_dst_and_keys_each_local_date() -> None:
