@@ -45,6 +45,17 @@ def paper_id_for_alias(db: Database, alias: str) -> str | None:
     return str(rows[0]["paper_id"]) if rows else None
 
 
+def aliases_of(db: Database, paper_id: str, prefix: str) -> list[str]:
+    """The aliases of `paper_id` that start with `prefix` (e.g. "arXiv:")."""
+    return [
+        str(row["alias"])
+        for row in db.query(
+            "select alias from paper_aliases where paper_id = ? and substr(alias, 1, ?) = ?",
+            [paper_id, len(prefix), prefix],
+        )
+    ]
+
+
 def insert_paper(db: Database, row: Row) -> None:
     """One plain INSERT: sqlite-utils' `insert()` inspects the table on every call, which
     was half of the time ingest holds the write lock."""

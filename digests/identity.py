@@ -28,14 +28,54 @@ def paper_id(abstract: str) -> str:
     return ID_PREFIX + digest[:ID_HEX_DIGITS]
 
 
+# Titles that journals and proceedings reuse for many different items ("Editorial",
+# "Introduction to the special issue on ...", "Reply to ..."), often by the same editors:
+# a shared surname would merge them, so they never match on their title.
+_GENERIC_FIRST_WORDS = frozenset(
+    {
+        "addendum",
+        "comment",
+        "comments",
+        "correction",
+        "corrigendum",
+        "editorial",
+        "erratum",
+        "errata",
+        "foreword",
+        "introduction",
+        "obituary",
+        "preface",
+        "reply",
+        "response",
+        "retraction",
+    }
+)
+MIN_TITLE_WORDS = 3
+SHORT_TITLE_WORDS = 4  # a title under this many words needs two shared surnames
+
+
 def title_key(title: str | None) -> str | None:
     """A real title's words only (as `abstract_fingerprint`), to match one paper's title
     across sources ("Offline RL: A Survey." and "offline rl -- a survey" are one key).
-    None for an empty title or one too short to identify a paper (under 3 words)."""
+    None for an empty title, one too short to identify a paper (under 3 words), or a
+    generic one ("Editorial: ...", "Erratum to ...", "Introduction to the special issue")."""
     if not title:
         return None
     key = abstract_fingerprint(title)
-    return key if len(key.split()) >= 3 else None
+    words = key.split()
+    if len(words) < MIN_TITLE_WORDS or words[0] in _GENERIC_FIRST_WORDS:
+        return None
+    return key
+
+
+def same_authors_enough(key: str, ours: set[str], theirs: set[str]) -> bool:
+    """Whether two papers with the title key `key` share enough author surnames to be one
+    paper: one for a title of 4 words or more, two for a shorter one (unless a side has a
+    single author, who must then be shared)."""
+    shared = ours & theirs
+    if len(key.split()) >= SHORT_TITLE_WORDS:
+        return bool(shared)
+    return len(shared) >= min(2, len(ours), len(theirs)) and bool(shared)
 
 
 def surnames(authors: list[str]) -> set[str]:

@@ -153,6 +153,47 @@ def test_same_title_without_a_shared_author_is_another_paper() -> None:
     assert paper_store.count_papers(db) == 2
 
 
+def test_two_arxiv_papers_with_one_title_and_authors_stay_two() -> None:
+    """A follow-up that reuses its predecessor's title (same group, another arXiv id)
+    is another paper: the title match never joins two different arXiv ids."""
+    db = open_db(":memory:")
+    store(db, arxiv_paper(1, V1))
+    sequel = arxiv_paper(1, "A different abstract about a sequel.", arxiv_id="2511.05555",
+                         url="https://arxiv.org/abs/2511.05555")  # fmt: skip
+    assert store(db, sequel) == (1, 0)
+    assert paper_store.count_papers(db) == 2
+    # An OpenReview note with that title and no arXiv link still merges (into the first).
+    assert store(db, openreview_paper()) == (0, 1)
+    assert paper_store.count_papers(db) == 2
+
+
+@pytest.mark.parametrize(
+    ("title", "authors", "merges"),
+    [
+        ("Editorial", ["Ada Lovelace"], False),  # one word
+        ("Deep Learning", ["Ada Lovelace"], False),  # two words
+        ("Editorial for the special issue on offline learning", ["Ada Lovelace"], False),
+        ("Introduction to the special issue on planning", ["Ada Lovelace"], False),
+        ("Erratum to: learning to plan with agents", ["Ada Lovelace"], False),
+        ("Offline Policy Learning", ["Ada Lovelace", "Grace Hopper"], False),  # 1 shared
+        ("Offline Policy Learning", ["Ada Lovelace"], True),  # all of a single author
+        ("Offline Policy Learning", ["Ada Lovelace", "Bob Smith"], True),  # 2 shared
+        ("Offline Policy Learning Revisited", ["Ada Lovelace"], True),  # 4 words, 1 shared
+    ],
+)
+def test_short_and_generic_titles_do_not_match_on_title_alone(
+    title: str, authors: list[str], merges: bool
+) -> None:
+    db = open_db(":memory:")
+    first = replace(openreview_paper(), title=title, openreview_id="n1",
+                    authors=["Ada Lovelace", "Bob Smith"], abstract="First abstract, one.")  # fmt: skip
+    second = replace(openreview_paper(), title=title, openreview_id="n2",
+                     authors=authors, abstract="Another abstract entirely, two.")  # fmt: skip
+    store(db, first)
+    store(db, second)
+    assert paper_store.count_papers(db) == (1 if merges else 2)
+
+
 def test_a_paper_with_a_secret_is_skipped_not_the_page() -> None:
     leaked = arxiv_paper(1, V1 + " token xoxb-1234567890-1234567890-abcdefghijABCDEFGHIJklmn")
     clean = replace(arxiv_paper(1, V2), arxiv_id="2511.09999", title="Another paper on RL")

@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from db import papers
 from db.transactions import write_transaction
 from digests.enrich.paper import Row, build_row, merge_rows
-from digests.identity import surnames, title_key
+from digests.identity import same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
@@ -205,10 +205,16 @@ def prepare(record: PaperRecord, now: datetime, path: str | None = None) -> Row 
     return row
 
 
+ARXIV_ALIAS = "arXiv:"
+
+
 def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | None:
     """The stored paper that `row` is, if any: by external id first (arXiv id, OpenReview
     id, DOI), then by its normalised real title and one shared author surname, then by
-    its abstract's fingerprint (its id, or an abstract merged into another paper)."""
+    its abstract's fingerprint (its id, or an abstract merged into another paper).
+    The title match is conservative: never for short or generic titles (see
+    `identity.title_key`), two shared surnames for a 3-word title, and never between
+    papers with different arXiv ids."""
     for external_id in external_ids:
         target = papers.paper_id_for_alias(db, external_id)
         if target:
@@ -217,9 +223,16 @@ def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | Non
                 return found
     if row.get("title_key"):
         names = surnames(row["authors"])
+        ours = {i for i in external_ids if i.startswith(ARXIV_ALIAS)}
         for candidate in papers.papers_with_title_key(db, row["title_key"]):
-            if names & surnames(candidate["authors"]):
-                return papers.get_paper(db, candidate["id"])
+            if not same_authors_enough(row["title_key"], names, surnames(candidate["authors"])):
+                continue
+            # Two different arXiv ids are two papers, whatever their titles say (a
+            # follow-up reusing its predecessor's title, by the same group).
+            theirs = set(papers.aliases_of(db, candidate["id"], ARXIV_ALIAS))
+            if ours and theirs and not ours & theirs:
+                continue
+            return papers.get_paper(db, candidate["id"])
     found = papers.get_paper(db, row["id"])
     if found is None:
         target = papers.paper_id_for_alias(db, row["id"])
