@@ -28,7 +28,7 @@ from datetime import datetime
 import aiohttp
 
 from bot.fetching.arxiv import ArxivFetch
-from bot.fetching.client import Clock, FetchError, PoliteClient, Sleep, shown_source
+from bot.fetching.client import Clock, FetchError, Pacer, PoliteClient, Sleep, shown_source
 from bot.fetching.config import FetchConfig
 from bot.fetching.feeds import FeedFetch
 from bot.fetching.openreview import OpenReviewFetch
@@ -57,6 +57,7 @@ __all__ = [
     "FetchPage",
     "FetchResult",
     "OpenReviewFetch",
+    "Pacer",
     "PoliteClient",
     "collect",
     "next_arxiv_since",
@@ -87,19 +88,28 @@ def open_fetch(
     last_modified: str | None = None,
     sleep: Sleep = asyncio.sleep,
     clock: Clock = time.monotonic,
+    pacer: Pacer | None = None,
 ) -> Fetch:
     """The fetch for `spec`. arXiv needs `since` (see `next_arxiv_since`) or `now` (then
-    it goes back `FIRST_FETCH`); feeds use `etag`/`last_modified`; OpenReview neither."""
+    it goes back `FIRST_FETCH`); feeds use `etag`/`last_modified`; OpenReview neither.
+    `pacer`: shared with the other fetches that must keep one spacing per host."""
     if spec.kind == "arxiv":
         if since is None:
             if now is None:
                 raise ValueError("an arXiv fetch needs since= or now=")
             since = next_arxiv_since(None, now)
-        return ArxivFetch(spec, session, config, since=since, sleep=sleep, clock=clock)
+        return ArxivFetch(spec, session, config, since=since, sleep=sleep, clock=clock, pacer=pacer)
     if spec.kind == "openreview":
-        return OpenReviewFetch(spec, session, config, sleep=sleep, clock=clock)
+        return OpenReviewFetch(spec, session, config, sleep=sleep, clock=clock, pacer=pacer)
     return FeedFetch(
-        spec, session, config, etag=etag, last_modified=last_modified, sleep=sleep, clock=clock
+        spec,
+        session,
+        config,
+        etag=etag,
+        last_modified=last_modified,
+        sleep=sleep,
+        clock=clock,
+        pacer=pacer,
     )
 
 

@@ -27,7 +27,7 @@ from datetime import datetime
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, FetchError, PoliteClient, Sleep
+from bot.fetching.client import Answer, Clock, FetchError, Pacer, PoliteClient, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.arxiv import ArxivPage, parse_arxiv_page
@@ -49,6 +49,7 @@ class ArxivFetch:
         since: datetime,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         if spec.kind != "arxiv" or not spec.query:
             raise ValueError(f"not an arXiv source: {spec.name}")
@@ -58,7 +59,13 @@ class ArxivFetch:
         self.config = config
         self.since = since
         self.client = PoliteClient(
-            session, config, source=spec.name, delay=config.arxiv_delay, sleep=sleep, clock=clock
+            session,
+            config,
+            source=spec.name,
+            delay=config.arxiv_delay,
+            sleep=sleep,
+            clock=clock,
+            pacer=pacer,
         )
         self.result: FetchResult | None = None
 

@@ -1,13 +1,15 @@
 """The polite HTTP client every fetcher uses: spacing, retries, size cap, one error type.
 
 `PoliteClient.request(url, parse=...)` makes one logical request:
-- waits until `delay` seconds have passed since this client's previous request (arXiv
-  asks for 3 s), with the injected `sleep` and `clock`, so tests never wait;
+- waits until `delay` seconds have passed since the previous request to the same host
+  by any client sharing its `Pacer` (arXiv asks for 3 s), with the injected `sleep` and
+  `clock`, so tests never wait;
 - retries 5xx, 429, timeouts, dropped connections and unreachable hosts, and answers
   that `parse` rejects with a `ParseError` (a malformed page), up to `attempts` in all,
   waiting `backoff * 2**n` seconds, or the server's `Retry-After` when longer. A
   `Retry-After` beyond `max_wait` fails at once (never sleeps for hours);
-- fails at once, without retrying, on any other 4xx, on a body over `max_bytes`, and on
+- fails at once, without retrying, on any other 4xx, on a body over `max_bytes` (every
+  answer is capped: `config.max_bytes` unless the caller sets a cap), and on
   the `ParseError`s that say the answer will never be right (`ArxivAPIError`,
   `NotAFeedError`).
 Every failure is a `FetchError`: one line, naming the source and the host (never the
@@ -67,6 +69,24 @@ class Answer:
         return self.body.decode("utf-8", errors="replace")
 
 
+class Pacer:
+    """When each host was (or will next be) asked, shared by the clients that must keep
+    one spacing between them: `SourceFetcher` gives one to every fetch it makes, so two
+    arXiv sources read one after the other (or at once) still keep 3 s between requests.
+    Times are on the clients' `clock`; share a Pacer only between clients of one clock."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, float] = {}
+
+    def reserve(self, host: str, delay: float, now: float) -> float:
+        """The time of the next request to `host`: `now`, or `delay` after the previous
+        one; that slot is taken."""
+        previous = self._next.get(host)
+        slot = now if previous is None else max(now, previous + delay)
+        self._next[host] = slot
+        return slot
+
+
 class _Transient(Exception):
     """A failure worth retrying; `wait` is the server's Retry-After, if it gave one."""
 
@@ -87,15 +107,16 @@ class PoliteClient:
         delay: float,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         self.session = session
+        self.pacer = pacer or Pacer()
         self.config = config
         self.source = source
         self.delay = delay
         self.sleep = sleep
         self.clock = clock
         self.requests = 0
-        self._last: float | None = None
 
     async def request(
         self,
@@ -137,12 +158,14 @@ class PoliteClient:
                 await self.sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    async def _space(self) -> None:
-        if self._last is not None:
-            wait = self.delay - (self.clock() - self._last)
-            if wait > 0:
-                await self.sleep(wait)
-        self._last = self.clock()
+    async def _space(self, host: str) -> None:
+        """Wait for this request's turn: `delay` after the previous request to `host` by
+        any client sharing this client's `Pacer`. The slot is reserved before sleeping
+        (no await in between), so two clients never take the same one."""
+        now = self.clock()
+        slot = self.pacer.reserve(host, self.delay, now)
+        if slot > now:
+            await self.sleep(slot - now)
 
     async def _get(
         self,
@@ -152,8 +175,9 @@ class PoliteClient:
         headers: Mapping[str, str] | None,
         max_bytes: int | None,
     ) -> Answer:
-        await self._space()
+        await self._space(host)
         self.requests += 1
+        max_bytes = max_bytes if max_bytes is not None else self.config.max_bytes
         timeout = aiohttp.ClientTimeout(total=self.config.timeout)
         sent = {"User-Agent": self.config.user_agent(), **(headers or {})}
         try:
@@ -181,11 +205,9 @@ class PoliteClient:
             raise _Transient(f"connection to {host} failed ({detail})") from None
 
 
-async def _read(
-    resp: aiohttp.ClientResponse, max_bytes: int | None, source: str, host: str
-) -> bytes:
-    if max_bytes is None:
-        return await resp.read()
+async def _read(resp: aiohttp.ClientResponse, max_bytes: int, source: str, host: str) -> bytes:
+    """The body, up to `max_bytes` AFTER decompression (aiohttp inflates gzip/deflate as it
+    streams, so a small gzip bomb is cut at the cap, not inflated whole)."""
     if resp.content_length is not None and resp.content_length > max_bytes:
         raise FetchError(
             source, f"answer from {host} too big ({resp.content_length} bytes, limit {max_bytes})"

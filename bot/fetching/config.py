@@ -36,6 +36,7 @@ class FetchConfig:
     max_wait: float = 600.0  # a longer Retry-After fails the fetch instead of sleeping
     empty_page_retries: int = 3  # arXiv's spurious zero-entry pages
     feed_max_bytes: int = 10 * 1024 * 1024
+    max_bytes: int = 64 * 1024 * 1024  # any other answer (an OpenReview page of 1000 notes: ~5 MB)
 
     def user_agent(self) -> str:
         """Paperboy's User-Agent, with the operator's contact address when set."""

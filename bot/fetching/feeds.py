@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, PoliteClient, Sleep
+from bot.fetching.client import Answer, Clock, Pacer, PoliteClient, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.errors import NotAFeedError
@@ -42,6 +42,7 @@ class FeedFetch:
         last_modified: str | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         if spec.kind != "feed":
             raise ValueError(f"not a feed source: {spec.name}")
@@ -50,7 +51,13 @@ class FeedFetch:
         self.etag = etag
         self.last_modified = last_modified
         self.client = PoliteClient(
-            session, config, source=spec.name, delay=config.feed_delay, sleep=sleep, clock=clock
+            session,
+            config,
+            source=spec.name,
+            delay=config.feed_delay,
+            sleep=sleep,
+            clock=clock,
+            pacer=pacer,
         )
         self.result: FetchResult | None = None
 

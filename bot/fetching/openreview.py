@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, PoliteClient, Sleep
+from bot.fetching.client import Answer, Clock, Pacer, PoliteClient, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.openreview import OpenReviewPage, parse_openreview_page
@@ -37,6 +37,7 @@ class OpenReviewFetch:
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         if spec.kind != "openreview":
             raise ValueError(f"not an OpenReview source: {spec.name}")
@@ -49,6 +50,7 @@ class OpenReviewFetch:
             delay=config.openreview_delay,
             sleep=sleep,
             clock=clock,
+            pacer=pacer,
         )
         self.result: FetchResult | None = None
 

@@ -37,7 +37,7 @@ from bot.fetching import (
     open_session,
     shown_source,
 )
-from bot.fetching.client import Clock, Sleep
+from bot.fetching.client import Clock, Pacer, Sleep
 from db import sources as source_store
 from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
@@ -169,6 +169,9 @@ class SourceFetcher:
         self.holder = holder
         self.failure_level = failure_level
         self.stopping = False
+        # One spacing per host for every fetch this fetcher makes: two arXiv sources read
+        # one after the other keep arXiv's 3 s between them too.
+        self.pacer = Pacer()
 
     async def fetch(
         self, names: Sequence[str] | None = None, since: datetime | None = None
@@ -296,6 +299,7 @@ class SourceFetcher:
             last_modified=row["last_modified"],
             sleep=self.sleep,
             clock=self.monotonic,
+            pacer=self.pacer,
         )
         async for page in fetch:
             prepared, skipped = await self.in_thread(self._prepare, page.papers, now)
