@@ -162,3 +162,48 @@ def test_retry_after_as_an_http_date() -> None:
     assert retry_after("Mon, 30 Nov 2026 09:00:42 GMT", now) == 42.0
     assert retry_after("Mon, 30 Nov 2026 08:00:00 GMT", now) == 0.0  # past: no wait
     assert retry_after("soon", now) is None
+
+
+def test_a_future_publication_date_is_stored_as_now() -> None:
+    from digests.ingest.fetched import fetched_row
+    from digests.sources.records import FetchedPaper
+
+    paper = FetchedPaper(
+        source="feed:https://j.example/rss",
+        title="A paper from the year 2099 at a journal",
+        abstract="Dated wrong by the feed.",
+        published=datetime(2099, 1, 1, tzinfo=UTC),
+        updated=datetime(2099, 1, 2, tzinfo=UTC),
+    )
+    row = fetched_row(paper, NOW)
+    assert row is not None
+    assert (row["published_at"], row["revised_at"]) == (stamp(NOW), stamp(NOW))
+
+
+async def test_the_cursor_never_moves_past_now(tmp_path: Path) -> None:
+    """An arXiv entry dated after our clock (our host's clock behind) made the cursor a
+    future date: the next fetch then started after papers it never read."""
+    time_ = FakeTime()
+    entries = [
+        Entry("2511.00001", "Ahead of our clock paper", "Abstract.", NOW + timedelta(days=30)),
+        Entry("2511.00002", "A normal paper of today", "Other.", NOW - timedelta(hours=2)),
+    ]
+    fake = FakeArxiv(entries, clock=time_.clock)
+    runner, port = await serve(fake.app())
+    config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", arxiv_revisions=False)
+    path = tmp_path / "p.db"
+    spec = parse_source("arxiv:cs.LG")
+    source_store.add_source(
+        open_db(path),
+        {"name": spec.name, "kind": spec.kind, "value": spec.value, "added_at": stamp(NOW)},
+    )
+    fetcher = SourceFetcher(
+        lambda: open_db(path), config, clock=lambda: NOW, sleep=time_.sleep, monotonic=time_.clock
+    )
+    try:
+        (outcome,) = await fetcher.fetch()
+    finally:
+        await runner.cleanup()
+    assert outcome.complete and outcome.added == 2
+    row = source_store.get_source(open_db(path), spec.name)
+    assert row is not None and row["cursor"] == stamp(NOW)

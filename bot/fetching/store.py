@@ -347,7 +347,10 @@ class SourceFetcher:
                 added=outcome.added,
                 merged=outcome.merged,
                 complete=outcome.complete,
-                cursor=stamp(result.cursor) if result and result.cursor else None,
+                # Never past our own clock: a cursor in the future (a bogus date, or
+                # this host's clock behind) would start the next fetch after papers
+                # not yet read, a gap never filled.
+                cursor=stamp(min(result.cursor, now)) if result and result.cursor else None,
                 etag=result.etag if result else None,
                 last_modified=result.last_modified if result else None,
                 note="; ".join(outcome.notes) or None,

@@ -101,8 +101,10 @@ def fetched_row(paper: FetchedPaper, now: datetime, limits: Limits | None = None
     row["categories"] = list(paper.categories)
     row["affiliations"] = [list(group) for group in paper.affiliations]
     row["arxiv_version"] = paper.arxiv_version
-    row["published_at"] = stamp(paper.published) if paper.published else None
-    row["revised_at"] = stamp(paper.updated) if paper.updated else None
+    # A date after `now` (a feed's typo, a server or host clock off) is taken as `now`:
+    # stored as it is, it would stay "new" in every digest until that day came.
+    row["published_at"] = stamp(min(paper.published, now)) if paper.published else None
+    row["revised_at"] = stamp(min(paper.updated, now)) if paper.updated else None
     if paper.arxiv_id and not row.get("arxiv_url"):
         row["arxiv_url"] = f"https://arxiv.org/abs/{paper.arxiv_id}"
     return row
