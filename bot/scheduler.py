@@ -66,6 +66,16 @@ def scheduled_channels(services: Services) -> dict[str, Schedule]:
     return {row["id"]: schedule_of(row) for row in rows}
 
 
+def _fetches_under_way(db: Database, since: datetime) -> list[datetime]:
+    """When the fetches claimed at or after `since`, and not finished, started."""
+    rows = db.query(
+        "select fetch_started_at from sources where fetching_by is not null "
+        "and fetch_started_at >= ?",
+        [stamp(since)],
+    )
+    return [datetime.fromisoformat(str(row["fetch_started_at"])) for row in rows]
+
+
 class DigestScheduler:
     def __init__(
         self,
@@ -121,11 +131,13 @@ class DigestScheduler:
         for) is built as of the clock now, after the sources fetched for it and the inbox:
         they stamp their papers after `now`, and a digest built as of `now` left them all
         to the next one. Its period stays that of `now` (a 23:59 daily digest whose fetch
-        ends past midnight keeps its date)."""
+        ends past midnight keeps its date). Not past the start of a fetch still under way
+        (one the digest stopped waiting for): its later pages carry that start as their
+        `added_at`, and must fall in the next digest's window, not before it."""
         db = self.services.db()
         settings = self.services.settings
         if on_time:
-            later = self.services.clock()
+            later = min([self.services.clock(), *_fetches_under_way(db, built_at)])
             row = channel_store.get_channel(db, channel)
             if later > built_at and row is not None:
                 schedule = schedule_of(row)

@@ -421,8 +421,8 @@ async def test_papers_fetched_before_a_digest_are_in_it(services: Services) -> N
 
     papers = [decode(row) for row in db.query("select * from papers order by id")]
     robotics = [services.catalog.get("robotics")]
-    picked = select_items(papers, robotics, threshold=services.catalog.threshold, per_topic=1)  # type: ignore[list-item]
-    fetched = str(picked[0].paper["id"])
+    picked = select_items(papers, robotics, threshold=services.catalog.threshold, per_topic=3)  # type: ignore[list-item]
+    fetched, first_page, late_page = (str(item.paper["id"]) for item in picked)
     with db.conn:  # committed: the digest is built on another thread's connection
         db.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing else is new
 
@@ -442,7 +442,51 @@ async def test_papers_fetched_before_a_digest_are_in_it(services: Services) -> N
     await scheduler.run_digest(CHANNEL, now=late)
     rows = list(db.query("select week, built_at from digests order by id"))
     assert [(r["week"], r["built_at"]) for r in rows][1:] == [("2026-12-01", stamp(late))]
+
+    # A fetch the digest stops waiting for: its pages carry its start as `added_at`. The
+    # digest is built as of that start, so the pages stored after it are in the next one.
+    def store(paper_id: str, added: datetime) -> None:
+        with db.conn:
+            db.execute("update papers set added_at = ? where id = ?", [stamp(added), paper_id])
+
+    fired = datetime(2026, 12, 2, 23, 0, tzinfo=UTC)
+    started = fired + timedelta(seconds=5)
+    with db.conn:
+        db.execute(
+            "insert into sources (name, kind, value, added_at, fetching_by, fetch_started_at) "
+            "values ('arxiv:cs.RO', 'arxiv', 'cs.RO', ?, 'other/1', ?)",
+            [stamp(LONG_AGO), stamp(started)],
+        )
+
+    async def slow_fetch(now: datetime, channel: str) -> None:
+        store(first_page, started)
+        clock.now = now + timedelta(minutes=5)  # gave up waiting; the fetch goes on
+
+    scheduler.fetching.before_digest = slow_fetch  # type: ignore[method-assign]
+    await scheduler.run_digest(CHANNEL, now=fired)
+    built = list(db.query("select * from digests order by id"))[-1]
+    assert built["built_at"] == stamp(started)
+    items = [
+        r["paper_id"]
+        for r in db.query("select paper_id from digest_items where digest_id = ?", [built["id"]])
+    ]
+    assert items == [first_page]
+    store(late_page, started)  # a page stored after the digest, stamped with the start
+    with db.conn:
+        db.execute("update sources set fetching_by = null, fetch_started_at = null")
+    scheduler.fetching.before_digest = fetch_nothing  # type: ignore[method-assign]
+    await scheduler.run_digest(CHANNEL, now=fired + timedelta(days=1))
+    built = list(db.query("select * from digests order by id"))[-1]
+    items = [
+        r["paper_id"]
+        for r in db.query("select paper_id from digest_items where digest_id = ?", [built["id"]])
+    ]
+    assert items == [late_page]
     await scheduler.stop()
+
+
+async def fetch_nothing(now: datetime, channel: str) -> None:
+    return None
 
 
 # --- digest items ----------------------------------------------------------------------
