@@ -516,6 +516,24 @@ def _source_name(text: str) -> str:
     return parse_source(text).name
 
 
+def _stored_source(text: str, known: Iterable[str]) -> str:
+    """The stored name `text` means: its canonical form, or, for a feed shown with its
+    query string hidden ("feed:https://x/rss?…", as `sources list` prints it), the one
+    stored feed shown that way. SourceError when `text` is malformed and matches nothing."""
+    from digests.sources.listing import shown_name
+
+    typed = text.strip()
+    hits = [name for name in known if shown_name(name) == typed and name != typed]
+    if typed.endswith("?…") and hits:
+        if len(hits) > 1:
+            raise UserError(
+                f"{typed!r} stands for {len(hits)} feeds that differ only in their query "
+                "string; give the whole URL"
+            )
+        return hits[0]
+    return _source_name(typed)
+
+
 def _check_cron(cron: str) -> str:
     from config.settings import _cron
 
@@ -577,7 +595,7 @@ def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | Non
         echo(notice)
     echo(
         f"Added {shown_name(spec.name)}. `paperboy run` fetches it on schedule ({when}, UTC); "
-        f"fetch it now with: paperboy fetch {shown_name(spec.name)}"
+        f"fetch it now with: paperboy fetch '{shown_name(spec.name)}'"
     )
 
 
@@ -606,12 +624,12 @@ def sources_list(as_json: bool, db_path: Path | None) -> None:
 @db_option
 def sources_remove(name: str, db_path: Path | None) -> None:
     """Stop fetching a source (the papers it brought stay)."""
-    from db.sources import remove_source
+    from db.sources import list_sources, remove_source
     from digests.sources.listing import shown_name
 
     db = open_database(db_path)
     try:
-        canonical = _source_name(name)
+        canonical = _stored_source(name, (row["name"] for row in list_sources(db)))
     except SourceError:
         canonical = name.strip()  # a name stored before the grammar changed
     if not remove_source(db, canonical):
@@ -651,7 +669,7 @@ def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Pat
     path = database_path(db_path)
     db = open_database(db_path)
     known = {row["name"] for row in list_sources(db)}
-    wanted = [_source_name(name) for name in names]
+    wanted = [_stored_source(name, known) for name in names]
     missing = [name for name in wanted if name not in known]
     if missing:
         raise UserError(

@@ -53,6 +53,25 @@ def test_add_list_remove(run, tmp_path: Path) -> None:  # type: ignore[no-untype
     assert "Sources:\n  openreview:ICLR.cc/2025/Conference: last success never" in status.output
 
 
+def test_a_feed_shown_with_its_query_hidden_can_be_named_as_shown(run, quick) -> None:  # type: ignore[no-untyped-def]
+    """`sources list` hides a feed's query string (a token): the name it prints, and the
+    `paperboy fetch` hint `sources add` prints, must work for fetch and remove."""
+    added = run("sources", "add", "feed:http://127.0.0.1:9/f.rss?token=s3cr3t", "--no-check")
+    shown = "feed:http://127.0.0.1:9/f.rss?…"
+    assert f"paperboy fetch '{shown}'" in added.output and "s3cr3t" not in added.output
+    assert run("sources", "list").output.startswith(f"{shown}: last success never")
+    fetched = run("fetch", shown)
+    assert fetched.exit_code == 1 and f"\n{shown}: 0 papers read, 0 added" in "\n" + fetched.output
+    run("sources", "add", "feed:http://127.0.0.1:9/f.rss?token=other", "--no-check")
+    both = run("fetch", shown)
+    assert both.exit_code == 2 and "stands for 2 feeds" in both.output
+    removed = run("sources", "remove", "feed:http://127.0.0.1:9/f.rss?token=other")
+    assert removed.exit_code == 0
+    removed = run("sources", "remove", shown)
+    assert removed.exit_code == 0 and f"Removed {shown}" in removed.output
+    assert run("sources", "list").output.startswith("No sources yet")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -123,7 +142,7 @@ def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  #
         assert result.exit_code == 1
         assert lines[0] == "arxiv:cs.LG: 6 papers read, 6 added, 0 merged, 0 errors"
         assert lines[1].startswith(
-            "feed:http://127.0.0.1:9/feed.rss: 0 papers read, 0 added, 0 merged, 1 errors ("
+            "feed:http://127.0.0.1:9/feed.rss: 0 papers read, 0 added, 0 merged, 1 error ("
         )
         assert len(lines) == 2
         only = run("fetch", "arxiv:cs.LG", "--json", **env)

@@ -101,7 +101,7 @@ class SourceOutcome:
             return f"{shown}: skipped, another Paperboy process is fetching it now"
         line = (
             f"{shown}: {plural(self.read, 'paper')} read, {self.added} added, "
-            f"{self.merged} merged, {1 if self.error else 0} errors"
+            f"{self.merged} merged, {plural(1 if self.error else 0, 'error')}"
         )
         if self.error:
             line += f" ({self.error})"
