@@ -87,14 +87,18 @@ def paper_link(paper: dict[str, Any]) -> str | None:
 
 AUTHORS_SHOWN = 3
 AUTHOR_MAX = 80  # characters of one author's name shown (a list pasted as one name)
+VENUE_MAX = 100  # characters of a venue shown (a feed's venue can be a whole citation)
 LINK_MAX = 500  # longer links are left out of the links line (the title still links)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def short_authors(authors: Any) -> str:
     """The first three authors, then "et al.": `A, B, C et al.`; "" when none are known."""
     names = [str(name).strip() for name in authors or [] if str(name).strip()]
-    shown = [name if len(name) <= AUTHOR_MAX else name[: AUTHOR_MAX - 1] + "…" for name in names]
-    line = ", ".join(shown[:AUTHORS_SHOWN])
+    line = ", ".join(_cut(name, AUTHOR_MAX) for name in names[:AUTHORS_SHOWN])
     return line + " et al." if len(names) > AUTHORS_SHOWN else line
 
 
@@ -103,7 +107,8 @@ def shown_venue(paper: dict[str, Any]) -> str:
     fetched with a publication date and an arXiv page, but no venue); "" otherwise (a paper
     from a file, or a feed entry, with no venue: a journal's feed is not arXiv)."""
     if paper.get("venue"):
-        return " ".join(str(part) for part in (paper["venue"], paper.get("year")) if part)
+        shown = " ".join(str(part) for part in (paper["venue"], paper.get("year")) if part)
+        return _cut(shown, VENUE_MAX)  # long, it crowded the links out of a Slack item
     if paper.get("published_at") and paper.get("arxiv_url"):
         return "arXiv"
     return ""

@@ -570,10 +570,18 @@ def test_long_items_keep_every_platform_limit() -> None:
         for i in range(60)
     )
     digest = Digest(CHANNEL, "2026-11-30", (topic,), items, stamp(NOW), recorded=False)
-    for message in slack.digest_messages(digest):
+    messages = slack.digest_messages(digest)
+    for message in messages:
         assert limits.slack_problems(message.payload()) == []
-    for dmessage in discord.digest_messages(replace(digest, channel="discord:1234567/7654321")):
+    shown = json.dumps([message.payload() for message in messages])
+    # Within the limits, and still every item's links: a long venue is cut, not the links.
+    assert shown.count("|PDF>") == shown.count("|code>") == 60
+    dmessages = discord.digest_messages(replace(digest, channel="discord:1234567/7654321"))
+    for dmessage in dmessages:
         assert limits.discord_problems(dmessage.payload()) == []
+    dshown = json.dumps([dmessage.payload() for dmessage in dmessages])
+    assert dshown.count("[PDF](") == dshown.count("[code](") == 60
+    assert shown_venue(huge).endswith("…") and len(shown_venue(huge)) <= 100
 
 
 def test_json_carries_every_field_the_text_shows(
