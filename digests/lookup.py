@@ -75,10 +75,14 @@ def resolve(db: Database, ref: str) -> Resolution:
     return Resolution(None)
 
 
+PAGE_KEYS = ("url", "arxiv_url", "openreview_url")  # the paper's own page, best first
+
+
 def paper_link(paper: dict[str, Any]) -> str | None:
-    """The one link to show: the paper's page, else its code, else its arXiv page; only
-    a well-formed http(s) URL (`digests.safe_url`), so no platform refuses the message."""
-    for key in ("url", "code_url", "arxiv_url"):
+    """The one link to show (a title links to it): the paper's page (its own, arXiv's or
+    OpenReview's), else its code; only a well-formed http(s) URL (`digests.safe_url`), so
+    no platform refuses the message."""
+    for key in (*PAGE_KEYS, "code_url"):
         link = safe_url(paper.get(key))
         if link:
             return link
@@ -117,14 +121,7 @@ def shown_venue(paper: dict[str, Any]) -> str:
 def paper_links(paper: dict[str, Any]) -> list[tuple[str, str]]:
     """The links a digest item shows, as (label, checked URL): the paper's page, its PDF
     and its code, each when known and well-formed, each URL once."""
-    page = next(
-        (
-            link
-            for key in ("url", "arxiv_url", "openreview_url")
-            if (link := safe_url(paper.get(key)))
-        ),
-        None,
-    )
+    page = next((link for key in PAGE_KEYS if (link := safe_url(paper.get(key)))), None)
     found: list[tuple[str, str]] = []
     for label, link in (
         ("paper", page),

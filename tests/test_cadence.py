@@ -555,6 +555,24 @@ def test_items_show_authors_venue_and_links_in_every_format() -> None:
     assert [f["name"] for f in bare_message.embeds[0]["fields"]] == ["Topics"]
 
 
+def test_the_title_links_to_the_papers_page_not_its_code() -> None:
+    topic = custom_topic("preferences")
+    forum = "https://openreview.net/forum?id=abc123"
+    for paper, page in (
+        (arxiv_paper(url=None), "https://arxiv.org/abs/2611.01234"),
+        (arxiv_paper(url=None, arxiv_url=None, openreview_url=forum), forum),
+    ):
+        digest = Digest(
+            CHANNEL, "2026-11-30", (topic,), (DigestItem(paper, (topic,), 3.0),), stamp(NOW),
+            recorded=False,
+        )  # fmt: skip
+        [message] = slack.digest_messages(digest)
+        assert f"*<{page}|Offline policies from preferences>*" in json.dumps(message.blocks)
+        [dmessage] = discord.digest_messages(replace(digest, channel="discord:1234567/7654321"))
+        assert dmessage.embeds[0]["url"] == page
+        assert item_fields(paper)["url"] == page
+
+
 def test_long_items_keep_every_platform_limit() -> None:
     topic = custom_topic("preferences")
     huge = arxiv_paper(
