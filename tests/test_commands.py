@@ -75,6 +75,13 @@ def test_parse_errors_are_helpful(text: str, words: str) -> None:
     assert words in caught.value.message or caught.value.suggestion == words
 
 
+def test_a_wrong_choice_is_echoed_short() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("backlog " + "x" * 500)
+    assert "not one of on, off" in caught.value.message
+    assert len(caught.value.message) < 120
+
+
 def test_an_unknown_command_suggests_and_shows_help(ctx: Context) -> None:
     reply = handle("subscrib offline-rl", ctx)
     assert reply.error and reply.ephemeral

@@ -144,7 +144,8 @@ def parse(text: str) -> Command:
     for param, word in zip(positional, words, strict=False):
         if param.choices and word.lower() not in param.choices:
             raise ParseError(
-                f"`{word}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`", verb
+                f"`{word[:40]}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`",
+                verb,
             )
         args[param.name] = word
     missing = [param for param in verb.params if param.required and param.name not in args]
