@@ -413,3 +413,53 @@ async def test_a_venue_read_again_enriches_only_what_changed(
         assert oral is not None and oral["venue"] == "ICLR 2025 Oral"
     finally:
         await runner.cleanup()
+
+
+async def test_a_fetch_cancelled_twice_still_releases_its_claim(tmp_path: Path) -> None:
+    """A stop cancels a fetch twice (the runner's halt, then the scheduler's). The second
+    cancel landed while the first was being recorded: the claim stayed held (the
+    paperboy run SIGTERM test failed about one run in two)."""
+    import asyncio
+
+    from aiohttp import web
+
+    asked, never = asyncio.Event(), asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        asked.set()
+        await never.wait()
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/api/query", hang)
+    runner, port = await serve(app)
+    path = tmp_path / "p.db"
+    add(open_db(path), "arxiv:cs.LG")
+    finishing, proceed = asyncio.Event(), asyncio.Event()
+
+    async def in_thread(func, *args):  # type: ignore[no-untyped-def]
+        if getattr(func, "__name__", "") == "_finish":
+            finishing.set()
+            await proceed.wait()  # the moment the second cancel arrives
+        return await asyncio.to_thread(func, *args)
+
+    fetcher = SourceFetcher(
+        lambda: open_db(path), FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api"),
+        clock=lambda: NOW, in_thread=in_thread,
+    )  # fmt: skip
+    task = asyncio.create_task(fetcher.fetch())
+    try:
+        await asked.wait()
+        task.cancel()
+        await finishing.wait()
+        task.cancel()
+        await asyncio.sleep(0)
+        proceed.set()
+        await asyncio.wait([task])
+    finally:
+        never.set()
+        await runner.cleanup()
+    assert task.cancelled()
+    row = source_store.get_source(open_db(path), "arxiv:cs.LG")
+    assert row is not None and row["fetching_by"] is None
+    assert row["last_success_at"] is None and row["last_error"] is None

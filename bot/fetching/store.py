@@ -135,6 +135,26 @@ async def check_source(spec: SourceSpec, config: FetchConfig, now: datetime) -> 
     return 0
 
 
+async def _despite_cancel(work: Awaitable[T]) -> T:
+    """Await `work` to its end even if the caller is cancelled (again) meanwhile, then
+    let the cancel through. A stop cancels a fetch twice (the runner's halt, then the
+    scheduler's): the second cancel hit the recording of the first, whose worker-thread
+    job, not started yet, was then dropped: the claim stayed held after the stop."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    if cancelled:
+        task.result()  # its own error first, if it failed
+        raise asyncio.CancelledError
+    return task.result()
+
+
 def _parse_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
@@ -267,7 +287,7 @@ class SourceFetcher:
             outcome.error = f"unexpected failure ({type(exc).__name__}: {exc})"
         finally:
             try:
-                await self.in_thread(self._finish, name, outcome, now)
+                await _despite_cancel(self.in_thread(self._finish, name, outcome, now))
             except sqlite3.Error as exc:
                 log.warning("fetch of %s: not recorded (%s)", shown_source(name), exc)
         if outcome.interrupted:
