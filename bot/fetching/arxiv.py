@@ -27,7 +27,8 @@ from datetime import datetime
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, FetchError, Pacer, PoliteClient, Sleep
+from bot.fetching.base import SourceFetch
+from bot.fetching.client import Answer, Clock, FetchError, Pacer, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.arxiv import ArxivPage, parse_arxiv_page
@@ -37,8 +38,11 @@ from digests.sources.spec import SourceSpec
 log = logging.getLogger(__name__)
 
 
-class ArxivFetch:
+class ArxivFetch(SourceFetch):
     """One fetch of an arXiv source (see the module doc)."""
+
+    kind = "arxiv"
+    label = "an arXiv source"
 
     def __init__(
         self,
@@ -51,26 +55,14 @@ class ArxivFetch:
         clock: Clock = time.monotonic,
         pacer: Pacer | None = None,
     ) -> None:
-        if spec.kind != "arxiv" or not spec.query:
+        super().__init__(
+            spec, session, config, delay=config.arxiv_delay, sleep=sleep, clock=clock, pacer=pacer
+        )
+        if not spec.query:
             raise ValueError(f"not an arXiv source: {spec.name}")
         if since.tzinfo is None:
             raise ValueError("since must be timezone-aware (UTC)")
-        self.spec = spec
-        self.config = config
         self.since = since
-        self.client = PoliteClient(
-            session,
-            config,
-            source=spec.name,
-            delay=config.arxiv_delay,
-            sleep=sleep,
-            clock=clock,
-            pacer=pacer,
-        )
-        self.result: FetchResult | None = None
-
-    def __aiter__(self) -> AsyncIterator[FetchPage]:
-        return self._pages()
 
     def _parse(self, answer: Answer) -> ArxivPage:
         return parse_arxiv_page(answer.text(), source=self.spec.name)

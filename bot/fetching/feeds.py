@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, Pacer, PoliteClient, Sleep
+from bot.fetching.base import SourceFetch
+from bot.fetching.client import Answer, Clock, Pacer, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.errors import NotAFeedError
@@ -29,8 +30,11 @@ log = logging.getLogger(__name__)
 _NEVER_FEEDS = ("application/pdf", "image/", "audio/", "video/", "application/zip", "font/")
 
 
-class FeedFetch:
+class FeedFetch(SourceFetch):
     """One fetch of a feed (see the module doc)."""
+
+    kind = "feed"
+    label = "a feed source"
 
     def __init__(
         self,
@@ -44,25 +48,11 @@ class FeedFetch:
         clock: Clock = time.monotonic,
         pacer: Pacer | None = None,
     ) -> None:
-        if spec.kind != "feed":
-            raise ValueError(f"not a feed source: {spec.name}")
-        self.spec = spec
-        self.config = config
+        super().__init__(
+            spec, session, config, delay=config.feed_delay, sleep=sleep, clock=clock, pacer=pacer
+        )
         self.etag = etag
         self.last_modified = last_modified
-        self.client = PoliteClient(
-            session,
-            config,
-            source=spec.name,
-            delay=config.feed_delay,
-            sleep=sleep,
-            clock=clock,
-            pacer=pacer,
-        )
-        self.result: FetchResult | None = None
-
-    def __aiter__(self) -> AsyncIterator[FetchPage]:
-        return self._pages()
 
     def _parse(self, answer: Answer) -> tuple[Answer, list[FetchedPaper] | None]:
         if answer.status == 304:

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from bot.fetching.client import Answer, Clock, Pacer, PoliteClient, Sleep
+from bot.fetching.base import SourceFetch
+from bot.fetching.client import Answer, Clock, Pacer, Sleep
 from bot.fetching.config import FetchConfig
 from bot.fetching.pages import FetchPage, FetchResult, newest
 from digests.sources.openreview import OpenReviewPage, parse_openreview_page
@@ -26,8 +27,11 @@ from digests.sources.spec import SourceSpec
 log = logging.getLogger(__name__)
 
 
-class OpenReviewFetch:
+class OpenReviewFetch(SourceFetch):
     """One fetch of an OpenReview venue (see the module doc)."""
+
+    kind = "openreview"
+    label = "an OpenReview source"
 
     def __init__(
         self,
@@ -39,23 +43,15 @@ class OpenReviewFetch:
         clock: Clock = time.monotonic,
         pacer: Pacer | None = None,
     ) -> None:
-        if spec.kind != "openreview":
-            raise ValueError(f"not an OpenReview source: {spec.name}")
-        self.spec = spec
-        self.config = config
-        self.client = PoliteClient(
+        super().__init__(
+            spec,
             session,
             config,
-            source=spec.name,
             delay=config.openreview_delay,
             sleep=sleep,
             clock=clock,
             pacer=pacer,
         )
-        self.result: FetchResult | None = None
-
-    def __aiter__(self) -> AsyncIterator[FetchPage]:
-        return self._pages()
 
     def _parse(self, answer: Answer) -> OpenReviewPage:
         return parse_openreview_page(
