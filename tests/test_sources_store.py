@@ -269,6 +269,26 @@ async def test_a_fetch_stores_papers_and_a_second_adds_nothing(
     assert stamp(NOW - timedelta(hours=1)) in published
 
 
+async def test_each_page_is_stamped_when_it_is_stored(
+    tmp_path: Path, arxiv_server: tuple[FakeArxiv, FetchConfig]
+) -> None:
+    """A digest built while a fetch is under way must find the later pages new next time:
+    their added_at is when they were stored, not when the fetch began."""
+    _, config = arxiv_server
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    add(db, "arxiv:cs.LG")
+    ticks = iter(NOW + timedelta(minutes=minute) for minute in range(100))
+    fetcher = SourceFetcher(
+        lambda: open_db(path), config, clock=lambda: next(ticks), sleep=FakeTime().sleep,
+        monotonic=FakeTime().clock,
+    )  # fmt: skip
+    (outcome,) = await fetcher.fetch(None)
+    assert outcome.added == 12  # three pages of 5, 5 and 2
+    added = sorted({r["added_at"] for r in db.query("select added_at from papers")})
+    assert len(added) == 3 and added[0] > stamp(NOW)
+
+
 async def test_a_fetch_cut_off_after_a_page_resumes_without_gaps_or_duplicates(
     tmp_path: Path,
     arxiv_server: tuple[FakeArxiv, FetchConfig],

@@ -322,8 +322,11 @@ class SourceFetcher:
             pacer=self.pacer,
         )
         async for page in fetch:
-            prepared, skipped = await self.in_thread(self._prepare, page.papers, now)
-            summary = await self.in_thread(self._store, prepared, now)
+            # Each page is stamped when it is stored, not when the fetch began: a page
+            # stored after a digest was built must be new for the next one.
+            stored_at = self.clock()
+            prepared, skipped = await self.in_thread(self._prepare, page.papers, stored_at)
+            summary = await self.in_thread(self._store, prepared, stored_at)
             outcome.read += len(page.papers)
             outcome.added += summary.added
             outcome.merged += summary.merged
