@@ -16,6 +16,7 @@ from db import open_db
 from db.channels import add_subscription, set_schedule
 from digests.digest import ensure_channel
 from digests.ingest import ingest_files
+from tests.waiting import wait_for
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -38,15 +39,6 @@ def _env(db_path: Path, outbox: Path) -> dict[str, str]:
         "SLACK_BOT_TOKEN": "",
         "DISCORD_TOKEN": "",
     }
-
-
-def wait_for(condition, seconds: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_run_catches_up_survives_kill_9_and_posts_nothing_twice(

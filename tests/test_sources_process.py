@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,17 +21,9 @@ from db import sources as source_store
 from digests.timestamps import stamp
 from tests.fakes.arxiv_api import Entry, FakeArxiv
 from tests.fakes.server import ServedInThread
+from tests.waiting import wait_for
 
 COUNT = 250  # two pages of 200 in each of arXiv's two passes
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _count(db_path: Path, sql: str) -> int:
@@ -113,7 +104,8 @@ def test_kill_9_midway_through_a_fetch_then_restart(tmp_path: Path) -> None:
                         "last_success_at"
                     )
                     is not None
-                )
+                ),
+                seconds=60,
             ), "the restarted process never finished the fetch"
             second.send_signal(signal.SIGTERM)
             assert second.wait(15) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 
@@ -15,4 +16,15 @@ async def eventually(condition: Callable[[], object], seconds: float = 20.0) -> 
         if loop.time() > deadline:
             return False
         await asyncio.sleep(0.01)
+    return True
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 30.0) -> bool:
+    """`eventually` for plain threads (tests that watch a subprocess): poll `condition`
+    until it holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
     return True
