@@ -111,8 +111,7 @@ def shown_venue(paper: dict[str, Any]) -> str:
     fetched with a publication date and an arXiv page, but no venue); "" otherwise (a paper
     from a file, or a feed entry, with no venue: a journal's feed is not arXiv)."""
     if paper.get("venue"):
-        shown = " ".join(str(part) for part in (paper["venue"], paper.get("year")) if part)
-        return _cut(shown, VENUE_MAX)  # long, it crowded the links out of a Slack item
+        return _cut(venue_with_year(paper["venue"], paper.get("year")), VENUE_MAX)  # long, it crowded the links out of a Slack item
     if paper.get("published_at") and paper.get("arxiv_url"):
         return "arXiv"
     return ""
@@ -212,9 +211,18 @@ def candidates_text(
     return head, [f"{code}{row['id']}{code} {row['title']}" for row in shown]
 
 
+def venue_with_year(venue: Any, year: Any) -> str:
+    """`ICLR 2025` from ("ICLR", 2025); the year is left out when the venue names it
+    already: a fetched label such as "ICML 2026" or "ICLR 2025 Oral" (from an arXiv
+    comment or OpenReview) is never shown as "ICML 2026 2026"."""
+    shown = str(venue or "").strip()
+    if year and str(year) not in shown.split():
+        shown = f"{shown} {year}".strip()
+    return shown
+
+
 def venue_label(result: Result) -> str:
-    parts = [str(part) for part in (result.get("venue"), result.get("year")) if part]
-    return " ".join(parts) or "venue unknown"
+    return venue_with_year(result.get("venue"), result.get("year")) or "venue unknown"
 
 
 def format_results(results: list[Result], query: str, width: int = 88) -> str:
