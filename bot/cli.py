@@ -180,7 +180,8 @@ def _now() -> datetime:
 )
 @click.pass_context
 def main(ctx: click.Context, log_level: str | None, log_json: bool, db_path: Path | None) -> None:
-    """Paperboy: weekly research-paper digests and paper lookups for Slack and Discord."""
+    """Paperboy: research-paper digests (weekly, daily or on weekdays) and paper lookups for
+    Slack and Discord."""
     from bot.logs import configure
 
     default = "info" if ctx.invoked_subcommand == "run" else "warning"
@@ -318,7 +319,7 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
 
 @main.command()
 @channel_option
-@click.option("--preview", is_flag=True, help="Show it without recording it as this week's.")
+@click.option("--preview", is_flag=True, help="Show it without recording it.")
 @click.option("--send", is_flag=True, help="Deliver it to the channel now, through the outbox.")
 @click.option(
     "--format",
@@ -329,10 +330,11 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
 )
 @db_option
 def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | None) -> None:
-    """Build this week's digest for CHANNEL and print it, or --send it.
+    """Build CHANNEL's digest for this period (its week, or today for a daily channel)
+    and print it, or --send it.
 
     Without --preview the digest is recorded: its papers are never picked for this
-    channel again, and building it again this week returns the same digest.
+    channel again, and building it again in this period returns the same digest.
     """
     settings = load_settings()
     db = open_database(db_path)
@@ -423,7 +425,7 @@ async def _poster_for(platform: str, db_path: Path, settings: Settings) -> Async
 @db_option
 def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set), the
-    weekly scheduler and local: delivery, until SIGTERM or Ctrl-C."""
+    digest scheduler, the fetching of sources and local: delivery, until SIGTERM or Ctrl-C."""
     from bot import runner
     from bot.services import Services
 

@@ -543,7 +543,9 @@ class DigestScheduler:
             log.warning("sources not scheduled yet (%s); retried in %d s", exc, MAINTENANCE_SECONDS)
         self._spawn(self._start_up(), "catch-up")
         platforms = ", ".join(sorted(self.configured))
-        return f"scheduler: {len(self._signatures)} channel(s) scheduled; delivering to {platforms}"
+        count = len(self._signatures)
+        channels = "1 channel" if count == 1 else f"{count} channels"
+        return f"scheduler: {channels} scheduled; delivering to {platforms}"
 
     async def _start_up(self) -> None:
         await self.catch_up()

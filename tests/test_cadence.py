@@ -667,7 +667,7 @@ def test_list_and_preview_tell_the_cadence_and_backlog(
     listed = handle("list", ctx)
     assert any("Backlog: off" in line for line in listed.lines)
     preview = handle("digest", ctx)
-    assert preview.text.startswith("Today's digest, Mon 30 Nov 2026, (a preview")
+    assert preview.text.startswith("The digest for Mon 30 Nov 2026 (a preview")
     assert preview.digest is not None and preview.digest.items  # stored at NOW: new
     bad = handle("schedule fortnightly 09:00", ctx)
     assert bad.error and "daily, weekdays or a weekday" in bad.text

@@ -1057,7 +1057,7 @@ async def test_catch_up_is_parallel_and_a_stop_cuts_it_short(
     poster = TroublePoster()
     scheduler = DigestScheduler(services, {"slack": poster})
     line = await asyncio.wait_for(scheduler.start(), 5)  # does not wait for the catch-up
-    assert line.startswith("scheduler: 4 channel(s) scheduled")
+    assert line.startswith("scheduler: 4 channels scheduled")
     assert await eventually(lambda: {c for c, _ in poster.sent} == {"slack:T1/OK1", "slack:T1/OK2"})
     # the four builds run in worker threads, in any order: wait for HANG and LIMIT's sends
     # too (their failure, not their build's speed, is what this test is about)

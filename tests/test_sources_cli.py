@@ -154,7 +154,7 @@ def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  #
         assert "feed:http://127.0.0.1:9/feed.rss: last success never" in listed
         assert "last error" in listed and "(1 failure in a row)" in listed
         chat = run("chat", "--channel", "local:lab", "sources")
-        assert chat.exit_code == 0 and "Papers come from 2 source(s):" in chat.output
+        assert chat.exit_code == 0 and "Papers come from 2 sources:" in chat.output
         assert run("find", "offline").exit_code == 0
 
 

@@ -15,3 +15,43 @@ def test_a_fetched_venue_that_names_its_year_is_not_shown_with_it_twice() -> Non
     assert shown_venue({"venue": "ICLR", "year": 2025}) == "ICLR 2025"
     assert venue_label({"venue": "Workshop 2024", "year": 2025}) == "Workshop 2024 2025"
     assert venue_label({"venue": None, "year": None}) == "venue unknown"
+
+
+def test_sources_reply_counts_in_words(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # It said "Papers come from 1 source(s):".
+    from click.testing import CliRunner
+
+    from bot import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PAPERBOY_DB", raising=False)
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("sources", "add", "arxiv:cs.LG")
+    assert "Papers come from 1 source:" in run("chat", "--channel", "local:lab", "sources")
+    run("sources", "add", "arxiv:cs.AI")
+    assert "Papers come from 2 sources:" in run("chat", "--channel", "local:lab", "sources")
+
+
+async def test_a_fetch_given_up_after_one_attempt_says_attempt() -> None:
+    # `paperboy sources list` showed "(gave up after 1 attempts)".
+    from datetime import UTC, datetime, timedelta
+
+    import pytest
+    from aiohttp import web
+
+    from bot.fetching import FetchConfig, FetchError
+    from tests.fakes.fetch_time import FakeTime
+    from tests.fakes.server import serve
+    from tests.test_fetch_arxiv import run
+
+    runner, port = await serve(web.Application())
+    await runner.cleanup()  # nothing listens on that port now
+    config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", attempts=1)
+    with pytest.raises(FetchError, match=r"\(gave up after 1 attempt\)$"):
+        await run(config, FakeTime(), datetime.now(UTC) - timedelta(days=1))

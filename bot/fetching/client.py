@@ -141,9 +141,8 @@ class PoliteClient:
                     raise _Transient(f"malformed answer from {host}: {exc}") from None
             except _Transient as exc:
                 if attempt == attempts:
-                    raise FetchError(
-                        self.source, f"{exc} (gave up after {attempts} attempts)"
-                    ) from None
+                    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+                    raise FetchError(self.source, f"{exc} (gave up after {tries})") from None
                 wait = self.config.backoff * 2 ** (attempt - 1)
                 if exc.wait is not None:
                     if exc.wait > self.config.max_wait:

@@ -385,7 +385,7 @@ def _digest(command: Command, ctx: Context) -> Reply:
     which = (
         "This week's digest"
         if is_week_key(digest.week)
-        else f"Today's digest, {digest.period_label},"
+        else f"The digest for {digest.period_label}"
     )
     return info(f"{which} ({state}):", digest=digest)
 
@@ -496,7 +496,8 @@ def _sources(command: Command, ctx: Context) -> Reply:
             "`paperboy sources add arxiv:cs.LG`."
         )
     lines = [describe(row, ctx.now, ctx.settings.fetch_cron) for row in rows]
-    return info(f"Papers come from {len(rows)} source(s):", *lines)
+    sources = "1 source" if len(rows) == 1 else f"{len(rows)} sources"
+    return info(f"Papers come from {sources}:", *lines)
 
 
 HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
