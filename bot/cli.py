@@ -459,9 +459,9 @@ def status(channel: str | None, db_path: Path | None) -> None:
     echo(
         f"Papers: {count_papers(db)}"
         + (
-            f"; last ingest {str(ingest['started_at'])[:16]} UTC."
+            f"; last ingest {str(ingest['started_at'])[:16].replace('T', ' ')} UTC."
             if ingest
-            else "; nothing ingested yet."
+            else "; no file ingested yet."
         )
     )
     for line in _source_lines(db, settings):

@@ -55,3 +55,33 @@ async def test_a_fetch_given_up_after_one_attempt_says_attempt() -> None:
     config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", attempts=1)
     with pytest.raises(FetchError, match=r"\(gave up after 1 attempt\)$"):
         await run(config, FakeTime(), datetime.now(UTC) - timedelta(days=1))
+
+
+def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # status printed "last ingest 2026-11-29T23:43 UTC" beside sources' "2026-11-29 23:49
+    # UTC", and "Papers: 10; nothing ingested yet." for papers that came from sources.
+    import re
+
+    from click.testing import CliRunner
+
+    from bot import cli
+    from digests.samples import sample_paths
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PAPERBOY_DB", raising=False)
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("chat", "--channel", "local:lab", "subscribe offline-rl")
+    assert "Papers: 0; no file ingested yet." in run("status")
+    run("ingest", str(sample_paths()[0]))
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    assert re.search(rf"Papers: 19; last ingest {stamp}\.", run("status"))
+    shown = run("chat", "--channel", "local:lab", "status")
+    assert re.search(rf"Papers stored: 19; last ingest {stamp}, 19 added\.", shown)

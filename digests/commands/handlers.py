@@ -413,9 +413,10 @@ def _status(command: Command, ctx: Context) -> Reply:
     lines = [
         f"Papers stored: {count_papers(ctx.db)}"
         + (
-            f"; last ingest {str(ingest['started_at'])[:16]} UTC, {ingest['added']} added."
+            f"; last ingest {str(ingest['started_at'])[:16].replace('T', ' ')} UTC,"
+            f" {ingest['added']} added."
             if ingest
-            else "; nothing ingested yet."
+            else "; no file ingested yet."
         ),
     ]
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
