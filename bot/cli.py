@@ -486,7 +486,7 @@ def _source_lines(db: Database, settings: Settings) -> list[str]:
     except sqlite3.OperationalError:  # a database from before the table existed
         return []
     if not rows:
-        return ["Sources: none (papers come only from files; see `paperboy sources add`)."]
+        return ["Sources: none (papers come only from files; add one with paperboy sources add)."]
     now = _now()
     return ["Sources:", *(f"  {describe(row, now, settings.fetch_cron)}" for row in rows)]
 
@@ -596,7 +596,7 @@ def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | Non
     if notice:
         echo(notice)
     echo(
-        f"Added {shown_name(spec.name)}. `paperboy run` fetches it on schedule ({when}, UTC); "
+        f"Added {shown_name(spec.name)}. paperboy run fetches it on schedule ({when}, UTC); "
         f"fetch it now with: paperboy fetch '{shown_name(spec.name)}'"
     )
 
@@ -636,7 +636,7 @@ def sources_remove(name: str, db_path: Path | None) -> None:
         canonical = name.strip()  # a name stored before the grammar changed
     if not remove_source(db, canonical):
         raise UserError(
-            f"no source {shown_name(canonical)!r}; see `paperboy sources list`. Nothing changed"
+            f"no source {shown_name(canonical)!r}; see paperboy sources list. Nothing changed"
         )
     echo(f"Removed {shown_name(canonical)}; the papers it brought stay.")
 

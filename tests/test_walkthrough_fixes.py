@@ -85,3 +85,24 @@ def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(
     assert re.search(rf"Papers: 19; last ingest {stamp}\.", run("status"))
     shown = run("chat", "--channel", "local:lab", "status")
     assert re.search(rf"Papers stored: 19; last ingest {stamp}, 19 added\.", shown)
+
+
+def test_the_sources_commands_print_no_markdown_in_the_terminal(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # "Added arxiv:cs.LG. `paperboy run` fetches it ..." and "see `paperboy sources add`":
+    # backticks are Markdown, which a terminal shows raw (issue 9's papercut).
+    from click.testing import CliRunner
+
+    from bot import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PAPERBOY_DB", raising=False)
+    runner = CliRunner()
+    runner.invoke(cli.main, ["chat", "--channel", "local:lab", "subscribe offline-rl"])
+    status = runner.invoke(cli.main, ["status"])
+    added = runner.invoke(cli.main, ["sources", "add", "arxiv:cs.LG"])
+    runner.invoke(cli.main, ["sources", "remove", "arxiv:cs.LG"])
+    missing = runner.invoke(cli.main, ["sources", "remove", "arxiv:cs.LG"])
+    assert "Sources: none" in status.output and "Added arxiv:cs.LG" in added.output
+    assert missing.exit_code == 2 and "no source 'arxiv:cs.LG'" in missing.output
+    for result in (status, added, missing):
+        assert "`" not in result.output, result.output
