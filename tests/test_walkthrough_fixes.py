@@ -106,3 +106,15 @@ def test_the_sources_commands_print_no_markdown_in_the_terminal(tmp_path, monkey
     assert missing.exit_code == 2 and "no source 'arxiv:cs.LG'" in missing.output
     for result in (status, added, missing):
         assert "`" not in result.output, result.output
+
+
+def test_a_fetch_line_accounts_for_papers_already_stored() -> None:
+    # A second fetch said "arxiv:cs.LG: 5 papers read, 0 added, 0 merged, 0 errors".
+    from bot.fetching.store import SourceOutcome
+
+    again = SourceOutcome("arxiv:cs.LG", read=5, skipped=5, complete=True)
+    assert again.describe() == (
+        "arxiv:cs.LG: 5 papers read, 0 added, 0 merged, 5 skipped (already stored), 0 errors"
+    )
+    first = SourceOutcome("arxiv:cs.LG", read=5, added=5, complete=True)
+    assert first.describe() == "arxiv:cs.LG: 5 papers read, 5 added, 0 merged, 0 errors"

@@ -99,9 +99,12 @@ class SourceOutcome:
         shown = shown_source(self.name)
         if self.busy:
             return f"{shown}: skipped, another Paperboy process is fetching it now"
+        # Papers stored already, unchanged, are named when there are any, so that a second
+        # fetch's "5 papers read, 0 added, 0 merged" does not leave five papers unaccounted.
+        unchanged = f"{self.skipped} skipped (already stored), " if self.skipped else ""
         line = (
             f"{shown}: {plural(self.read, 'paper')} read, {self.added} added, "
-            f"{self.merged} merged, {plural(1 if self.error else 0, 'error')}"
+            f"{self.merged} merged, {unchanged}{plural(1 if self.error else 0, 'error')}"
         )
         if self.error:
             line += f" ({self.error})"
