@@ -55,6 +55,11 @@ def resolve(db: Database, ref: str) -> Resolution:
     paper = resolve_paper(db, ref)
     if paper is not None:
         return Resolution(paper)
+    # A paper fetched from OpenReview keeps its note id as "openreview:ID" (a file's id
+    # column is stored bare, and found above).
+    paper_id = paper_id_for_alias(db, f"openreview:{ref}")
+    if paper_id is not None:
+        return Resolution(get_paper(db, paper_id))
     arxiv = arxiv_id(ref)
     if arxiv is not None:
         for alias in (f"arXiv:{arxiv}", arxiv):

@@ -118,3 +118,17 @@ def test_a_fetch_line_accounts_for_papers_already_stored() -> None:
     )
     first = SourceOutcome("arxiv:cs.LG", read=5, added=5, complete=True)
     assert first.describe() == "arxiv:cs.LG: 5 papers read, 5 added, 0 merged, 0 errors"
+
+
+def test_show_finds_a_fetched_openreview_paper_by_its_note_id() -> None:
+    # README: show accepts "an OpenReview id"; that held for a file's id column (stored
+    # bare) but not for a note fetched from OpenReview (stored as "openreview:ID").
+    from db import open_db
+    from digests.lookup import resolve
+    from tests.test_sources_store import openreview_paper, store
+
+    db = open_db(":memory:")
+    assert store(db, openreview_paper()) == (1, 0)
+    found = resolve(db, "abcXYZ").paper
+    assert found is not None and found["venue"] == "ICLR 2025 Poster"
+    assert resolve(db, "abcXYZW").paper is None
