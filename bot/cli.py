@@ -386,7 +386,8 @@ async def _send_now(db: Database, db_path: Path, channel: str, settings: Setting
             db, poster, channel, _now(), catalog=load_catalog(), settings=settings
         )
     where = f" (into {settings.local_dir})" if ref.platform == "local" else ""
-    return f"{built.week}: {len(built.items)} papers. {result.describe()}{where}"
+    papers = "1 paper" if len(built.items) == 1 else f"{len(built.items)} papers"
+    return f"{built.week}: {papers}. {result.describe()}{where}"
 
 
 @contextlib.asynccontextmanager
@@ -500,8 +501,10 @@ def _build_failures(db: Database, channel: str) -> list[str]:
     except sqlite3.OperationalError:  # a database from before the table existed
         return []
     return [
-        f"Digest build for {str(row['due_at'])[:16]} failed {row['attempts']} time(s) "
-        f"({row['last_error']}); retrying after {str(row['next_attempt_at'])[:16]} UTC."
+        f"Digest build for {str(row['due_at'])[:16].replace('T', ' ')} failed "
+        f"{'once' if row['attempts'] == 1 else str(row['attempts']) + ' times'} "
+        f"({row['last_error']}); retrying after "
+        f"{str(row['next_attempt_at'])[:16].replace('T', ' ')} UTC."
         for row in rows
     ]
 

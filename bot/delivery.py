@@ -99,7 +99,7 @@ class ChannelResult:
     def describe(self) -> str:
         if self.state == "paused":
             return (
-                f"{self.channel}: paused ({self.reason}); {self.sent} message(s) sent before that"
+                f"{self.channel}: paused ({self.reason}); {_messages(self.sent)} sent before that"
             )
         if self.state == "retrying":
             return f"{self.channel}: {self.sent} sent, then {self.reason}; will retry"
@@ -107,7 +107,11 @@ class ChannelResult:
             return f"{self.channel}: {self.sent} sent, then gave up ({self.reason})"
         if self.state == "nothing":
             return f"{self.channel}: nothing to send"
-        return f"{self.channel}: {self.sent} message(s) sent"
+        return f"{self.channel}: {_messages(self.sent)} sent"
+
+
+def _messages(count: int) -> str:
+    return "1 message" if count == 1 else f"{count} messages"
 
 
 def backoff(attempts: int, retry_after: float | None = None) -> float:

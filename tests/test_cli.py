@@ -208,7 +208,7 @@ def test_digest_send_to_a_local_channel(run, tmp_path: Path, seed_paths) -> None
     run("chat", "--channel", "local:lab", "subscribe robotics", "--db", db)
     env = {"PAPERBOY_LOCAL_DIR": str(tmp_path / "out")}
     sent = run("digest", "--channel", "local:lab", "--send", "--db", db, **env)
-    assert sent.exit_code == 0 and "local:lab: 1 message(s) sent" in sent.output
+    assert sent.exit_code == 0 and "local:lab: 1 message sent" in sent.output
     again = run("digest", "--channel", "local:lab", "--send", "--db", db, **env)
     assert "nothing to send" in again.output
     lines = (tmp_path / "out" / "lab.jsonl").read_text().splitlines()

@@ -194,7 +194,7 @@ def test_resume_lifts_a_pause_and_releases_held_messages(ctx: Context, seeded_db
     reply = handle("resume", ctx)
     assert reply.changed and not reply.ephemeral
     assert reply.text == "alice resumed delivery to this channel (paused for: not_in_channel)."
-    assert reply.lines == ("1 held message(s) will go out within a minute.",)
+    assert reply.lines == ("1 held message will go out within a minute.",)
     states = [row["state"] for row in seeded_db.query("select state from outbox")]
     assert states == ["pending"]
     assert "Delivery: active." in handle("status", ctx).lines

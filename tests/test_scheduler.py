@@ -826,7 +826,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
 
     status = CliRunner().invoke(main, ["status", "--db", str(services.db_path)])
     assert (
-        "Digest build for 2026-12-07T09:00 failed 1 time(s) "
+        "Digest build for 2026-12-07 09:00 failed once "
         "(OperationalError: database is locked); retrying after" in status.output
     )
     assert scheduler.retry_failed_builds() == []  # not before its time

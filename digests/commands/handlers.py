@@ -477,7 +477,8 @@ def _resume(command: Command, ctx: Context) -> Reply:
     return info(
         f"{ctx.user} resumed delivery to this channel "
         f"(paused for: {channel.get('paused_reason')}).",
-        f"{held} held message(s) will go out within a minute."
+        ("1 held message" if held == 1 else f"{held} held messages")
+        + " will go out within a minute."
         if held
         else "The next digest will go out as scheduled.",
         ephemeral=False,
