@@ -132,3 +132,37 @@ def test_show_finds_a_fetched_openreview_paper_by_its_note_id() -> None:
     found = resolve(db, "abcXYZ").paper
     assert found is not None and found["venue"] == "ICLR 2025 Poster"
     assert resolve(db, "abcXYZW").paper is None
+
+
+def test_channel_status_times_and_counts_read_like_the_rest(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # /papers status showed "Last digest: 2026-11-29, 1 papers, built 2026-11-29T23:46."
+    # and "Last delivery: sent 2026-11-29T23:46 (part 1).": a T, no zone, "1 papers".
+    import re
+
+    from click.testing import CliRunner
+
+    from bot import cli
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("PAPERBOY_DB", "PAPERBOY_LOCAL_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    paper = tmp_path / "one.tsv"
+    paper.write_text(
+        "title\tabstract\n"
+        "Offline RL with conservative critics\tWe propose ConsQ, an offline reinforcement "
+        "learning method with conservative value estimates for offline RL datasets.\n"
+    )
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("ingest", str(paper), "--venue", "ICLR 2026")
+    run("chat", "--channel", "local:lab", "subscribe offline-rl")
+    assert "1 paper." in run("digest", "--channel", "local:lab", "--send")
+    shown = run("chat", "--channel", "local:lab", "status")
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    assert re.search(rf"Last digest: \S+, 1 paper, built {stamp}\.", shown), shown
+    assert re.search(rf"Last delivery: sent {stamp} \(part 1\)\.", shown), shown

@@ -429,19 +429,28 @@ def _status(command: Command, ctx: Context) -> Reply:
     last = digest_store.last_digest(ctx.db, ctx.channel)
     if last:
         lines.append(
-            f"Last digest: {last['week']}, {len(last['items'])} papers, "
-            f"built {str(last['built_at'])[:16]}."
+            f"Last digest: {last['week']}, {_count(len(last['items']), 'paper')}, "
+            f"built {_utc(last['built_at'])}."
         )
     else:
         lines.append("Last digest: none yet.")
     lines.append(_delivery_line(ctx))
     if channel.get("paused"):
         lines.append(
-            f"Paused since {str(channel.get('paused_at'))[:16]}: {channel.get('paused_reason')}."
+            f"Paused since {_utc(channel.get('paused_at'))}: {channel.get('paused_reason')}."
         )
     else:
         lines.append("Delivery: active.")
     return info(f"Status of {ctx.channel}:", *lines)
+
+
+def _utc(stamp: object) -> str:
+    """A stored ISO stamp (UTC) as the status lines show it: `2026-11-29 23:46 UTC`."""
+    return str(stamp)[:16].replace("T", " ") + " UTC"
+
+
+def _count(count: int, noun: str) -> str:
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _delivery_line(ctx: Context) -> str:
@@ -451,15 +460,16 @@ def _delivery_line(ctx: Context) -> str:
         row = waiting[0]
         return (
             f"Last delivery: retrying after {row['last_error']} "
-            f"(attempt {row['attempts']}, next at {str(row['next_attempt_at'])[:16]})."
+            f"(attempt {row['attempts']}, next at {_utc(row['next_attempt_at'])})."
         )
     last = outbox.last_delivery(ctx.db, ctx.channel)
     if last is None:
         return "Last delivery: none yet."
     if last["state"] == "sent":
-        return f"Last delivery: sent {str(last['sent_at'])[:16]} (part {last['part']})."
+        return f"Last delivery: sent {_utc(last['sent_at'])} (part {last['part']})."
     if last["state"] == "failed":
-        return f"Last delivery: gave up after {last['attempts']} attempts: {last['last_error']}."
+        tries = _count(int(last["attempts"]), "attempt")
+        return f"Last delivery: gave up after {tries}: {last['last_error']}."
     return f"Last delivery: held while paused ({last['last_error']})."
 
 
