@@ -83,7 +83,7 @@ class PapersGroup(app_commands.Group):
     def __init__(self, services: Services, ack_budget: float = ACK_BUDGET_SECONDS) -> None:
         super().__init__(
             name="papers",
-            description="Research papers: find them, follow topics, get a weekly digest.",
+            description="Research papers: find them, follow topics, get a weekly or daily digest.",
             guild_only=True,
         )
         self.services = services
