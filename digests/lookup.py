@@ -198,6 +198,7 @@ def full_result(paper: dict[str, Any]) -> Result:
             "links": paper["links"],
             "arxiv_url": paper.get("arxiv_url"),
             "openreview_url": paper.get("openreview_url"),
+            "pdf_url": paper.get("pdf_url"),
             "sources": paper["sources"],
             "added_at": paper["added_at"],
         }
@@ -275,6 +276,11 @@ def format_paper(result: Result, width: int = 88) -> str:
     for key in ("url", "code_url"):
         if result.get(key) and all(result[key] not in line for line in links):
             links.insert(0, f"  {'code' if key == 'code_url' else 'page'}: {result[key]}")
+    # A fetched paper's PDF, as its digest item shows it (the file formats have none).
+    pdf = safe_url(result.get("pdf_url"))
+    if pdf and all(pdf not in line for line in links):
+        after_page = next((i + 1 for i, line in enumerate(links) if "page:" in line), 0)
+        links.insert(after_page, f"  PDF: {pdf}")
     if links:
         lines.extend(["", "Links:", *links])
     return strip_unsafe("\n".join(lines))

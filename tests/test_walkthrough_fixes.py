@@ -166,3 +166,21 @@ def test_channel_status_times_and_counts_read_like_the_rest(tmp_path, monkeypatc
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
     assert re.search(rf"Last digest: \S+, 1 paper, built {stamp}\.", shown), shown
     assert re.search(rf"Last delivery: sent {stamp} \(part 1\)\.", shown), shown
+
+
+def test_show_gives_a_fetched_papers_pdf_as_its_digest_item_does() -> None:
+    # The digest item of an OpenReview or arXiv paper linked its PDF; `show` did not.
+    from db import open_db
+    from digests.lookup import format_paper, show
+    from tests.test_sources_store import openreview_paper, store
+
+    db = open_db(":memory:")
+    store(db, openreview_paper())
+    result = show(db, "abcXYZ")
+    assert result is not None and result["pdf_url"] == "https://openreview.net/pdf/abcXYZ.pdf"
+    text = format_paper(result)
+    links = text.split("Links:\n", 1)[1].splitlines()
+    assert links[:2] == [
+        "  page: https://openreview.net/forum?id=abcXYZ",
+        "  PDF: https://openreview.net/pdf/abcXYZ.pdf",
+    ]
