@@ -339,6 +339,14 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
     settings = load_settings()
     db = open_database(db_path)
     ref = parse_channel(channel)
+    if not channel_store.active_subscriptions(db, str(ref)):
+        # Built, an empty digest would be recorded as the period's (or a preview would
+        # create a mistyped channel), and a subscription made later in the period would
+        # get no digest of its own until the next one.
+        raise UserError(
+            f"{ref} follows no topics yet, so its digest would be empty; nothing built. "
+            f'Subscribe first: paperboy chat --channel {ref} "subscribe offline-rl"'
+        )
     if send:
         if preview:
             raise UserError("--send and --preview exclude each other: a preview is never sent")

@@ -184,3 +184,28 @@ def test_show_gives_a_fetched_papers_pdf_as_its_digest_item_does() -> None:
         "  page: https://openreview.net/forum?id=abcXYZ",
         "  PDF: https://openreview.net/pdf/abcXYZ.pdf",
     ]
+
+
+def test_a_digest_of_a_channel_with_no_topics_is_refused_and_records_nothing(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # `paperboy digest --channel local:fresh` before subscribing recorded an empty digest
+    # for the week; subscribing then still gave "Nothing new ... (no topics yet)" all week.
+    # `--preview` of a mistyped channel created it (listed by status from then on).
+    from click.testing import CliRunner
+
+    from bot import cli
+    from digests.samples import sample_paths
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PAPERBOY_DB", raising=False)
+    runner = CliRunner()
+    assert runner.invoke(cli.main, ["ingest", *map(str, sample_paths())]).exit_code == 0
+    for extra in ([], ["--preview"], ["--format", "json"]):
+        refused = runner.invoke(cli.main, ["digest", "--channel", "local:fresh", *extra])
+        assert refused.exit_code == 2
+        assert "local:fresh follows no topics yet" in refused.output
+    assert "local:fresh" not in runner.invoke(cli.main, ["status"]).output
+    runner.invoke(cli.main, ["chat", "--channel", "local:fresh", "subscribe offline-rl"])
+    built = runner.invoke(cli.main, ["digest", "--channel", "local:fresh"])
+    assert built.exit_code == 0 and "== Offline RL ==" in built.output
