@@ -29,8 +29,8 @@ ACK_BUDGET_SECONDS = 2.0
 MAX_CHOICES = 25  # n.b. Discord caps autocomplete at 25 choices
 FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 NEEDS_MANAGE_CHANNELS = (
-    "Sorry, you need the Manage Channels permission to change this channel's topics or "
-    "schedule. You can still use `/papers find`, `show`, `topics` and `list`."
+    "Sorry, you need the Manage Channels permission to change this channel's topics, "
+    "schedule or delivery. You can still use `/papers find`, `show`, `topics` and `list`."
 )
 WEEKDAY_CHOICES = [
     app_commands.Choice(name=name, value=name.lower())

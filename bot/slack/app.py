@@ -31,7 +31,7 @@ COMMAND = "/papers"
 ACK_BUDGET_SECONDS = 2.0
 WORKING = "Working on it…"
 REFUSAL = (
-    "Sorry, only {who} can change this channel's topics or schedule. "
+    "Sorry, only {who} can change this channel's topics, schedule or delivery. "
     "You can still use `/papers find`, `show`, `topics` and `list`."
 )
 FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."

@@ -73,7 +73,7 @@ VERBS: tuple[Verb, ...] = (
          "schedule monday 09:00 Europe/Berlin", changes=True),
     Verb("backlog", "Let older, never-sent papers fill a digest's empty slots (default: off).",
          (Param("state", "on or off", choices=("on", "off")),), "backlog on", changes=True),
-    Verb("digest", "Preview this channel's next digest.",
+    Verb("digest", "Preview this channel's digest for the current period.",
          (Param("mode", "preview", required=False, choices=("preview",)),), "digest preview",
          slow=True),
     Verb("status", "Show the paper store, this channel's schedule and its last digest."),
