@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlite_utils import Database
 
 from db import open_db
@@ -127,3 +128,21 @@ async def bot(tmp_path: Path, seed_paths: list[Path], catalog, fake_discord):  #
     )
     yield client
     await client.close()
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`run("ingest", path, VAR="value")`: the `paperboy` command through click, in a
+    fresh folder (no stray .env; db/paperboy.db lands there), with no database, source
+    URL, fetch schedule or outbox folder from the environment."""
+    from bot.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("PAPERBOY_DB", "PAPERBOY_ARXIV_URL", "PAPERBOY_FETCH_CRON", "PAPERBOY_LOCAL_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str, **env: str):  # type: ignore[no-untyped-def]
+        return runner.invoke(main, list(args), env=env or None, catch_exceptions=False)
+
+    return invoke

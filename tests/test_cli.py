@@ -11,21 +11,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from bot.cli import main
-
-
-@pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)  # no stray .env, and db/paperboy.db lands here
-    monkeypatch.delenv("PAPERBOY_DB", raising=False)
-    runner = CliRunner()
-
-    def invoke(*args: str, **env: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(main, list(args), env=env or None, catch_exceptions=False)
-
-    return invoke
 
 
 def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

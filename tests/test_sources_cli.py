@@ -9,27 +9,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from bot import cli
 from bot.fetching import store as fetch_store
 from tests.fakes.arxiv_api import Entry, FakeArxiv
 from tests.fakes.server import ServedInThread
 
 NOW = datetime.now(UTC)
-
-
-@pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    for name in ("PAPERBOY_DB", "PAPERBOY_ARXIV_URL", "PAPERBOY_FETCH_CRON"):
-        monkeypatch.delenv(name, raising=False)
-    runner = CliRunner()
-
-    def invoke(*args: str, **env: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli.main, list(args), env=env or None, catch_exceptions=False)
-
-    return invoke
 
 
 def test_add_list_remove(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

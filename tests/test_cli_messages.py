@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 from digests.lookup import shown_venue, venue_label
+from digests.samples import sample_paths
+
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+
+
+def ok(result: Any) -> str:
+    """The output of a command that must have succeeded."""
+    assert result.exit_code == 0, result.output
+    return str(result.output)
 
 
 def test_a_fetched_venue_that_names_its_year_is_not_shown_with_it_twice() -> None:
@@ -17,25 +30,12 @@ def test_a_fetched_venue_that_names_its_year_is_not_shown_with_it_twice() -> Non
     assert venue_label({"venue": None, "year": None}) == "venue unknown"
 
 
-def test_sources_reply_counts_in_words(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_sources_reply_counts_in_words(run) -> None:  # type: ignore[no-untyped-def]
     # It said "Papers come from 1 source(s):".
-    from click.testing import CliRunner
-
-    from bot import cli
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PAPERBOY_DB", raising=False)
-    runner = CliRunner()
-
-    def run(*args: str) -> str:
-        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return result.output
-
-    run("sources", "add", "arxiv:cs.LG")
-    assert "Papers come from 1 source:" in run("chat", "--channel", "local:lab", "sources")
-    run("sources", "add", "arxiv:cs.AI")
-    assert "Papers come from 2 sources:" in run("chat", "--channel", "local:lab", "sources")
+    ok(run("sources", "add", "arxiv:cs.LG"))
+    assert "Papers come from 1 source:" in ok(run("chat", "--channel", "local:lab", "sources"))
+    ok(run("sources", "add", "arxiv:cs.AI"))
+    assert "Papers come from 2 sources:" in ok(run("chat", "--channel", "local:lab", "sources"))
 
 
 async def test_a_fetch_given_up_after_one_attempt_says_attempt() -> None:
@@ -57,51 +57,25 @@ async def test_a_fetch_given_up_after_one_attempt_says_attempt() -> None:
         await run(config, FakeTime(), datetime.now(UTC) - timedelta(days=1))
 
 
-def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(
-    tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(run) -> None:  # type: ignore[no-untyped-def]
     # status printed "last ingest 2026-11-29T23:43 UTC" beside sources' "2026-11-29 23:49
     # UTC", and "Papers: 10; nothing ingested yet." for papers that came from sources.
-    import re
-
-    from click.testing import CliRunner
-
-    from bot import cli
-    from digests.samples import sample_paths
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PAPERBOY_DB", raising=False)
-    runner = CliRunner()
-
-    def run(*args: str) -> str:
-        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return result.output
-
-    run("chat", "--channel", "local:lab", "subscribe offline-rl")
-    assert "Papers: 0; no file ingested yet." in run("status")
-    run("ingest", str(sample_paths()[0]))
-    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
-    assert re.search(rf"Papers: 19; last ingest {stamp}\.", run("status"))
-    shown = run("chat", "--channel", "local:lab", "status")
-    assert re.search(rf"Papers stored: 19; last ingest {stamp}, 19 added\.", shown)
+    ok(run("chat", "--channel", "local:lab", "subscribe offline-rl"))
+    assert "Papers: 0; no file ingested yet." in ok(run("status"))
+    ok(run("ingest", str(sample_paths()[0])))
+    assert re.search(rf"Papers: 19; last ingest {STAMP}\.", ok(run("status")))
+    shown = ok(run("chat", "--channel", "local:lab", "status"))
+    assert re.search(rf"Papers stored: 19; last ingest {STAMP}, 19 added\.", shown)
 
 
-def test_the_sources_commands_print_no_markdown_in_the_terminal(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_sources_commands_print_no_markdown_in_the_terminal(run) -> None:  # type: ignore[no-untyped-def]
     # "Added arxiv:cs.LG. `paperboy run` fetches it ..." and "see `paperboy sources add`":
     # backticks are Markdown, which a terminal shows raw (issue 9's papercut).
-    from click.testing import CliRunner
-
-    from bot import cli
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PAPERBOY_DB", raising=False)
-    runner = CliRunner()
-    runner.invoke(cli.main, ["chat", "--channel", "local:lab", "subscribe offline-rl"])
-    status = runner.invoke(cli.main, ["status"])
-    added = runner.invoke(cli.main, ["sources", "add", "arxiv:cs.LG"])
-    runner.invoke(cli.main, ["sources", "remove", "arxiv:cs.LG"])
-    missing = runner.invoke(cli.main, ["sources", "remove", "arxiv:cs.LG"])
+    run("chat", "--channel", "local:lab", "subscribe offline-rl")
+    status = run("status")
+    added = run("sources", "add", "arxiv:cs.LG")
+    run("sources", "remove", "arxiv:cs.LG")
+    missing = run("sources", "remove", "arxiv:cs.LG")
     assert "Sources: none" in status.output and "Added arxiv:cs.LG" in added.output
     assert missing.exit_code == 2 and "no source 'arxiv:cs.LG'" in missing.output
     for result in (status, added, missing):
@@ -134,38 +108,21 @@ def test_show_finds_a_fetched_openreview_paper_by_its_note_id() -> None:
     assert resolve(db, "abcXYZW").paper is None
 
 
-def test_channel_status_times_and_counts_read_like_the_rest(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_channel_status_times_and_counts_read_like_the_rest(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # /papers status showed "Last digest: 2026-11-29, 1 papers, built 2026-11-29T23:46."
     # and "Last delivery: sent 2026-11-29T23:46 (part 1).": a T, no zone, "1 papers".
-    import re
-
-    from click.testing import CliRunner
-
-    from bot import cli
-
-    monkeypatch.chdir(tmp_path)
-    for name in ("PAPERBOY_DB", "PAPERBOY_LOCAL_DIR"):
-        monkeypatch.delenv(name, raising=False)
     paper = tmp_path / "one.tsv"
     paper.write_text(
         "title\tabstract\n"
         "Offline RL with conservative critics\tWe propose ConsQ, an offline reinforcement "
         "learning method with conservative value estimates for offline RL datasets.\n"
     )
-    runner = CliRunner()
-
-    def run(*args: str) -> str:
-        result = runner.invoke(cli.main, list(args), catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return result.output
-
-    run("ingest", str(paper), "--venue", "ICLR 2026")
-    run("chat", "--channel", "local:lab", "subscribe offline-rl")
-    assert "1 paper." in run("digest", "--channel", "local:lab", "--send")
-    shown = run("chat", "--channel", "local:lab", "status")
-    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
-    assert re.search(rf"Last digest: \S+, 1 paper, built {stamp}\.", shown), shown
-    assert re.search(rf"Last delivery: sent {stamp} \(part 1\)\.", shown), shown
+    ok(run("ingest", str(paper), "--venue", "ICLR 2026"))
+    ok(run("chat", "--channel", "local:lab", "subscribe offline-rl"))
+    assert "1 paper." in ok(run("digest", "--channel", "local:lab", "--send"))
+    shown = ok(run("chat", "--channel", "local:lab", "status"))
+    assert re.search(rf"Last digest: \S+, 1 paper, built {STAMP}\.", shown), shown
+    assert re.search(rf"Last delivery: sent {STAMP} \(part 1\)\.", shown), shown
 
 
 def test_show_gives_a_fetched_papers_pdf_as_its_digest_item_does() -> None:
@@ -186,26 +143,16 @@ def test_show_gives_a_fetched_papers_pdf_as_its_digest_item_does() -> None:
     ]
 
 
-def test_a_digest_of_a_channel_with_no_topics_is_refused_and_records_nothing(
-    tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_digest_of_a_channel_with_no_topics_is_refused_and_records_nothing(run) -> None:  # type: ignore[no-untyped-def]
     # `paperboy digest --channel local:fresh` before subscribing recorded an empty digest
     # for the week; subscribing then still gave "Nothing new ... (no topics yet)" all week.
     # `--preview` of a mistyped channel created it (listed by status from then on).
-    from click.testing import CliRunner
-
-    from bot import cli
-    from digests.samples import sample_paths
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PAPERBOY_DB", raising=False)
-    runner = CliRunner()
-    assert runner.invoke(cli.main, ["ingest", *map(str, sample_paths())]).exit_code == 0
+    assert run("ingest", *map(str, sample_paths())).exit_code == 0
     for extra in ([], ["--preview"], ["--format", "json"]):
-        refused = runner.invoke(cli.main, ["digest", "--channel", "local:fresh", *extra])
+        refused = run("digest", "--channel", "local:fresh", *extra)
         assert refused.exit_code == 2
         assert "local:fresh follows no topics yet" in refused.output
-    assert "local:fresh" not in runner.invoke(cli.main, ["status"]).output
-    runner.invoke(cli.main, ["chat", "--channel", "local:fresh", "subscribe offline-rl"])
-    built = runner.invoke(cli.main, ["digest", "--channel", "local:fresh"])
+    assert "local:fresh" not in run("status").output
+    run("chat", "--channel", "local:fresh", "subscribe offline-rl")
+    built = run("digest", "--channel", "local:fresh")
     assert built.exit_code == 0 and "== Offline RL ==" in built.output
