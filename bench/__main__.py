@@ -1,99 +1,87 @@
-"""Ingest and lookup timings on the ICLR 2021 corpus.
+"""Run the benchmarks: one JSON line each on stdout.
 
-    python3 tasks.py bench [--repeat N]
+    python3 tasks.py bench                      # all, at 100,000 papers
+    python3 tasks.py bench --papers 1000000     # all, at 1M papers
+    python3 tasks.py bench --only lookup,digest # some of them
+    python3 tasks.py bench --list               # what there is
 
-Prints the median of N fresh ingests of the 2,966-paper TSV into a new database file,
-the median latency of 100 lookups (method names, topic phrases, hostile text) on it, and
-the time to build one channel's weekly digest (3 topics) over all those papers.
-Machines here are shared and noisy: read medians, and compare numbers from one run.
+Each benchmark runs in its own child process (`python -m bench.NAME --papers N`), so its
+peak memory is its own, and prints one JSON line with its figures and, measured in the
+same run, its reference (raw FTS5 insert, plain FTS5 bm25, brute-force scan, the naive
+per-channel loop...). The synthetic corpus is generated from `../shared/corpora`, read at
+run time; without it every benchmark says "skipped" and exits 0. Machines here are shared
+and noisy: compare the ratios in one line, not seconds across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
-import statistics
+import subprocess
 import sys
-import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from db import open_db
-from db.search import search_papers
-from digests.ingest import ingest_files
+from bench import corpus
 
 log = logging.getLogger(__name__)
 
-CORPUS = (
-    Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "iclr2021-openreview.tsv"
-)
-QUERIES = [
-    "graph neural networks", "offline reinforcement learning", "contrastive learning",
-    "adversarial robustness", "federated learning", "meta-learning", "transformer attention",
-    "diffusion models", "neural architecture search", "GAN", "BERT", "pruning lottery ticket",
-    "knowledge distillation", "continual learning catastrophic forgetting",
-    "exploration intrinsic motivation", "multi-agent", "imitation learning", "normalizing flows",
-    "variational autoencoder", "quantization", '"unbalanced', "c++", "AND OR NOT", "x" * 500,
-    "self-supervised representation learning",
-]  # fmt: skip
+ROOT = Path(__file__).resolve().parent.parent
+# name -> what it measures; each is bench/NAME.py with `--papers N`.
+SCALE_BENCHES = {
+    "ingest": "papers/s and peak RSS of `ingest` vs a raw FTS5 bulk insert",
+    "lookup": "p50/p95/p99 of lookups vs plain FTS5 bm25 and a brute-force scan",
+    "digest": "10,000 channels' digests vs the naive per-channel loop",
+    "delivery": "outbox throughput against a rate-limited fake platform",
+    "commands": "/papers latency through the Slack HTTP endpoint, 50 concurrent",
+    "startup": "`paperboy find` as a whole process vs `python -c pass`",
+}
+
+
+def _available() -> list[str]:
+    return [name for name in SCALE_BENCHES if (ROOT / "bench" / f"{name}.py").exists()]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=3, help="ingest repetitions")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--papers", type=int, default=100_000, help="corpus size (100000)")
+    parser.add_argument("--only", help="comma-separated benchmark names")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks")
     args = parser.parse_args()
-    if not CORPUS.is_file():
-        print(f"skipped: {CORPUS} is not here", file=sys.stderr)
+    names = _available()
+    if args.list:
+        for name in names:
+            print(f"{name:10} {SCALE_BENCHES[name]}")
         return 0
-    ingest_times = []
-    with tempfile.TemporaryDirectory() as folder:
-        for run in range(args.repeat):
-            db = open_db(Path(folder) / f"bench{run}.db")
-            start = time.perf_counter()
-            summary = ingest_files(db, [CORPUS], now=datetime.now(UTC))
-            ingest_times.append(time.perf_counter() - start)
-            assert summary.added == 2966, summary.describe()
-        lookups = []
-        queries = (QUERIES * 4)[:100]
-        for query in queries:
-            start = time.perf_counter()
-            search_papers(db, query, 10)
-            lookups.append(time.perf_counter() - start)
-        digest_times = _digest_times(db)
-    lookups_ms = sorted(t * 1000 for t in lookups)
-    print(f"ingest {CORPUS.name} (2,966 papers), {args.repeat} runs:")
-    print(f"  median {statistics.median(ingest_times):.2f} s  (min {min(ingest_times):.2f} s)")
-    print("lookup, 100 queries, limit 10:")
-    print(
-        f"  median {statistics.median(lookups_ms):.2f} ms  "
-        f"p90 {lookups_ms[89]:.2f} ms  max {lookups_ms[-1]:.2f} ms"
-    )
-    print("digest for one channel, 3 topics, 2,966 papers (preview, 6 builds):")
-    print(
-        f"  first {digest_times[0]:.2f} s, then median {statistics.median(digest_times[1:]):.2f} s"
-    )
-    return 0
-
-
-def _digest_times(db: Any) -> list[float]:
-    from config.settings import load_settings
-    from db.channels import add_subscription
-    from digests.digest import build_digest, ensure_channel
-    from digests.topics import load_catalog
-
-    settings, catalog = load_settings({}, dotenv=None), load_catalog()
-    now = datetime.now(UTC)
-    ensure_channel(db, "local:bench", settings, now)
-    for topic in ("offline-rl", "graph-neural-networks", "meta-learning"):
-        add_subscription(db, "local:bench", topic, None, "bench", now.isoformat())
-    times = []
-    for _ in range(6):
+    if args.only:
+        wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            print(f"error: no benchmark {', '.join(unknown)}; try --list", file=sys.stderr)
+            return 2
+        names = wanted
+    if not corpus.available():
+        print(f"skipped: {corpus.SOURCE} is not here", file=sys.stderr)
+        return 0
+    failed = 0
+    for name in names:
         start = time.perf_counter()
-        build_digest(db, "local:bench", now, catalog=catalog, settings=settings, preview=True)
-        times.append(time.perf_counter() - start)
-    return times
+        print(f"running {name} at {args.papers:,} papers ...", file=sys.stderr, flush=True)
+        result = subprocess.run(
+            [sys.executable, "-m", f"bench.{name}", "--papers", str(args.papers)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        if result.returncode != 0 or not lines:
+            failed += 1
+            print(json.dumps({"bench": name, "error": f"exit {result.returncode}"}), flush=True)
+            continue
+        print(lines[-1], flush=True)
+        log.debug("%s took %.0f s", name, time.perf_counter() - start)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
