@@ -1,0 +1,332 @@
+"""`/papers find` and `/papers subscribe` latency through the Slack HTTP endpoint, 50 at once.
+
+    .venv/bin/python -m bench.commands --papers 100000 [--requests 600] [--concurrency 50]
+    .venv/bin/python -m bench.commands --db PATH          # a ready database of your own
+
+The server is Paperboy's own: `bot.slack.http.HttpServer` + `bot.slack.endpoint.SlackEndpoint`
+with the default settings (ack budget, limits, threads), on a private copy of
+`bench.corpus.ready_db(N)`. The client runs in another process (it must not share the
+server's interpreter): it hosts the fake Slack Web API and the `response_url`s
+(`tests.fakes.slack_api.FakeSlack`, noting when each answer arrives), and keeps
+`--concurrency` signed slash commands in flight (real form fields, signed as Slack signs
+them): each of the `--concurrency` users sends its next command once it has the answer to
+the last one (the ack, or the `response_url` post after "Working on it…"), until
+`--requests` have been answered, half `find <query>`, half `subscribe <topic>`
+(a catalog topic, each in a channel of its own, so each one writes).
+
+Per request, on the client's clock from just before the POST:
+- `ack`: until the HTTP answer (Slack shows an error if it takes over 3 s);
+- `answer`: until the user has the answer: the ack itself when it carries the answer,
+  otherwise when the answer's first message reaches the fake `response_url` (the ack
+  was "Working on it…"). This is the latency the goal (p99 < 300 ms) is about.
+Errors: a status other than 200, an answer that never came within 30 s, or an answer
+that is Paperboy's failure or "too busy" message.
+
+Reference, in the same run, on the same database: the same commands through the core
+handler in-process, one after another (`payloads(handle(text, ctx))`: parse, query,
+render), half before the load and half after; `ratio` = loaded answer p99 / serial p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "8f742231b10e8888abcd99aaabbb85a5"
+TOKEN = "xoxb-1234567890-bench-token"
+WARMUP = 20
+ANSWER_WAIT = 30.0
+# Four kinds, as the lookup benchmark: method names, 2-3-word topics, common, rare words.
+QUERIES = [
+    "graph neural networks", "offline reinforcement learning", "contrastive learning",
+    "GAN", "BERT", "transformer", "meta-learning few-shot", "diffusion policy",
+    "learning", "neural network", "model", "adversarial examples robustness",
+    "knowledge distillation", "variational autoencoder", "federated learning privacy",
+    "lottery ticket", "hypernetwork", "wasserstein", "equivariance", "curriculum",
+    "PPO", "self-supervised representation", "neural architecture search", "optimal transport",
+]  # fmt: skip
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def stats_ms(values: list[float]) -> dict[str, float | int]:
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50": round(statistics.median(values) * 1000, 1),
+        "p99": round(percentile(values, 0.99) * 1000, 1),
+        "max": round(max(values) * 1000, 1),
+    }
+
+
+def commands(count: int, topics: list[str], prefix: str) -> list[tuple[str, str, str]]:
+    """(kind, text, channel id) for `count` requests, find and subscribe alternating."""
+    made = []
+    for n in range(count):
+        if n % 2 == 0:
+            made.append(("find", f"find {QUERIES[(n // 2) % len(QUERIES)]}", "CFIND"))
+        else:
+            made.append(
+                ("subscribe", f"subscribe {topics[(n // 2) % len(topics)]}", f"{prefix}{n}")
+            )
+    return made
+
+
+# The client, in its own process.
+
+
+async def client_main(count: int, concurrency: int, topics: list[str]) -> dict[str, Any]:
+    import aiohttp
+    from aiohttp import web
+
+    from bot.slack.verify import sign
+    from tests.fakes.slack_api import FakeSlack
+
+    arrived: dict[str, float] = {}
+    waiting: dict[str, asyncio.Event] = {}
+
+    class TimedSlack(FakeSlack):
+        async def _respond(self, request: web.Request) -> web.Response:
+            name = request.match_info["name"]
+            arrived.setdefault(name, time.perf_counter())
+            waiting.setdefault(name, asyncio.Event()).set()
+            return await super()._respond(request)
+
+    fake = await TimedSlack().start()
+    print(fake.port, flush=True)
+    port = int(await asyncio.to_thread(sys.stdin.readline))
+    url = f"http://127.0.0.1:{port}/slack/events"
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=60)
+    results: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+        async def one(n: int, kind: str, text: str, channel: str) -> dict[str, Any]:
+            name = f"r{n}"
+            body = urlencode({
+                "token": "legacy", "team_id": "T0001", "team_domain": "lab",
+                "channel_id": channel, "channel_name": "papers", "user_id": f"U{n % 97:05d}",
+                "user_name": f"user{n % 97}", "command": "/papers", "text": text,
+                "api_app_id": "A0001", "is_enterprise_install": "false",
+                "response_url": fake.response_url(name), "trigger_id": f"1.2.{n}",
+            })  # fmt: skip
+            stamp = str(int(time.time()))
+            headers = {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Slack-Request-Timestamp": stamp,
+                "X-Slack-Signature": sign(SECRET.encode(), stamp.encode(), body.encode()),
+            }
+            start = time.perf_counter()
+            try:
+                async with session.post(url, data=body, headers=headers) as response:
+                    raw, status = await response.text(), response.status
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raw, status = type(exc).__name__, 0
+            acked = time.perf_counter()
+            if "Working on it" in raw:  # this user waits for the answer before the next
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(ANSWER_WAIT):
+                        await waiting.setdefault(name, asyncio.Event()).wait()
+            return {"n": n, "kind": kind, "name": name, "start": start, "ack": acked - start,
+                    "status": status, "raw": raw}  # fmt: skip
+
+        async def run(work: list[tuple[int, str, str, str]]) -> list[dict[str, Any]]:
+            queue = list(reversed(work))
+            done: list[dict[str, Any]] = []
+
+            async def worker() -> None:
+                while queue:
+                    done.append(await one(*queue.pop()))
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return done
+
+        warm = commands(WARMUP, topics, "CWARM")
+        await run([(-1 - n, *item) for n, item in enumerate(warm)])
+        began = time.perf_counter()
+        results = await run([(n, *item) for n, item in enumerate(commands(count, topics, "CL"))])
+        loaded = time.perf_counter() - began
+    texts = [str(call.get("text", ""))[:120] for call in fake.responses]
+    await fake.stop()
+    return {"results": results, "arrived": arrived, "seconds": loaded, "response_texts": texts}
+
+
+# The server, in this process.
+
+
+def summarise(client: dict[str, Any]) -> dict[str, Any]:
+    from bot.slack.app import FAILURE
+    from bot.slack.endpoint import BUSY, STOPPED
+
+    bad_texts = (FAILURE[:30], BUSY[:30], STOPPED[:30])
+    out: dict[str, Any] = {}
+    errors: dict[str, int] = {}
+    for kind in ("find", "subscribe"):
+        rows = [r for r in client["results"] if r["kind"] == kind]
+        acks, answers = [], []
+        in_ack = working = 0
+        for row in rows:
+            if row["status"] != 200:
+                errors[f"status {row['status']}"] = errors.get(f"status {row['status']}", 0) + 1
+                continue
+            if any(text in row["raw"] for text in bad_texts):
+                errors["failure message"] = errors.get("failure message", 0) + 1
+            acks.append(row["ack"])
+            if "Working on it" in row["raw"]:
+                working += 1
+                when = client["arrived"].get(row["name"])
+                if when is None:
+                    errors["no answer"] = errors.get("no answer", 0) + 1
+                    continue
+                answers.append(when - row["start"])
+            else:
+                in_ack += 1
+                answers.append(row["ack"])
+        out[kind] = {"ack_ms": stats_ms(acks), "answer_ms": stats_ms(answers),
+                     "answered_in_ack": in_ack, "working_then_response_url": working}  # fmt: skip
+    for text in client["response_texts"]:
+        if any(bad in text for bad in bad_texts):
+            errors["failure message"] = errors.get("failure message", 0) + 1
+    out["errors"] = errors
+    return out
+
+
+def reference(services: Any, items: list[tuple[str, str, str]]) -> list[tuple[str, float]]:
+    """The core of each command in-process, one after another: parse, query, render."""
+    from bot.slack.app import payloads
+    from digests.commands import handle
+
+    timings = []
+    for kind, text, channel in items:
+        start = time.perf_counter()
+        payloads(handle(text, services.context(f"slack:T0001/{channel}", "@bench")))
+        timings.append((kind, time.perf_counter() - start))
+    return timings
+
+
+async def serve(db_path: Path, args: argparse.Namespace, topics: list[str]) -> dict[str, Any]:
+    from bot.services import Services
+    from bot.slack.client import make_client
+    from bot.slack.endpoint import SlackEndpoint
+    from bot.slack.http import HttpServer, http_limits
+    from config.settings import load_settings
+    from digests.topics import load_catalog
+
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.commands", "--client", str(args.requests),
+        str(args.concurrency), ",".join(topics),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
+    )  # fmt: skip
+    assert client.stdout is not None and client.stdin is not None
+    fake_port = int(await client.stdout.readline())
+    api_url = f"http://127.0.0.1:{fake_port}/api/"
+    settings = load_settings(
+        {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": api_url},
+        dotenv=None,
+    )
+    services = Services(db_path, settings, load_catalog())
+    half = args.requests // 2
+    ref_items = commands(args.requests, topics, "CREF")
+    ref = await asyncio.to_thread(reference, services, ref_items[:half])
+    endpoint = SlackEndpoint(
+        services,
+        make_client(TOKEN, api_url),
+        signing_secret=SECRET,
+        ack_budget=settings.slack_ack_seconds,
+    )
+    server = HttpServer(endpoint, http_limits(settings), host="127.0.0.1")
+    port = await server.start()
+    try:
+        client.stdin.write(f"{port}\n".encode())
+        await client.stdin.drain()
+        out, _ = await client.communicate()
+    finally:
+        await server.stop()
+        await endpoint.close()
+    ref += await asyncio.to_thread(reference, services, ref_items[half:])
+    result: dict[str, Any] = json.loads(out)
+    summary = summarise(result)
+    summary["seconds"] = round(result["seconds"], 2)
+    summary["commands_run"] = endpoint.commands_run - WARMUP
+    summary["reference"] = {
+        kind: stats_ms([seconds for k, seconds in ref if k == kind])
+        for kind in ("find", "subscribe")
+    }
+    summary["reference"]["what"] = "same commands in-process, serially: payloads(handle(...))"
+    summary["reference"]["seconds"] = round(sum(seconds for _, seconds in ref), 2)
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--papers", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, default=None, help="a ready database (copied)")
+    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client:
+        count, concurrency, topics = args.client
+        result = asyncio.run(client_main(int(count), int(concurrency), topics.split(",")))
+        print(json.dumps(result))
+        return 0
+    from bench import corpus
+    from bot.logs import configure
+    from db import open_db
+    from digests.topics import load_catalog
+
+    if args.db is None and not corpus.available():
+        print(f"skipped: {corpus.SOURCE} is not here", file=sys.stderr)
+        return 0
+    configure("error")
+    source = args.db or corpus.ready_db(args.papers)
+    topics = [topic.id for topic in load_catalog().topics]
+    with tempfile.TemporaryDirectory(dir=os.environ.get("PAPERBOY_BENCH_TMP")) as folder:
+        db_path = corpus.copy_db(source, Path(folder) / "commands.db")
+        open_db(db_path).close()  # migrate once, up front, as `paperboy run` does
+        papers = open_db(db_path).execute("select count(*) from papers").fetchone()[0]
+        summary = asyncio.run(serve(db_path, args, topics))
+    find_p99 = summary["find"]["answer_ms"].get("p99", 0)
+    sub_p99 = summary["subscribe"]["answer_ms"].get("p99", 0)
+    worst = max(find_p99, sub_p99)
+    serial = max(
+        summary["reference"]["find"].get("p99", 0), summary["reference"]["subscribe"].get("p99", 0)
+    )
+    line = {
+        "bench": "commands",
+        "papers": papers,
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "p99_what": "ms from POST to the user having the answer (the ack if it carries "
+        "it, else its arrival at response_url); ack_ms is the HTTP answer alone",
+        **summary,
+        "answer_p99_ms": worst,
+        "goal_p99_ms": 300,
+        "ratio": round(worst / serial, 2) if serial else None,
+        "ratio_what": "worst loaded answer p99 / worst serial in-process p99",
+        "cpus": os.cpu_count(),
+    }
+    print(json.dumps(line))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
