@@ -262,3 +262,14 @@ def m008_sources(db: Database) -> None:
     # papers by `digests.ingest.pipeline.backfill_title_keys`.
     papers.add_column("title_key", str)
     papers.create_index(["title_key"])
+
+
+@migrations()
+def m009_fingerprints(db: Database) -> None:
+    # Issue 11: 128 bits of the SHA-256 of the abstract's fingerprint as the paper was first
+    # stored (`digests.identity.fingerprint_hash`, 32 hex digits, 32 MB at 1M papers), so an
+    # id match is taken as the same paper only when the fingerprints agree (a merge may
+    # later change the stored abstract). No index: it is read from the row an id finds.
+    # NULL for papers stored before: they are checked against their stored abstract
+    # (`digests.ingest.ids`); db/ cannot compute a fingerprint (that is Python text work).
+    db.table("papers").add_column("fingerprint", str)

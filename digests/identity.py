@@ -6,13 +6,23 @@ import hashlib
 import logging
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from digests.enrich.text import plain_text
 
 log = logging.getLogger(__name__)
 
 ID_PREFIX = "p"
-ID_HEX_DIGITS = 10
+# 64 bits: at 10M papers the expected number of pairs sharing an id is n^2/2^65, 2.7e-6
+# (at 40 bits, the ids stored before issue 11, it was 45: docs/architecture.md).
+ID_HEX_DIGITS = 16
+LEGACY_HEX_DIGITS = 10  # ids stored before issue 11; a stored id's shape never changes
+# What `papers.fingerprint` keeps of the fingerprint's SHA-256: 128 bits, so two different
+# abstracts agree on it with a chance of n^2/2^129 (1.5e-25 at 10M), in 32 bytes a row.
+FINGERPRINT_HEX_DIGITS = 32
+# Alternative ids tried after a collision (`probe_ids`); each is taken with a chance of
+# n/2^64, so more than one is never needed in practice (tests use 2-hex ids).
+MAX_PROBES = 64
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -22,10 +32,34 @@ def abstract_fingerprint(abstract: str) -> str:
     return " ".join(_WORD.findall(text))
 
 
-def paper_id(abstract: str) -> str:
-    """`p` and 10 hex digits of the fingerprint's SHA-256, e.g. `p3f9a2b1c0d`."""
+def fingerprint_hash(abstract: str) -> str:
+    """What identifies an abstract in the store: the first 32 hex digits of the SHA-256
+    of its fingerprint (`papers.fingerprint`). Its ids are derived from it."""
     digest = hashlib.sha256(abstract_fingerprint(abstract).encode("utf-8")).hexdigest()
-    return ID_PREFIX + digest[:ID_HEX_DIGITS]
+    return digest[:FINGERPRINT_HEX_DIGITS]
+
+
+def paper_id(abstract: str) -> str:
+    """`p` and 16 hex digits of the fingerprint's SHA-256, e.g. `p3f9a2b1c0d4e5f60`: the
+    id a new paper gets unless another paper holds it already (see `probe_ids`)."""
+    return ID_PREFIX + fingerprint_hash(abstract)[:ID_HEX_DIGITS]
+
+
+def legacy_id(fingerprint: str) -> str:
+    """The 10-hex-digit id a paper with this fingerprint hash got before issue 11 (a
+    prefix of its new one); stored papers keep it."""
+    return ID_PREFIX + fingerprint[:LEGACY_HEX_DIGITS]
+
+
+def probe_ids(fingerprint: str) -> Iterator[str]:
+    """The ids a paper with this fingerprint hash may be stored under, in the order they
+    are tried: its own (`paper_id`), then, should another paper hold it (a collision),
+    `p` + 16 hex of SHA-256(fingerprint + "#1"), "#2", ... Deterministic, so the same
+    abstract always walks the same sequence and finds where it was put."""
+    yield ID_PREFIX + fingerprint[:ID_HEX_DIGITS]
+    for attempt in range(1, MAX_PROBES):
+        digest = hashlib.sha256(f"{fingerprint}#{attempt}".encode("ascii")).hexdigest()
+        yield ID_PREFIX + digest[:ID_HEX_DIGITS]
 
 
 # Titles that journals and proceedings reuse for many different items ("Editorial",

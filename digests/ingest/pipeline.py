@@ -23,11 +23,12 @@ from sqlite_utils import Database
 from db import papers
 from db.transactions import write_transaction
 from digests.enrich.paper import Row, build_row, merge_rows
-from digests.identity import same_authors_enough, surnames, title_key
+from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import Limits, read_lines
 from digests.ingest.detect import FORMATS, detect_format
 from digests.ingest.errors import IngestError
+from digests.ingest.ids import FINGERPRINT_ALIAS, find_by_fingerprint, new_id, same_fingerprint
 from digests.ingest.jsonl import parse_json
 from digests.ingest.secrets import refuse_secrets
 from digests.ingest.seeds import parse_seed
@@ -211,7 +212,9 @@ ARXIV_ALIAS = "arXiv:"
 def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | None:
     """The stored paper that `row` is, if any: by external id first (arXiv id, OpenReview
     id, DOI), then by its normalised real title and one shared author surname, then by
-    its abstract's fingerprint (its id, or an abstract merged into another paper).
+    its abstract's fingerprint (`ids.find_by_fingerprint`: its id, checked by the
+    fingerprint so that two papers sharing an id never merge, or an abstract merged into
+    another paper).
     The title match is conservative: never for short or generic titles (see
     `identity.title_key`), two shared surnames for a 3-word title, and never between
     papers with different arXiv ids."""
@@ -233,11 +236,8 @@ def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | Non
             if ours and theirs and not ours & theirs:
                 continue
             return papers.get_paper(db, candidate["id"])
-    found = papers.get_paper(db, row["id"])
-    if found is None:
-        target = papers.paper_id_for_alias(db, row["id"])
-        found = papers.get_paper(db, target) if target else None
-    return found
+    fingerprint = row.get("fingerprint") or fingerprint_hash(row["abstract"])
+    return find_by_fingerprint(db, fingerprint, row["authors"])
 
 
 def store_row(
@@ -248,15 +248,19 @@ def store_row(
     summary: IngestSummary,
 ) -> str:
     """Add a prepared row's paper, or merge it into the paper already stored (see
-    `find_paper`). Every external id becomes an alias of the paper, and so does the
-    row's own id when it merged into another paper (its abstract differed): a later
+    `find_paper`). A new paper is stored with its fingerprint, under its own id or, if a
+    different paper holds that one, the next free id of its probe sequence (`ids.new_id`).
+    Every external id becomes an alias of the paper, and so does the row's fingerprint
+    (`fp:HASH`) when it merged into another paper (its abstract differed): a later
     title-less list with that abstract then finds the paper. Returns the paper's id."""
     ids = [external_id] if isinstance(external_id, str) else list(external_id or [])
+    fingerprint = row.get("fingerprint") or fingerprint_hash(row["abstract"])
+    row = {**row, "fingerprint": fingerprint}
     existing = find_paper(db, row, ids)
     if existing is None:
-        papers.insert_paper(db, row)
+        paper = new_id(db, fingerprint, str((row.get("sources") or ["ingest"])[0]))
+        papers.insert_paper(db, row | {"id": paper})
         summary.added += 1
-        paper = str(row["id"])
     else:
         paper = str(existing["id"])
         changes = merge_rows(existing, row, now)
@@ -265,8 +269,8 @@ def store_row(
             summary.merged += 1
         else:
             summary.skipped += 1
-        if row["id"] != paper:
-            papers.add_alias(db, row["id"], paper)
+        if not same_fingerprint(existing, fingerprint):
+            papers.add_alias(db, FINGERPRINT_ALIAS + fingerprint, paper)
     for alias in ids:
         papers.add_alias(db, alias, paper)
     return paper

@@ -26,7 +26,8 @@ from sqlite_utils import Database
 from db import papers
 from digests.enrich.links import classify
 from digests.enrich.paper import clean_title
-from digests.identity import paper_id
+from digests.identity import fingerprint_hash
+from digests.ingest.ids import stored_under_id
 from digests.records import PaperRecord
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,10 @@ def _empty(value: Any) -> bool:
 def is_absorbed(db: Database, record: PaperRecord) -> bool:
     """True when the store already holds everything `record` would bring (reads only)."""
     target = papers.paper_id_for_alias(db, record.external_id) if record.external_id else None
-    stored = papers.get_paper(db, target or paper_id(record.abstract))
+    if target:
+        stored = papers.get_paper(db, target)
+    else:  # under its id, or the one a collision sent it to, or its legacy id (`ids`)
+        stored = stored_under_id(db, fingerprint_hash(record.abstract), record.authors)
     if stored is None or stored["abstract"] != record.abstract:
         return False
     if record.external_id and target != stored["id"]:

@@ -1,0 +1,140 @@
+"""The stored paper an abstract is, by its id, checked by its fingerprint (issue 11).
+
+A paper's id is `p` + 16 hex digits of its fingerprint's SHA-256 (`identity.paper_id`);
+papers stored before issue 11 keep their 10-digit ids (`identity.legacy_id`, a prefix of
+the new one). An id match is the same paper only when the fingerprints agree:
+- a row stored since m009 is compared by its `fingerprint` column (128 bits, stored at
+  insert: a later merge may replace the abstract, never the fingerprint);
+- a row without one (stored before) by the fingerprint of its stored abstract. When that
+  abstract no longer gives the row's id (a newer arXiv version replaced it), the original
+  is unknown: the id match is then taken only if the two papers share an author surname
+  or one has no authors (`_plausible`).
+A different paper under the id a new paper would get (a collision) is never merged into:
+the new paper goes to the first free id of its probe sequence (`identity.probe_ids`), with
+one warning naming both ids, and every later lookup walks the same sequence. The walk
+stops at the first free id: papers are never deleted, so nothing lies beyond it.
+
+An abstract merged into another paper (by external id or title) is found again through
+the alias `fp:` + its fingerprint hash (128 bits: nothing to check). Aliases made from row
+ids before issue 11 (`p` + 10 hex digits) name no fingerprint: they are followed under the
+same author rule as unverifiable legacy rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from sqlite_utils import Database
+
+from db import papers
+from digests.enrich.paper import Row
+from digests.identity import LEGACY_HEX_DIGITS, fingerprint_hash, legacy_id, probe_ids, surnames
+from digests.ingest.errors import IngestError
+
+log = logging.getLogger(__name__)
+
+FINGERPRINT_ALIAS = "fp:"  # the alias an abstract merged into another paper leaves
+
+
+@dataclass
+class Place:
+    """Where the probe sequence of a fingerprint leads: the paper stored with it, else
+    the first free id (None when all are taken), and the ids other papers hold before."""
+
+    paper: Row | None = None
+    free: str | None = None
+    taken: list[str] = field(default_factory=list)
+
+
+def same_fingerprint(stored: Row, fingerprint: str) -> bool | None:
+    """Whether `stored` is the paper with this fingerprint hash: True, False, or None when
+    it cannot be told (a legacy row whose abstract was replaced since it got its id)."""
+    if stored.get("fingerprint"):
+        return bool(stored["fingerprint"] == fingerprint)
+    own = fingerprint_hash(str(stored.get("abstract") or ""))
+    if own == fingerprint:
+        return True
+    if legacy_id(own) == stored["id"] or len(stored["id"]) != 1 + LEGACY_HEX_DIGITS:
+        return False  # its abstract still gives its id: a different paper
+    return None
+
+
+def _plausible(stored: Row, authors: list[str]) -> bool:
+    """For a match that no fingerprint can confirm: the papers share an author surname,
+    or one side names no authors (nothing contradicts it)."""
+    ours, theirs = surnames(authors), surnames(list(stored.get("authors") or []))
+    return not ours or not theirs or bool(ours & theirs)
+
+
+def locate(db: Database, fingerprint: str) -> Place:
+    """Walk the probe sequence of `fingerprint` (reads only)."""
+    place = Place()
+    for candidate in probe_ids(fingerprint):
+        stored = papers.get_paper(db, candidate)
+        if stored is None:
+            place.free = candidate
+            return place
+        if same_fingerprint(stored, fingerprint):
+            place.paper = stored
+            return place
+        place.taken.append(candidate)
+    return place
+
+
+def stored_under_id(db: Database, fingerprint: str, authors: list[str]) -> Row | None:
+    """The paper stored under an id of this fingerprint: its probe sequence, then its
+    legacy 10-digit id (reads only). `authors`: the incoming record's, for legacy rows
+    that cannot be checked."""
+    found = locate(db, fingerprint).paper
+    if found is not None:
+        return found
+    old = legacy_id(fingerprint)
+    stored = papers.get_paper(db, old)
+    if stored is None:
+        return None
+    same = same_fingerprint(stored, fingerprint)
+    if same or (same is None and _plausible(stored, authors)):
+        return stored
+    log.warning("paper id %s is held by a paper with a different abstract: not merged", old)
+    return None
+
+
+def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> Row | None:
+    """The stored paper with this fingerprint: under one of its ids (`stored_under_id`),
+    or the paper it was merged into (its `fp:` alias, or a legacy id alias)."""
+    found = stored_under_id(db, fingerprint, authors)
+    if found is not None:
+        return found
+    target = papers.paper_id_for_alias(db, FINGERPRINT_ALIAS + fingerprint)
+    if target:
+        return papers.get_paper(db, target)
+    old = legacy_id(fingerprint)
+    target = papers.paper_id_for_alias(db, old)
+    stored = papers.get_paper(db, target) if target else None
+    if stored is None:
+        return None
+    if _plausible(stored, authors):
+        return stored
+    log.warning(
+        "paper id %s was merged into %s, whose authors are all different: not merged", old, target
+    )
+    return None
+
+
+def new_id(db: Database, fingerprint: str, source: str) -> str:
+    """The id a new paper with this fingerprint is stored under: its own, or after a
+    collision the first free one of its probe sequence (one warning naming both).
+    Raises IngestError when every id of the sequence is taken (never at 64 bits)."""
+    place = locate(db, fingerprint)
+    if place.paper is not None:  # the caller looked it up first: a programming error
+        raise ValueError(f"a paper with fingerprint {fingerprint} is stored already")
+    if place.free is None:
+        raise IngestError(source, None, f"no free paper id after {len(place.taken)} tries")
+    if place.taken:
+        log.warning(
+            "paper id %s is held by a paper with a different abstract: stored this one as %s",
+            place.taken[0],
+            place.free,
+        )
+    return place.free
