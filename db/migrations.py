@@ -273,3 +273,16 @@ def m009_fingerprints(db: Database) -> None:
     # NULL for papers stored before: they are checked against their stored abstract
     # (`digests.ingest.ids`); db/ cannot compute a fingerprint (that is Python text work).
     db.table("papers").add_column("fingerprint", str)
+
+
+@migrations()
+def m010_ingest_progress(db: Database) -> None:
+    # Issue 11: a large ingest commits in chunks, so its row says how far it got. `status`:
+    # "running" while it stores (or if it was killed), "complete", or "stopped" (an error
+    # part-way, in `error`); `done` of `total` papers read are stored. NULL status: an
+    # ingest from before, which was all-or-nothing, so complete.
+    ingests = db.table("ingests")
+    for column in ("status", "error", "finished_at"):
+        ingests.add_column(column, str)
+    for column in ("total", "done", "without_abstract"):
+        ingests.add_column(column, int)

@@ -133,3 +133,69 @@ def papers_without_title_key(db: Database) -> list[Row]:
 
 def set_title_key(db: Database, paper_id: str, key: str) -> None:
     db.execute("update papers set title_key = ? where id = ?", [key, paper_id])
+
+
+# --- batched writes and lookups for large ingests (issue 11) ---------------------------
+
+# Bound parameters per statement: SQLite's default limit is 32,766 since 3.32, 999 before.
+MAX_PARAMETERS = 900
+
+
+def insert_papers(db: Database, rows: list[Row]) -> None:
+    """Plain INSERTs of many new papers in one `executemany` (their keys must be the same:
+    rows built by one function). The FTS5 index is kept by the table's triggers."""
+    if not rows:
+        return
+    columns = list(rows[0])
+    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
+    marks = ", ".join("?" for _ in columns)
+    encoded = (
+        [
+            json.dumps(row[name], ensure_ascii=False) if name in JSON_COLUMNS else row[name]
+            for name in columns
+        ]
+        for row in rows
+    )
+    db.conn.executemany(f"insert into papers ({names}) values ({marks})", encoded)
+
+
+def add_aliases(db: Database, pairs: list[tuple[str, str]]) -> None:
+    """Many (alias, paper id) pairs; an alias already taken keeps its paper."""
+    db.conn.executemany(
+        "insert or ignore into paper_aliases (alias, paper_id) values (?, ?)", pairs
+    )
+
+
+def _present(db: Database, sql: str, values: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(values), MAX_PARAMETERS):
+        part = values[start : start + MAX_PARAMETERS]
+        marks = ", ".join("?" for _ in part)
+        found.update(str(row[0]) for row in db.execute(sql.format(marks=marks), part))
+    return found
+
+
+def existing_ids(db: Database, ids: list[str]) -> set[str]:
+    """Those of `ids` that are stored papers' ids (one query per 900)."""
+    return _present(db, "select id from papers where id in ({marks})", ids)
+
+
+def existing_aliases(db: Database, aliases: list[str]) -> set[str]:
+    """Those of `aliases` that are stored aliases."""
+    return _present(db, "select alias from paper_aliases where alias in ({marks})", aliases)
+
+
+def existing_title_keys(db: Database, keys: list[str]) -> set[str]:
+    """Those of `keys` that some stored paper's title has (indexed)."""
+    return _present(db, "select title_key from papers where title_key in ({marks})", keys)
+
+
+def start_ingest(db: Database, row: Row) -> int:
+    """Record an ingest that is starting to store papers (`status` "running"); its id."""
+    encoded = _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)}
+    return int(db.table("ingests").insert(encoded).last_pk)
+
+
+def update_ingest(db: Database, ingest_id: int, changes: Row) -> None:
+    """Progress or the end of an ingest: counts, `done`, `status`, `error`."""
+    db.table("ingests").update(ingest_id, changes)
