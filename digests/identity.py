@@ -39,10 +39,17 @@ def fingerprint_hash(abstract: str) -> str:
     return digest[:FINGERPRINT_HEX_DIGITS]
 
 
+def own_id(fingerprint: str) -> str:
+    """The id of a paper with this fingerprint hash unless another paper holds it already
+    (then see `probe_ids`): `p` and its first 16 hex digits. Reads ID_HEX_DIGITS at each
+    call (tests shorten it to force collisions): don't copy the constant."""
+    return ID_PREFIX + fingerprint[:ID_HEX_DIGITS]
+
+
 def paper_id(abstract: str) -> str:
-    """`p` and 16 hex digits of the fingerprint's SHA-256, e.g. `p3f9a2b1c0d4e5f60`: the
-    id a new paper gets unless another paper holds it already (see `probe_ids`)."""
-    return ID_PREFIX + fingerprint_hash(abstract)[:ID_HEX_DIGITS]
+    """`p` and 16 hex digits of the fingerprint's SHA-256, e.g. `p3f9a2b1c0d4e5f60`
+    (`own_id` of its `fingerprint_hash`)."""
+    return own_id(fingerprint_hash(abstract))
 
 
 def legacy_id(fingerprint: str) -> str:
@@ -56,7 +63,7 @@ def probe_ids(fingerprint: str) -> Iterator[str]:
     are tried: its own (`paper_id`), then, should another paper hold it (a collision),
     `p` + 16 hex of SHA-256(fingerprint + "#1"), "#2", ... Deterministic, so the same
     abstract always walks the same sequence and finds where it was put."""
-    yield ID_PREFIX + fingerprint[:ID_HEX_DIGITS]
+    yield own_id(fingerprint)
     for attempt in range(1, MAX_PROBES):
         digest = hashlib.sha256(f"{fingerprint}#{attempt}".encode("ascii")).hexdigest()
         yield ID_PREFIX + digest[:ID_HEX_DIGITS]
