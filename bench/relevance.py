@@ -7,12 +7,21 @@
    thresholds, the calibrated threshold, and the misses at the catalog's threshold.
 2. On ICLR 2021 (../shared/corpora), scored WITHOUT the authors' keywords, against weak
    labels taken from those keywords (tests/data/iclr2021_keyword_labels.toml).
+3. `find` on ICLR 2021 (issue 12's "Set A"): the file ingested WITHOUT its keywords
+   column, each of 12 topics asked as a `find` query; a paper is relevant when one of its
+   keywords matches one of the topic's patterns (a pattern of 3 characters or fewer must
+   equal the keyword, a longer one is a substring of it); papers without keywords are
+   left out. Mean average precision over the whole ranking `search_papers` returns,
+   beside plain FTS5 bm25 (the words ORed, title weight 5) on the same database.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import logging
+import tempfile
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,6 +108,103 @@ def iclr(threshold: float) -> None:
     )
 
 
+# Issue 12's Set A: (topic, find query, keyword patterns).
+SET_A = [
+    ("offline RL", "offline reinforcement learning",
+     ("offline reinforcement", "offline rl", "batch reinforcement", "batch rl")),
+    ("multi-agent RL", "multi-agent reinforcement learning", ("multi-agent", "multiagent", "marl")),
+    ("RLHF / preference / IRL", "learning from human preferences and feedback",
+     ("human feedback", "preference", "inverse reinforcement", "reward learning", "rlhf")),
+    ("diffusion", "diffusion models",
+     ("diffusion", "score-based", "score matching", "denoising score")),
+    ("any RL", "reinforcement learning", ("reinforcement learning", "deep rl", "rl")),
+    ("GNNs", "graph neural networks", ("graph neural", "gnn", "graph convolution")),
+    ("federated", "federated learning", ("federated",)),
+    ("contrastive / self-supervised", "self-supervised contrastive learning",
+     ("contrastive", "self-supervised", "self supervised")),
+    ("meta-learning / few-shot", "meta-learning for few-shot learning",
+     ("meta-learning", "meta learning", "few-shot", "few shot")),
+    ("adversarial robustness", "adversarial robustness",
+     ("adversarial robust", "adversarial examples", "adversarial attack", "adversarial training")),
+    ("continual learning", "continual learning and catastrophic forgetting",
+     ("continual", "lifelong", "catastrophic forgetting")),
+    ("NAS", "neural architecture search", ("architecture search", "nas")),
+]  # fmt: skip
+
+
+def keyword_matches(keyword: str, patterns: tuple[str, ...]) -> bool:
+    keyword = keyword.strip().lower()
+    return any(keyword == p if len(p) <= 3 else p in keyword for p in patterns)
+
+
+def average_precision(ranking: list[str], relevant: set[str]) -> float:
+    found, total = 0, 0.0
+    for rank, paper_id in enumerate(ranking, start=1):
+        if paper_id in relevant:
+            found += 1
+            total += found / rank
+    return total / len(relevant) if relevant else 0.0
+
+
+def find_map() -> dict[str, float] | None:
+    """Set A's `find` MAP and its FTS5 reference, printed as a table; None without ICLR."""
+    from db.search import search_papers, tokens
+
+    if not CORPUS.is_file():
+        print(f"find on ICLR 2021: skipped, {CORPUS} is not here")
+        return None
+    csv.field_size_limit(1 << 24)
+    with CORPUS.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    keywords = {
+        row["paper_id"]: [k for k in row["keywords"].split(",") if k.strip()] for row in rows
+    }
+    db = open_db(":memory:")
+    with tempfile.TemporaryDirectory() as folder:
+        blind = Path(folder) / "iclr2021-no-keywords.tsv"
+        with blind.open("w", encoding="utf-8", newline="") as out:
+            columns = [c for c in rows[0] if c != "keywords"]
+            writer = csv.DictWriter(out, columns, delimiter="\t", extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+        ingest_files(db, [blind], now=datetime.now(UTC))
+    # A file's id column becomes an alias of the stored paper.
+    stored = {
+        row["alias"]: row["paper_id"]
+        for row in db.query("select alias, paper_id from paper_aliases")
+        if row["alias"] in keywords
+    }
+    labelled = {stored[source]: words for source, words in keywords.items() if source in stored}
+    judged = {paper for paper, words in labelled.items() if words}
+    total = db.execute("select count(*) from papers").fetchone()[0]
+    print(f"\nfind on ICLR 2021 (Set A): {len(judged)} papers with keywords, ingested without them")
+    print("  topic                           relevant  find AP  FTS5 OR AP")
+    ours, theirs = [], []
+    for topic, query, patterns in SET_A:
+        relevant = {p for p in judged if any(keyword_matches(k, patterns) for k in labelled[p])}
+        ranking = [hit.paper["id"] for hit in search_papers(db, query, total)]
+        ranking = [p for p in ranking if p in judged]
+        expression = " OR ".join(f'"{w}"' for w in tokens(query))
+        reference = [
+            row["id"]
+            for row in db.query(
+                "select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid"
+                " where papers_fts match ? order by bm25(papers_fts, 5.0, 1.0, 1.0, 1.0)",
+                [expression],
+            )
+            if row["id"] in judged
+        ]
+        ours.append(average_precision(ranking, relevant))
+        theirs.append(average_precision(reference, relevant))
+        print(f"  {topic:30s}  {len(relevant):8d}  {ours[-1]:7.3f}  {theirs[-1]:10.3f}")
+    result = {
+        "find_map": round(sum(ours) / len(ours), 3),
+        "fts5_or_map": round(sum(theirs) / len(theirs), 3),
+    }
+    print(f"  {'MAP':30s}  {'':8s}  {result['find_map']:7.3f}  {result['fts5_or_map']:10.3f}")
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threshold", type=float, default=None)
@@ -106,6 +212,9 @@ def main() -> None:
     threshold = args.threshold if args.threshold is not None else load_catalog().threshold
     seeds(threshold)
     iclr(threshold)
+    found = find_map()
+    if found is not None:
+        print(json.dumps({"bench": "relevance", **found}))
 
 
 if __name__ == "__main__":
