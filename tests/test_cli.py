@@ -264,7 +264,7 @@ def test_echoed_command_text_is_inert_too(run, tmp_path: Path, seed_paths) -> No
     "args",
     [
         ("find", "robots"),
-        ("show", "p15e97bd3ed"),
+        ("show", "p15e97bd3ed8b16b4"),
         ("status",),
         ("status", "--channel", "local:lab"),
         ("digest", "--channel", "local:lab", "--preview"),
@@ -420,6 +420,6 @@ def test_show_lists_the_papers_an_ambiguous_prefix_could_mean(
     lines = result.output.splitlines()
     assert lines[0] == "error: 'p3e9' matches 2 papers; use more of the id:"
     assert [line.split()[0] for line in lines[1:]] == ["p3e9000000", "p3e9000001"]
-    shown = run("show", "p15e97bd3ed", "--db", db)
+    shown = run("show", "p15e97bd3ed8b16b4", "--db", db)
     assert shown.output.count("AlphaDPO: Adaptive preference optimization framework") == 1
     assert "58.7% LC win rate" in shown.output and "\\(" not in shown.output

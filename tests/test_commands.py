@@ -363,7 +363,7 @@ def test_arxiv_ids_in_every_usual_form(ctx: Context, tmp_path, ref: str) -> None
 
 
 def test_show_gives_a_plain_abstract_and_the_title_once(ctx: Context) -> None:
-    reply = handle("show p15e97bd3ed", ctx)  # AlphaDPO: LaTeX and 58.7\% in its abstract
+    reply = handle("show p15e97bd3ed8b16b4", ctx)  # AlphaDPO: LaTeX and 58.7\% in its abstract
     text = reply_text(reply)
     assert text.count("AlphaDPO: Adaptive preference optimization framework") == 1
     assert "58.7% LC win rate" in text and "\\%" not in text and "\\(" not in text

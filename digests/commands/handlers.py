@@ -156,7 +156,7 @@ def _paper_or_error(ref: str, ctx: Context) -> dict[str, object] | Reply:
     if paper is None:
         return error(
             f"I have no paper with id `{ref[:40]}`.",
-            f"Ids look like `p380c62ca5b`; find one with `{COMMAND} find <words>`.",
+            f"Ids look like `p380c62ca5bf30379`; find one with `{COMMAND} find <words>`.",
         )
     return paper
 

@@ -1,0 +1,224 @@
+"""Paper ids (issue 11): 64-bit ids for new papers, stored 10-digit ids kept, and two
+papers that share an id are never merged (collisions forced with 1- or 2-digit ids)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from db import open_db
+from db.papers import count_papers, get_paper, insert_paper, resolve_paper
+from digests import identity
+from digests.enrich.paper import build_row
+from digests.identity import fingerprint_hash, legacy_id, paper_id
+from digests.ingest import IngestError, ingest_files, pipeline
+from digests.lookup import resolve
+from digests.records import PaperRecord
+from tests.conftest import NOW
+
+# Two abstracts whose fingerprints share the first 10 hex digits of their SHA-256 (found
+# by a birthday search over 531,434 of them): the same id before issue 11, pce471a5f8c.
+TWIN_A = "We study colliding ids number 403742."
+TWIN_B = "We study colliding ids number 531433."
+TOPICS = (
+    "graph neural networks", "offline reinforcement learning", "diffusion models",
+    "contrastive learning", "federated optimisation", "program synthesis",
+    "speech recognition", "protein folding", "robot grasping", "causal discovery",
+)  # fmt: skip
+
+
+def abstracts(count: int) -> list[str]:
+    """`count` distinct abstracts, none a title-like match of another."""
+    return [
+        f"We study {TOPICS[i % len(TOPICS)]} in setting {i}, and report results on "
+        f"benchmark {i * 7 + 3} with a method we call Variant{i}."
+        for i in range(count)
+    ]
+
+
+def write_jsonl(path: Path, texts: list[str], **fields: object) -> Path:
+    """Title-less records with no external id: only the abstract's id can match them."""
+    path.write_text(
+        "".join(json.dumps({"abstract": text, **fields}) + "\n" for text in texts),
+        encoding="utf-8",
+    )
+    return path
+
+
+def count_enrichments(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Records enriched from now on (`is_absorbed` skips the stored ones before)."""
+    enriched: list[object] = []
+    real = pipeline.prepare
+
+    def counting(record, *args, **kwargs):  # type: ignore[no-untyped-def]
+        enriched.append(record)
+        return real(record, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "prepare", counting)
+    return enriched
+
+
+def stored(db: Database) -> list[dict[str, object]]:
+    return list(db.query("select id, abstract, fingerprint from papers order by id"))
+
+
+def collisions(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "held by a paper" in r.getMessage()]
+
+
+def test_new_ids_have_64_bits_and_extend_the_legacy_id() -> None:
+    new = paper_id(TWIN_A)
+    assert len(new) == 17 and new.startswith("p") and int(new[1:], 16) >= 0
+    assert legacy_id(fingerprint_hash(TWIN_A)) == new[:11] == "pce471a5f8c"
+    assert paper_id(TWIN_B)[:11] == new[:11] and paper_id(TWIN_B) != new
+
+
+def test_colliding_ids_store_every_paper_and_a_reingest_adds_and_merges_nothing(
+    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)  # 256 ids for 50 papers
+    texts = abstracts(50)
+    path = write_jsonl(tmp_path / "papers.jsonl", texts)
+    with caplog.at_level(logging.WARNING):
+        first = ingest_files(fresh_db, [path], now=NOW)
+    assert (first.added, first.merged, first.skipped) == (50, 0, 0)
+    rows = stored(fresh_db)
+    assert sorted(str(row["abstract"]) for row in rows) == sorted(texts)
+    assert all(row["fingerprint"] == fingerprint_hash(str(row["abstract"])) for row in rows)
+    displaced = [row for row in rows if row["id"] != paper_id(str(row["abstract"]))]
+    assert len(displaced) >= 5  # 50 papers in 256 ids collide, by design of the test
+    warnings = collisions(caplog)
+    assert len(warnings) == len(displaced)  # one line per collision, naming both ids
+    for row in displaced:
+        own = paper_id(str(row["abstract"]))
+        assert any(own in line and str(row["id"]) in line for line in warnings)
+    caplog.clear()
+    enriched = count_enrichments(monkeypatch)
+    again = ingest_files(fresh_db, [path], now=NOW + timedelta(days=1))
+    assert (again.added, again.merged, again.skipped) == (0, 0, 50)
+    assert enriched == []  # each found where its collision sent it, before enrichment
+    assert stored(fresh_db) == rows and not collisions(caplog)
+
+
+def test_a_paper_with_a_taken_id_is_found_again_from_another_file(
+    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the full path (a new author makes the record not yet absorbed): the
+    probe sequence leads to the paper, which is merged into, not duplicated."""
+    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    texts = abstracts(50)
+    ingest_files(fresh_db, [write_jsonl(tmp_path / "a.jsonl", texts)], now=NOW)
+    more = write_jsonl(tmp_path / "b.jsonl", texts, authors=["Ada Lovelace"])
+    summary = ingest_files(fresh_db, [more], now=NOW + timedelta(days=1))
+    assert (summary.added, summary.merged) == (0, 50)
+    assert count_papers(fresh_db) == 50
+    assert all(
+        row["authors"] == '["Ada Lovelace"]' for row in fresh_db.query("select * from papers")
+    )
+
+
+def test_when_every_id_is_taken_the_ingest_stops_and_stores_nothing(
+    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 1)  # 16 ids: the 17th paper has none
+    path = write_jsonl(tmp_path / "papers.jsonl", abstracts(17))
+    with pytest.raises(IngestError, match="no free paper id"):
+        ingest_files(fresh_db, [path], now=NOW)
+    assert count_papers(fresh_db) == 0
+
+
+def test_an_abstract_merged_into_another_paper_is_no_alias_for_its_id_twin(
+    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record merged by title leaves its abstract's alias; a different abstract with the
+    same id must not follow that alias into the paper."""
+    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    texts = abstracts(300)
+    merged, twin = next(
+        (a, b) for i, a in enumerate(texts) for b in texts[i + 1 :] if paper_id(a) == paper_id(b)
+    )
+    title = {"title": "A Careful Study of Everything Here", "authors": ["Ada Lovelace"]}
+    first = {"abstract": "The first version of this paper.", **title}
+    second = {"abstract": merged, **title}
+    path = tmp_path / "titled.jsonl"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n", encoding="utf-8")
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (1, 1)  # the second merged (by title)
+    again = ingest_files(fresh_db, [write_jsonl(tmp_path / "m.jsonl", [merged])], now=NOW)
+    assert (again.added, count_papers(fresh_db)) == (0, 1)  # found through its alias
+    other = ingest_files(fresh_db, [write_jsonl(tmp_path / "t.jsonl", [twin])], now=NOW)
+    assert (other.added, other.merged, count_papers(fresh_db)) == (1, 0, 2)
+
+
+def insert_legacy(db: Database, abstract: str, **fields: object) -> str:
+    """A paper as it was stored before issue 11: a 10-digit id, no fingerprint."""
+    record = PaperRecord(abstract=abstract, source="papers.jsonl", line=1, **fields)  # type: ignore[arg-type]
+    row = build_row(record, NOW)
+    row["id"] = legacy_id(fingerprint_hash(abstract))
+    row.pop("fingerprint", None)
+    insert_paper(db, row)
+    return str(row["id"])
+
+
+def test_papers_stored_under_legacy_ids_are_found_by_a_reingest(
+    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = abstracts(20)
+    old_ids = sorted(insert_legacy(fresh_db, text) for text in texts)
+    path = write_jsonl(tmp_path / "papers.jsonl", texts)
+    enriched = count_enrichments(monkeypatch)
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, summary.merged, summary.skipped) == (0, 0, 20)
+    assert enriched == []  # found under their legacy ids before enrichment
+    more = write_jsonl(tmp_path / "more.jsonl", texts, keywords=["ids"])  # the full path
+    summary = ingest_files(fresh_db, [more], now=NOW)
+    assert (summary.added, summary.merged) == (0, 20)
+    assert [row["id"] for row in stored(fresh_db)] == old_ids
+    assert all(len(i) == 11 for i in old_ids)
+
+
+def test_a_legacy_id_shared_by_a_different_abstract_is_not_merged_into(
+    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = insert_legacy(fresh_db, TWIN_A)
+    with caplog.at_level(logging.WARNING):
+        summary = ingest_files(fresh_db, [write_jsonl(tmp_path / "b.jsonl", [TWIN_B])], now=NOW)
+    assert (summary.added, summary.merged) == (1, 0)
+    assert get_paper(fresh_db, old)["abstract"] == TWIN_A  # type: ignore[index]
+    assert get_paper(fresh_db, paper_id(TWIN_B))["abstract"] == TWIN_B  # type: ignore[index]
+    assert any(old in line for line in collisions(caplog))
+    again = ingest_files(fresh_db, [tmp_path / "b.jsonl"], now=NOW)
+    assert (again.added, again.merged, count_papers(fresh_db)) == (0, 0, 2)
+
+
+def test_a_legacy_paper_whose_abstract_was_replaced_needs_a_shared_author(
+    tmp_path: Path,
+) -> None:
+    """Its original fingerprint is unknown (a newer arXiv version replaced the abstract):
+    its id alone is 40 bits, so an author surname must agree too."""
+    for authors, added in ((["Alan Turing"], 1), (["A. Lovelace"], 0)):
+        db = open_db(":memory:")
+        old = insert_legacy(db, TWIN_A, authors=["Ada Lovelace"])
+        db.execute("update papers set abstract = 'A revised text.' where id = ?", [old])
+        path = write_jsonl(tmp_path / "p.jsonl", [TWIN_A], authors=authors)
+        assert ingest_files(db, [path], now=NOW).added == added, authors
+        assert count_papers(db) == 1 + added
+
+
+def test_a_64_bit_id_and_its_prefixes_resolve(fresh_db: Database, tmp_path: Path, run) -> None:  # type: ignore[no-untyped-def]
+    ingest_files(fresh_db, [write_jsonl(tmp_path / "p.jsonl", abstracts(5))], now=NOW)
+    [row] = fresh_db.query("select id from papers where abstract like '%setting 3,%'")
+    full = str(row["id"])
+    assert len(full) == 17
+    for ref in (full, full.upper(), full[:11], full[:6]):
+        assert resolve_paper(fresh_db, ref)["id"] == full  # type: ignore[index]
+        assert resolve(fresh_db, ref).paper["id"] == full  # type: ignore[index]
+    path = write_jsonl(tmp_path / "one.jsonl", abstracts(5))
+    assert run("ingest", str(path)).exit_code == 0
+    shown = run("show", full)
+    assert shown.exit_code == 0 and full in shown.output and "setting 3" in shown.output
