@@ -17,8 +17,10 @@ from digests import identity
 from digests.enrich.paper import build_row
 from digests.identity import fingerprint_hash, legacy_id, paper_id
 from digests.ingest import IngestError, ingest_files, pipeline
+from digests.ingest.fetched import prepare_page, store_page
 from digests.lookup import resolve
 from digests.records import PaperRecord
+from digests.sources.records import FetchedPaper
 from tests.conftest import NOW
 
 # Two abstracts whose fingerprints share the first 10 hex digits of their SHA-256 (found
@@ -222,3 +224,20 @@ def test_a_64_bit_id_and_its_prefixes_resolve(fresh_db: Database, tmp_path: Path
     assert run("ingest", str(path)).exit_code == 0
     shown = run("show", full)
     assert shown.exit_code == 0 and full in shown.output and "setting 3" in shown.output
+
+
+def test_fetched_papers_with_colliding_ids_are_stored_apart_and_found_again(
+    fresh_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source's page takes the same path (`fetched.store_page` -> `store_row`)."""
+    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    page = [
+        FetchedPaper(source="feed:lab", title=f"Findings of study number {i}", abstract=text)
+        for i, text in enumerate(abstracts(50))
+    ]
+    prepared, _ = prepare_page(page, NOW)
+    first = store_page(fresh_db, prepared, NOW)
+    assert (first.added, count_papers(fresh_db)) == (50, 50)
+    prepared, _ = prepare_page(page, NOW)
+    again = store_page(fresh_db, prepared, NOW + timedelta(hours=1))
+    assert (again.added, again.merged, count_papers(fresh_db)) == (0, 0, 50)
