@@ -82,10 +82,13 @@ def locate(db: Database, fingerprint: str) -> Place:
     return place
 
 
-def stored_under_id(db: Database, fingerprint: str, authors: list[str]) -> Row | None:
+def stored_under_id(
+    db: Database, fingerprint: str, authors: list[str], *, warn: bool = True
+) -> Row | None:
     """The paper stored under an id of this fingerprint: its probe sequence, then its
     legacy 10-digit id (reads only). `authors`: the incoming record's, for legacy rows
-    that cannot be checked."""
+    that cannot be checked. `warn`: log a legacy id held by a different paper (off for
+    a look before enrichment: the store that follows says it once)."""
     found = locate(db, fingerprint).paper
     if found is not None:
         return found
@@ -96,7 +99,8 @@ def stored_under_id(db: Database, fingerprint: str, authors: list[str]) -> Row |
     same = same_fingerprint(stored, fingerprint)
     if same or (same is None and _plausible(stored, authors)):
         return stored
-    log.warning("paper id %s is held by a paper with a different abstract: not merged", old)
+    if warn:
+        log.warning("paper id %s is held by a paper with a different abstract: not merged", old)
     return None
 
 

@@ -43,7 +43,8 @@ def is_absorbed(db: Database, record: PaperRecord) -> bool:
     if target:
         stored = papers.get_paper(db, target)
     else:  # under its id, or the one a collision sent it to, or its legacy id (`ids`)
-        stored = stored_under_id(db, fingerprint_hash(record.abstract), record.authors)
+        fingerprint = fingerprint_hash(record.abstract)
+        stored = stored_under_id(db, fingerprint, record.authors, warn=False)
     if stored is None or stored["abstract"] != record.abstract:
         return False
     if record.external_id and target != stored["id"]:
