@@ -286,3 +286,28 @@ def m010_ingest_progress(db: Database) -> None:
         ingests.add_column(column, str)
     for column in ("total", "done", "without_abstract"):
         ingests.add_column(column, int)
+
+
+@migrations()
+def m012_search_changes(db: Database) -> None:
+    # The papers whose searchable text changed, in order, for the tantivy index beside the
+    # store (db/text_index.py): it applies the rows after its watermark and trims them.
+    # Written by triggers in the same transaction as the change, so a crash never loses one.
+    db.execute(
+        "create table search_changes (seq integer primary key autoincrement, "
+        "paper_id text not null)"
+    )
+    db.execute(
+        "create trigger papers_search_insert after insert on papers begin "
+        "insert into search_changes (paper_id) values (new.id); end"
+    )
+    db.execute(
+        "create trigger papers_search_update after update of "
+        "id, title, names, name_keys, keywords, abstract_text on papers begin "
+        "insert into search_changes (paper_id) values (old.id); "
+        "insert into search_changes (paper_id) select new.id where new.id != old.id; end"
+    )
+    db.execute(
+        "create trigger papers_search_delete after delete on papers begin "
+        "insert into search_changes (paper_id) values (old.id); end"
+    )

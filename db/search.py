@@ -1,9 +1,15 @@
 """Ranked full-text lookup over papers, safe for any text a user types.
 
-User text never reaches FTS5 syntax: it is cut into word tokens, each quoted, and
-the tokens are OR-ed together (with their run-together forms, so "alpha dpo" also
-matches "AlphaDPO"). BM25 ranks the matches, with title and method-name columns
+User text never reaches a query language: it is cut into word tokens, and each token
+(with its run-together forms, so "alpha dpo" also matches "AlphaDPO") becomes a term
+ORed with the others. BM25 ranks the matches, with title and method-name fields
 weighted above the abstract; an exact method-name match always comes first.
+
+The ranking runs on the tantivy index beside the store (`db.text_index`): it finds the
+top k by block-max WAND without scoring every paper that shares a common word, and only
+the top k rows are then read from SQLite. When that index cannot answer at once (inside
+a write transaction, its writer busy in another process, a read-only folder), the same
+query runs on SQLite's FTS5 index instead: slower on a large store, still correct.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlite_utils import Database
+from tantivy import Occur, Query
 
+from db import text_index
 from db.papers import decode
 
 log = logging.getLogger(__name__)
@@ -66,10 +74,84 @@ def query_key(query: str) -> str:
     return "".join(char for char in folded if char.isalnum())
 
 
+def index_terms(query: str) -> list[str]:
+    """The index terms `query` asks for: its words as the index cuts them, then the
+    run-together forms of 2 and 3 neighbours ("alpha dpo" -> "alphadpo")."""
+    words: list[str] = []
+    for token in tokens(query):
+        for word in text_index.analyze(token):
+            if word not in words:
+                words.append(word)
+    words = words[:MAX_TOKENS]
+    terms = list(words)
+    for size in (2, 3):
+        for start in range(len(words) - size + 1):
+            joined = "".join(words[start : start + size])
+            if joined not in terms and len(joined) <= MAX_TOKEN_CHARS:
+                terms.append(joined)
+    return terms
+
+
 def search_papers(db: Database, query: str, limit: int = 10) -> list[Hit]:
-    """Papers matching `query`, best first. Never raises on odd user input."""
+    """Papers matching `query`, best first, at most `limit`. Never raises on odd user input.
+
+    A paper whose method name is the query ("AlphaDPO", "alpha dpo") comes first; the
+    rest follow by weighted BM25 over title, names, keywords and abstract."""
+    if not tokens(query) or limit <= 0:
+        return []
+    try:
+        index = text_index.ready(db)
+    except text_index.IndexUnavailable as exc:
+        log.info("lookup on FTS5: the search index cannot answer now (%s)", exc)
+        return _search_fts(db, query, limit)
+    return _search_index(db, index, query, limit)
+
+
+def _search_index(db: Database, index: text_index.TextIndex, query: str, limit: int) -> list[Hit]:
+    terms = index_terms(query)
+    if not terms:
+        return []
+    schema = index.schema
+    clauses = [(Occur.Should, Query.term_query(schema, text_index.TEXT, term)) for term in terms]
+    ranked = Query.boolean_query(clauses)
+    searcher = index.searcher()
+    found: dict[str, float] = {}
+    key = query_key(query)
+    if key:
+        exact = Query.boolean_query(
+            [
+                (Occur.Must, Query.term_query(schema, text_index.KEYS, key)),
+                (Occur.Should, ranked),
+            ]
+        )
+        _collect(searcher, exact, limit, found)
+    if len(found) < limit:
+        _collect(searcher, ranked, limit, found)
+    ids = list(found)[:limit]
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
+    rows = {row["id"]: row for row in db.query(f"select * from papers where id in ({marks})", ids)}
+    # A paper deleted since the index last caught up is left out.
+    return [
+        Hit(decode(rows[paper_id]), round(found[paper_id], 4))
+        for paper_id in ids
+        if paper_id in rows
+    ]
+
+
+def _collect(searcher: Any, query: Any, limit: int, found: dict[str, float]) -> None:
+    # count=False: counting every match would defeat the top-k pruning.
+    for score, address in searcher.search(query, limit + len(found), count=False).hits:
+        paper_id = searcher.doc(address).get_first("id")
+        if paper_id not in found:
+            found[paper_id] = float(score)
+
+
+def _search_fts(db: Database, query: str, limit: int) -> list[Hit]:
+    """The same lookup on FTS5: every match is scored, so it is slow on a large store."""
     expression = match_expression(query)
-    if expression is None or limit <= 0:
+    if expression is None:
         return []
     key = query_key(query)
     weights = ", ".join(str(weight) for weight in WEIGHTS)
