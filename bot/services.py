@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import functools
 import logging
+import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
@@ -95,3 +97,120 @@ async def in_daemon_thread(func: Callable[..., T], *args: object) -> T:
 
     threading.Thread(target=work, name=getattr(func, "__name__", "work"), daemon=True).start()
     return await future
+
+
+_Work = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class ChangeWriter(Executor):
+    """An executor for commands that write: one thread, and group commit.
+
+    The work submitted while a batch runs waits, then runs as the next batch: one
+    `BEGIN IMMEDIATE`, each piece of work in a savepoint of its own (its failure undoes
+    its own writes only, and fails its own future), then one COMMIT, so one fsync for the
+    whole batch instead of one per command. Futures are settled only after that COMMIT:
+    nobody is told "done" about a write that could still be lost. A failed COMMIT fails
+    every future of the batch (and stores none of it).
+
+    `connect()` gives the database of the calling thread (`Services.db`): the work reaches
+    the same connection through the same call, as it runs in this executor's thread.
+    Under 50 concurrent `/papers subscribe`, commits one at a time left each command
+    waiting for the fsyncs of all the ones before it (docs/benchmarks.md, "Commands").
+    """
+
+    def __init__(
+        self, connect: Callable[[], Database], *, max_batch: int = 64, name: str = "writer"
+    ) -> None:
+        self._connect = connect
+        self.max_batch = max_batch
+        self._name = name
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._shut = False
+        self.batches = 0  # transactions committed, for tests and the benchmark
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            future: Future[T] = Future()
+            self._queue.put((future, fn, args, kwargs))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                self._thread.start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut = True
+            thread = self._thread
+        if cancel_futures:
+            while True:
+                try:
+                    work = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if work is not None:
+                    work[0].cancel()
+        self._queue.put(None)
+        if wait and thread is not None:
+            thread.join()
+
+    def _work(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                return
+            batch = [work]
+            stop = False
+            while len(batch) < self.max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._run(batch)
+            if stop:
+                return
+
+    def _run(self, batch: list[_Work]) -> None:
+        live = [work for work in batch if work[0].set_running_or_notify_cancel()]
+        if not live:
+            return
+        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        try:
+            conn = self._connect().conn
+            if not conn.in_transaction:
+                conn.execute("BEGIN IMMEDIATE")
+            for future, fn, args, kwargs in live:
+                conn.execute("SAVEPOINT change")
+                try:
+                    value = fn(*args, **kwargs)
+                except BaseException as exc:  # settled below, after the commit
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK TO SAVEPOINT change")
+                        conn.execute("RELEASE SAVEPOINT change")
+                    outcomes.append((future, False, exc))
+                    continue
+                if conn.in_transaction:
+                    conn.execute("RELEASE SAVEPOINT change")
+                outcomes.append((future, True, value))
+            if conn.in_transaction:
+                conn.commit()
+        except BaseException as exc:  # BEGIN or COMMIT failed: nothing of the batch stays
+            log.warning("a batch of %d changes failed: %s", len(live), exc)
+            with contextlib.suppress(Exception):
+                self._connect().conn.rollback()
+            for future, *_ in live:
+                future.set_exception(exc)
+            return
+        self.batches += 1
+        for future, ok, value in outcomes:
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)

@@ -30,19 +30,31 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.services import Services
+from bot.services import ChangeWriter, Services
 from bot.slack.app import COMMAND, WORKING, answer_payloads
 from bot.slack.http import Request, Response
 from bot.slack.verify import ReplayMemory, check
+from digests.commands.grammar import ParseError, parse
+from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
 
 PATH = "/slack/events"
 MAX_FIELDS = 64  # a slash command has about 15 form fields
 RESPONSE_TIMEOUT = 10.0
-# Threads for commands. More would not run Python faster on a small machine (one GIL),
-# and each one more makes the event loop wait longer for the GIL between writes.
+# Threads for lookups (find, show, topics...). More would not run Python faster on a
+# small machine (one GIL), and each one more makes the event loop wait longer for the GIL
+# between writes.
 COMMAND_THREADS = 2
+# Commands that change a channel (subscribe...) have a thread of their own (a
+# `ChangeWriter`): they never queue behind slow lookups, never wait for each other in
+# SQLite's busy handler (which sleeps and polls; SQLite has one writer anyway), and those
+# that arrive while one runs are committed together, with one fsync.
+CHANGE_THREADS = 1
+# A command that has to queue for a thread waits this long at most for its answer before
+# "Working on it…": when threads free up quickly, its answer is the acknowledgement (one
+# HTTP exchange instead of two); when they do not, the acknowledgement is not held up.
+QUEUED_WAIT = 0.25
 SSL_CHECK = re.compile(rb"(?:^|&)ssl_check=1(?:&|$)")  # a whole form field, nothing parsed
 SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's response_urls point
 _URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
@@ -99,8 +111,11 @@ class SlackEndpoint:
         self.commands_run = 0  # for tests and the benchmark
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="slack-command")
-        self._running = 0
+        self._change_executor = ChangeWriter(services.db, name="slack-change")
+        self._running = 0  # commands in flight, both lanes
+        self._busy = {False: 0, True: 0}  # in flight per lane (changes: True)
         self.max_queued = MAX_QUEUED
+        self.queued_wait = QUEUED_WAIT
         self._followups: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
         self._closing = False
@@ -178,14 +193,19 @@ class SlackEndpoint:
             # (30 minutes): a stuck database must not pile up every command for later.
             log.warning("%d /papers commands waiting; refusing one", self._running)
             return _message({"response_type": "ephemeral", "text": BUSY})
-        queued = self._running >= self.workers
+        changes = _changes(form.get("text", ""))
+        threads = CHANGE_THREADS if changes else self.workers
+        queued = self._busy[changes] >= threads
         self.commands_run += 1
         self._running += 1  # now, not when the task starts: a burst arrives in one go
-        task = asyncio.ensure_future(self._answer(form))
+        self._busy[changes] += 1
+        task = asyncio.ensure_future(self._answer(form, changes))
         loop = asyncio.get_running_loop()
-        # A command that has to queue for a thread is acknowledged at once: waiting would
-        # only make the acknowledgements late too (see docs/benchmarks.md).
-        budget = 0.0 if queued else max(0.0, received + self.ack_budget - loop.time())
+        budget = max(0.0, received + self.ack_budget - loop.time())
+        if queued:
+            # Waiting the whole budget behind a queue would only make the acknowledgements
+            # late too (see docs/benchmarks.md, issue 9), so a little at most.
+            budget = min(budget, self.queued_wait)
         done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)
         if done and task.cancelled():  # a stop cancelled it before it started
             return _message({"response_type": "ephemeral", "text": STOPPED})
@@ -197,11 +217,13 @@ class SlackEndpoint:
         self._follow_up(form["response_url"], task)
         return _message({"response_type": "ephemeral", "text": WORKING})
 
-    async def _answer(self, form: dict[str, str]) -> list[dict[str, Any]]:
+    async def _answer(self, form: dict[str, str], changes: bool) -> list[dict[str, Any]]:
+        executor = self._change_executor if changes else self._executor
         try:
-            return await answer_payloads(self.services, self.client, form, self._executor)
+            return await answer_payloads(self.services, self.client, form, executor)
         finally:
             self._running -= 1
+            self._busy[changes] -= 1
 
     def _follow_up(self, url: str, messages: Any) -> None:
         """Post the messages (an awaitable list) to `url` in the background."""
@@ -238,6 +260,7 @@ class SlackEndpoint:
         cut short, with nobody told.)"""
         self._closing = True
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._change_executor.shutdown(wait=False, cancel_futures=True)
         try:
             if self._followups and grace > 0:
                 await asyncio.wait(set(self._followups), timeout=grace)
@@ -246,6 +269,14 @@ class SlackEndpoint:
                 task.cancel()
             if self._session is not None:
                 await self._session.close()
+
+
+def _changes(text: str) -> bool:
+    """Whether the command changes the channel (its lane); as `handle` parses it."""
+    try:
+        return parse(strip_unsafe(text)).verb.changes
+    except ParseError:
+        return False
 
 
 async def _given(value: Any) -> Any:

@@ -1,0 +1,244 @@
+"""Many `/papers` commands at once through the Slack HTTP endpoint (issue 11, commands).
+
+Lookups run in their own threads, changes in a `ChangeWriter` of their own that commits
+the changes queued meanwhile together; a command that queues may still be answered in its
+acknowledgement. No timings: events hold handlers where a test needs them held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.services import ChangeWriter
+from bot.slack import app as slack_app
+from bot.slack.app import WORKING
+from db import open_db
+from db.channels import active_subscriptions
+from digests.topics import Catalog
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import HttpClient, make_services, signed_headers, slash_body, start_http
+from tests.waiting import eventually
+
+CHANNEL = "slack:T0001/C0001"
+
+
+@pytest.fixture
+async def client(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> AsyncIterator[HttpClient]:
+    started = await start_http(make_services(tmp_path, seed_paths, catalog, fake_slack), fake_slack)
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+def held_finds(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`find` commands wait for the returned event; other commands run at once. The list
+    records the finds that started."""
+    release, started = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def holding(text: str, ctx: Any) -> Any:
+        if text.startswith("find"):
+            started.append(text)
+            release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", holding)
+    yield release, started
+    release.set()
+
+
+async def post(client: HttpClient, text: str, name: str, fake: FakeSlack) -> Any:
+    body = slash_body(text, fake.response_url(name))
+    response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+    assert response.status == 200
+    return await response.json()
+
+
+async def test_a_second_lookup_is_answered_while_the_first_is_blocked(
+    client: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, started = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def first_held(text: str, ctx: Any) -> Any:
+        started.append(text)
+        if text == "find policy":
+            release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", first_held)
+    try:
+        client.endpoint.ack_budget = 0.01  # the held one is "Working on it…" at once
+        assert (await post(client, "find policy", "r1", fake_slack))["text"] == WORKING
+        assert await eventually(lambda: started == ["find policy"])
+        client.endpoint.ack_budget = 30
+        second = await asyncio.wait_for(post(client, "find offline", "r2", fake_slack), 20)
+        assert "Top" in second["text"] and not release.is_set()
+    finally:
+        release.set()
+    assert await eventually(lambda: len(fake_slack.responses) == 1)
+
+
+async def test_a_change_is_answered_while_every_lookup_thread_is_blocked(
+    client: HttpClient, fake_slack: FakeSlack, held_finds: Any
+) -> None:
+    """Changes queued behind slow lookups in one pool: with both threads on lookups,
+    `/papers subscribe` waited for them."""
+    release, started = held_finds
+    client.endpoint.ack_budget = 0.01
+    for n in range(3):  # two take both lookup threads, one queues
+        assert (await post(client, f"find policy {n}", f"r{n}", fake_slack))["text"] == WORKING
+    assert await eventually(lambda: len(started) == 2)
+    client.endpoint.ack_budget = 30
+    answer = await asyncio.wait_for(post(client, "subscribe offline-rl", "rs", fake_slack), 20)
+    assert "subscribed this channel" in answer["text"]
+    assert not release.is_set() and len(started) == 2
+    db = open_db(client.services.db_path)
+    assert [row["topic_id"] for row in active_subscriptions(db, CHANNEL)] == ["offline-rl"]
+
+
+async def test_a_queued_command_ready_within_the_wait_is_answered_in_the_ack(
+    client: HttpClient, fake_slack: FakeSlack, held_finds: Any
+) -> None:
+    """A command that had to queue was always "Working on it…" at once, and its answer
+    a second HTTP exchange through response_url, even when the threads freed up at once."""
+    release, started = held_finds
+    client.endpoint.ack_budget = 60
+    client.endpoint.queued_wait = 60  # longer than this test: only the answer ends the wait
+    held = [asyncio.ensure_future(post(client, f"find policy {n}", f"r{n}", fake_slack))
+            for n in (1, 2)]  # fmt: skip
+    assert await eventually(lambda: len(started) == 2)
+    queued = asyncio.ensure_future(post(client, "topics", "r3", fake_slack))
+    assert await eventually(lambda: client.endpoint._busy[False] == 3)
+    release.set()
+    answer = await asyncio.wait_for(queued, 20)
+    assert answer["text"] != WORKING and "topics" in answer["text"]
+    for response in await asyncio.gather(*held):
+        assert "Top" in response["text"]
+    assert fake_slack.responses == []
+
+
+# The group commit itself, on a plain table.
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "w.db"
+    db = open_db(path)
+    db.execute("create table t (n integer primary key)")
+    db.conn.commit()
+    return path
+
+
+def rows(path: Path) -> list[int]:
+    return [row[0] for row in open_db(path).execute("select n from t order by n").fetchall()]
+
+
+def per_thread(store: Path) -> Any:
+    """Each thread's own connection, as `Services.db` gives them."""
+    local = threading.local()
+
+    def connect() -> Any:
+        if not hasattr(local, "db"):
+            local.db = open_db(store)
+        return local.db
+
+    return connect
+
+
+def test_changes_queued_meanwhile_are_committed_together(store: Path) -> None:
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def insert(n: int, wait: bool = False) -> int:
+        if wait:
+            entered.set()
+            gate.wait(30)
+        connect().execute("insert into t (n) values (?)", [n])
+        if n == 3:
+            raise ValueError("this one fails")
+        return n
+
+    try:
+        first = writer.submit(insert, 1, True)
+        assert entered.wait(30)
+        rest = [writer.submit(insert, n) for n in (2, 3, 4)]
+        assert rows(store) == []  # nothing is visible, or answered, before its commit
+        gate.set()
+        assert first.result(30) == 1
+        assert [rest[0].result(30), rest[2].result(30)] == [2, 4]
+        with pytest.raises(ValueError):
+            rest[1].result(30)
+        assert writer.batches == 2  # 1 alone, then 2, 3 and 4 in one transaction
+        assert rows(store) == [1, 2, 4]  # 3's own insert was undone, not its neighbours'
+    finally:
+        gate.set()
+        writer.shutdown()
+
+
+def test_a_failed_commit_fails_every_change_of_its_batch(store: Path) -> None:
+    db = open_db(store)
+    db.execute("create table parent (id integer primary key)")
+    db.execute("create table child (p integer references parent(id) deferrable initially deferred)")
+    db.conn.commit()
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+
+    def good() -> str:
+        connect().execute("insert into t (n) values (7)")
+        return "ok"
+
+    def orphan() -> str:  # a deferred constraint: only the COMMIT finds it broken
+        connect().execute("insert into child (p) values (99)")
+        return "ok too"
+
+    gate, entered = threading.Event(), threading.Event()
+
+    def hold() -> str:
+        entered.set()
+        gate.wait(30)
+        return "held"
+
+    first = writer.submit(hold)  # so that the next two are one batch
+    assert entered.wait(30)
+    futures = [writer.submit(good), writer.submit(orphan)]
+    gate.set()
+    assert first.result(30) == "held"
+    for future in futures:
+        with pytest.raises(sqlite3.IntegrityError):
+            future.result(30)
+    writer.shutdown()
+    assert rows(store) == []
+
+
+def test_a_writer_shut_down_cancels_what_is_queued(store: Path) -> None:
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+    gate, entered = threading.Event(), threading.Event()
+
+    def hold() -> str:
+        entered.set()
+        gate.wait(30)
+        return "held"
+
+    first = writer.submit(hold)
+    assert entered.wait(30)
+    queued = writer.submit(lambda: connect().execute("insert into t (n) values (1)"))
+    writer.shutdown(wait=False, cancel_futures=True)
+    gate.set()
+    assert first.result(30) == "held" and queued.cancelled()
+    with pytest.raises(RuntimeError):
+        writer.submit(hold)
+    writer.shutdown()
+    assert rows(store) == []
