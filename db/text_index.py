@@ -14,9 +14,9 @@ Keeping it consistent, also after a crash:
   only after tantivy has committed. Catching up (`sync`) re-reads the changed papers
   and applies them as idempotent upserts (delete by id, add the current row), so a
   crash anywhere only means the same changes are applied again.
-- An index whose watermark file is missing or unreadable, whose format differs, or
-  whose paper count disagrees with SQLite when first opened by a process, is rebuilt
-  from the papers table; a database copied or restored under the same path so heals.
+- An index whose watermark file is missing or unreadable, or whose watermark is ahead of
+  the store's log (a store restored from a backup under the same path), is rebuilt from
+  the papers table. A copied database gets its own folder, so its own index.
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
 - Only a connection that may write the database (`may_write`) creates or updates the
@@ -24,7 +24,7 @@ Keeping it consistent, also after a crash:
   behind, and leaves no file of its own beside the database.
 
 An in-memory database (the tests) gets an in-memory index. The index lives in the
-folder `<database file>.search/`.
+folder `<database file>.search-v1/` (the index format's number).
 """
 
 from __future__ import annotations
@@ -128,7 +128,6 @@ class TextIndex:
     index: Any
     folder: Path | None  # None: in memory
     seq: int = 0  # the last change this process's searcher includes
-    checked: bool = False  # the paper count was compared once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -153,7 +152,8 @@ def database_file(db: Database) -> Path | None:
 
 
 def index_folder(db_file: Path) -> Path:
-    return db_file.with_name(db_file.name + ".search")
+    # The format in the name: an index of another format is never opened, only left.
+    return db_file.with_name(f"{db_file.name}.search-v{FORMAT}")
 
 
 def _new_index(folder: Path | None) -> Any:
@@ -233,9 +233,11 @@ def _last_seq(db: Database) -> int:
     return int(row[0]) if row else 0
 
 
-def _pending(db: Database, since: int) -> bool:
-    row = db.execute("select exists(select 1 from search_changes where seq > ?)", [since])
-    return bool(row.fetchone()[0])
+def _disk_seq(handle: TextIndex) -> int:
+    if handle.folder is None:
+        return handle.seq
+    meta = _read_meta(handle.folder)
+    return meta["seq"] if meta else -1
 
 
 def ready(db: Database) -> TextIndex:
@@ -243,16 +245,13 @@ def ready(db: Database) -> TextIndex:
 
     Raises `IndexUnavailable` when it cannot be brought up to date now: the connection
     is inside a transaction (uncommitted rows must not enter the index), another process
-    holds the index's writer, or the folder is read-only.
+    holds the index's writer, or this connection may not write (`may_write`).
     """
     writable = may_write(db)
     handle = _handle(db, writable)
-    disk_seq = handle.seq
-    if handle.folder is not None:
-        meta = _read_meta(handle.folder)
-        disk_seq = meta["seq"] if meta else -1
-    # A read-only connection cannot rebuild a mismatched index: it reads it as it is.
-    if disk_seq >= 0 and (handle.checked or not writable) and not _pending(db, disk_seq):
+    disk_seq = _disk_seq(handle)
+    last = _last_seq(db)
+    if disk_seq == last:
         if disk_seq != handle.seq:  # another process committed: see its changes
             handle.index.reload()
             handle.seq = disk_seq
@@ -260,30 +259,22 @@ def ready(db: Database) -> TextIndex:
     if db.conn.in_transaction:
         raise IndexUnavailable("inside a transaction")
     if not writable:
-        raise IndexUnavailable("the search index is behind, and this connection is read-only")
+        raise IndexUnavailable("the search index is not current, and may not be updated here")
     with handle.lock:
-        if handle.folder is not None:
-            meta = _read_meta(handle.folder)
-            disk_seq = meta["seq"] if meta else -1
-        else:
-            disk_seq = handle.seq
+        disk_seq = _disk_seq(handle)
+        last = _last_seq(db)
         if disk_seq < 0:
             rebuild(db, handle)
-        elif _pending(db, disk_seq):
+        elif disk_seq > last:
+            # The index holds changes this store never made: a store restored from a
+            # backup, or replaced, under the same path.
+            log.warning("search index is ahead of the store (%d > %d): rebuilding", disk_seq, last)
+            rebuild(db, handle)
+        elif disk_seq < last:
             _sync(db, handle, disk_seq)
-        else:
+        elif disk_seq != handle.seq:
             handle.index.reload()
             handle.seq = disk_seq
-        if not handle.checked:
-            papers = db.execute("select count(*) from papers").fetchone()[0]
-            if handle.searcher().num_docs != papers:
-                log.warning(
-                    "search index holds %d papers, the store %d: rebuilding it",
-                    handle.searcher().num_docs,
-                    papers,
-                )
-                rebuild(db, handle)
-            handle.checked = True
     return handle
 
 
@@ -381,7 +372,6 @@ def rebuild(db: Database, handle: TextIndex | None = None) -> int:
                 count += len(batch)
         writer.commit()
     _committed(handle, seq)
-    handle.checked = True
     log.info("search index rebuilt: %d papers", count)
     return count
 

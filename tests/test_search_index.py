@@ -49,6 +49,10 @@ def forget(db: Database) -> None:
     text_index._memory.pop(db, None)
 
 
+def db_path(db: Database) -> Path:
+    return Path(str(db.execute("pragma database_list").fetchone()[2]))
+
+
 def paper_id(db: Database, title: str) -> str:
     return str(db.execute("select id from papers where title = ?", [title]).fetchone()[0])
 
@@ -65,7 +69,7 @@ def test_the_index_is_built_beside_the_file_and_trim_drops_applied_changes(
     changes = file_db.execute("select count(*) from search_changes").fetchone()[0]
     assert changes > 0
     assert search_papers(file_db, "LoMAP", 1)[0].paper["method"] == "LoMAP"
-    folder = Path(str(file_db.execute("pragma database_list").fetchone()[2]) + ".search")
+    folder = text_index.index_folder(db_path(file_db))
     assert (folder / text_index.META).is_file()
     # A lookup never writes SQLite; trim does.
     assert file_db.execute("select count(*) from search_changes").fetchone()[0] == changes
@@ -136,7 +140,7 @@ def test_a_crash_before_tantivy_commits_loses_nothing(
 
 def test_a_missing_index_is_rebuilt_from_the_store(file_db: Database) -> None:
     search_papers(file_db, "LoMAP", 1)
-    folder = Path(str(file_db.execute("pragma database_list").fetchone()[2]) + ".search")
+    folder = text_index.index_folder(db_path(file_db))
     (folder / text_index.META).unlink()
     forget(file_db)
     assert search_papers(file_db, "LoMAP", 1)[0].paper["method"] == "LoMAP"
@@ -153,17 +157,23 @@ def test_a_copied_database_gets_its_own_full_index(file_db: Database, tmp_path: 
     assert text_index.ready(copy).searcher().num_docs == 38
 
 
-def test_an_index_that_disagrees_with_the_store_is_rebuilt(
+def test_a_store_restored_from_a_backup_gets_its_index_rebuilt(
     file_db: Database, tmp_path: Path
 ) -> None:
-    """A store restored from a backup under the same path: the index holds other papers."""
+    from bench.corpus import copy_db
+
     search_papers(file_db, "LoMAP", 1)
-    pid = paper_id(file_db, search_papers(file_db, "LoMAP", 1)[0].paper["title"])
-    with file_db.conn:  # a change the index never hears of (no trigger, as in a restore)
-        file_db.execute("drop trigger papers_search_delete")
-    delete_paper(file_db, pid)
+    backup = copy_db(db_path(file_db), tmp_path / "backup.db")
+    ingest_files(
+        file_db, [write_papers(tmp_path, ("g1", "Gecko feet", "Geckos cling. " * 5))], now=NOW
+    )
+    assert titles(file_db, "gecko") == ["Gecko feet"]  # the index has it now
+    file_db.close()
     forget(file_db)
-    assert text_index.ready(file_db).searcher().num_docs == 37
+    copy_db(backup, tmp_path / "p.db")  # the backup is restored over the store
+    restored = open_db(tmp_path / "p.db")
+    assert titles(restored, "gecko") == []
+    assert text_index.ready(restored).searcher().num_docs == 38
 
 
 def test_inside_a_transaction_the_lookup_uses_fts5_and_indexes_nothing_uncommitted(
@@ -250,8 +260,8 @@ def test_a_reader_that_may_not_write_reads_the_index_or_falls_back(
     """Another user's lookup: it never builds or updates the owner's index."""
     from db.connection import open_read_only
 
-    path = Path(str(file_db.execute("pragma database_list").fetchone()[2]))
-    folder = path.with_name(path.name + ".search")
+    path = db_path(file_db)
+    folder = text_index.index_folder(path)
     reader = open_read_only(path)
     monkeypatch.setattr(text_index, "may_write", lambda db: db is file_db)
     assert titles(reader, "ResDex")  # no index yet: FTS5, and none is made
