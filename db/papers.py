@@ -193,7 +193,12 @@ def existing_title_keys(db: Database, keys: list[str]) -> set[str]:
 def start_ingest(db: Database, row: Row) -> int:
     """Record an ingest that is starting to store papers (`status` "running"); its id."""
     encoded = _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)}
-    return int(db.table("ingests").insert(encoded).last_pk)
+    cursor = db.execute(
+        f"insert into ingests ({', '.join(f'[{k}]' for k in encoded)}) "
+        f"values ({', '.join('?' for _ in encoded)})",
+        list(encoded.values()),
+    )
+    return int(cursor.lastrowid or 0)
 
 
 def update_ingest(db: Database, ingest_id: int, changes: Row) -> None:

@@ -225,19 +225,16 @@ def test_malformed_files_stop_the_run_and_change_nothing(
 def test_a_failure_while_storing_rolls_everything_back(
     fresh_db: Database, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from digests.ingest import pipeline
+    """An ingest that fits in one chunk (`bulk.CHUNK_PAPERS`) is one transaction."""
+    from digests.ingest import bulk
 
-    calls = 0
-    real = pipeline.store_row
+    real = bulk.papers.insert_papers
 
-    def failing(*args: object, **kwargs: object) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 20:
-            raise RuntimeError("disk on fire")
-        real(*args, **kwargs)  # type: ignore[arg-type]
+    def failing(db: Database, rows: list[dict[str, object]]) -> None:
+        real(db, rows)  # some rows are in, then the disk fails
+        raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(pipeline, "store_row", failing)
+    monkeypatch.setattr(bulk.papers, "insert_papers", failing)
     with pytest.raises(RuntimeError):
         ingest_files(fresh_db, seed_paths, now=NOW)
     assert count_papers(fresh_db) == 0
@@ -388,7 +385,7 @@ def test_skipping_early_changes_nothing_that_merging_would(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same sequence of ingests, with and without the early skip, stores the same."""
-    from digests.ingest import pipeline
+    from digests.ingest import bulk
 
     untitled = write(tmp_path, "list.txt", f"ICML 2025\n\n{ABSTRACT_A}\n\n{ABSTRACT_B}\n")
     titled = write(
@@ -415,5 +412,5 @@ def test_skipping_early_changes_nothing_that_merging_would(
         return snapshot(db) + list(db.query("select * from paper_aliases order by alias"))
 
     with_skip = run()
-    monkeypatch.setattr(pipeline, "is_absorbed", lambda db, record: False)
+    monkeypatch.setattr(bulk, "is_absorbed", lambda db, record: False)
     assert run() == with_skip

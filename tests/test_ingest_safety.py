@@ -456,30 +456,3 @@ def test_a_bad_record_limit_is_one_clear_line(tmp_path: Path, value: str) -> Non
         f"error: PAPERBOY_MAX_RECORD_KB={value!r} is not valid: must be a positive whole number\n"
     )
     assert not db_path.exists()
-
-
-def test_rows_spool_beside_the_database_not_in_tmpdir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """TMPDIR is often a tmpfs, which is memory: a spool there would not bound it."""
-    import tempfile
-
-    import digests.ingest.pipeline as pipeline_module
-
-    monkeypatch.setattr(pipeline_module, "SPOOL_MEMORY_BYTES", 10)  # roll over at once
-    folders: list[str | None] = []
-    real = tempfile.SpooledTemporaryFile
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        folders.append(kwargs.get("dir"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline_module.tempfile, "SpooledTemporaryFile", spy)
-    path = tmp_path / "one.txt"
-    path.write_text(f"ICML 2025\n\n{ABSTRACT}\n", encoding="utf-8")
-    (tmp_path / "store").mkdir()
-    db = open_db(tmp_path / "store" / "paperboy.db")
-    assert ingest_files(db, [path], now=NOW).added == 1
-    assert folders == [str(tmp_path / "store")]
-    assert list((tmp_path / "store").iterdir()) != []  # the database, and no spool left
-    assert not [p for p in (tmp_path / "store").iterdir() if p.name.startswith("tmp")]

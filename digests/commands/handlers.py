@@ -40,6 +40,7 @@ from digests.digest import (
     schedule_of,
     subscribed_topics,
 )
+from digests.ingest.progress import unfinished_note
 from digests.safe_text import has_unsafe, is_text, strip_unsafe
 from digests.schedule import (
     Schedule,
@@ -419,6 +420,8 @@ def _status(command: Command, ctx: Context) -> Reply:
             else "; no file ingested yet."
         ),
     ]
+    if note := unfinished_note(ingest):  # a chunked ingest that stopped part-way
+        lines.append(note)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     lines.append(
         "Topics: "

@@ -10,7 +10,7 @@ from typing import Any
 from digests.enrich.links import classify, code_url, extract_links
 from digests.enrich.text import name_key, plain_text, split_camel
 from digests.enrich.titles import derive, is_name_like
-from digests.identity import paper_id, title_key
+from digests.identity import ID_HEX_DIGITS, ID_PREFIX, fingerprint_hash, title_key
 from digests.records import PaperRecord
 from digests.timestamps import stamp
 
@@ -47,18 +47,21 @@ def clean_title(title: str | None) -> str | None:
     return (re.sub(r"\s+", " ", plain_text(title)) or None) if title else None
 
 
-def build_row(record: PaperRecord, now: datetime) -> Row:
-    """The paper row for a record: id, derived title and TL;DR, sorted links."""
-    derived = derive(record.abstract)
+def build_row(record: PaperRecord, now: datetime, fingerprint: str | None = None) -> Row:
+    """The paper row for a record: id and fingerprint hash (`fingerprint`, if the caller
+    has it already), derived TL;DR (and title, when the record has none), sorted links."""
     title = clean_title(record.title)
+    derived = derive(record.abstract, titled=title is not None)
     method = (_title_prefix_name(title) if title else None) or derived.method
     long_name = derived.long_name if method == derived.method else None
     names, name_keys = _names(method, long_name)
     links = extract_links(record.abstract)
     url_kind = classify(record.url) if record.url else None
     at = stamp(now)
+    fingerprint = fingerprint or fingerprint_hash(record.abstract)
     return {
-        "id": paper_id(record.abstract),
+        "id": ID_PREFIX + fingerprint[:ID_HEX_DIGITS],  # identity.paper_id, hashed once
+        "fingerprint": fingerprint,
         "venue": record.venue,
         "year": record.year,
         "title": title or derived.title,

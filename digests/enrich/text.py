@@ -186,15 +186,25 @@ def plain_text(markup: str) -> str:
 
 
 def _fine(markup: str) -> str:
-    text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), markup)
-    text = _render_maths(text)
-    # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
-    text = re.sub(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text)
-    text = re.sub(r"\\([%&#_$])", r"\1", text)
-    text = _CODE.sub(r"\1", text)
-    for _ in range(2):  # nested emphasis such as **bold *italic* bold**
-        text = _EMPHASIS.sub(r"\2\4", text)  # the unmatched group gives ""
-    text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
+    # Each pass runs only when its markup character is there: most abstracts have no
+    # links, code or emphasis, and a `in` test is far cheaper than a regex scan (issue 11:
+    # this was a quarter of ingest's enrichment time). The output is the same.
+    text = markup
+    if "[" in text:
+        text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), text)
+    if "$" in text or "\\" in text:
+        text = _render_maths(text)
+    if "\\" in text:
+        # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
+        text = re.sub(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text)
+        text = re.sub(r"\\([%&#_$])", r"\1", text)
+    if "`" in text:
+        text = _CODE.sub(r"\1", text)
+    if "*" in text or "_" in text:
+        for _ in range(2):  # nested emphasis such as **bold *italic* bold**
+            text = _EMPHASIS.sub(r"\2\4", text)  # the unmatched group gives ""
+    if "{" in text:
+        text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
     # All whitespace (line ends, em spaces, form feeds) becomes one space.
     return _ANY_SPACE.sub(" ", text).strip()
 

@@ -58,6 +58,13 @@ _NAMING = re.compile(
     r"(?:term|call|name) (?:this|it)(?: as)?)\s+",
     re.I,
 )
+# A word that each match of _CONTRIBUTION or _NAMING contains (in lower case): a sentence
+# with none has no trigger. Only for ASCII text, where lower() is what re.I matches.
+_TRIGGER_WORDS = (
+    "propose", "introduce", "present", "develop", "devise", "establish", "design",
+    " forward", "called", "named", "termed", "dubbed", "coined", "denoted as",
+    "referred to as", "term ", "call ", "name ",
+)  # fmt: skip
 _FINDING = re.compile(r"\b(?:we|paper|work)\s+(?:\w+\s+)?(?:show|prove|demonstrate|find)s? that\b")
 _INVESTIGATE = re.compile(r"\bto (?:investigate|study|understand|analy[sz]e) (?=how|whether|what)")
 _ACRONYM_IN_PARENS = re.compile(r"\(([^()\s]{2,24})\)")
@@ -173,6 +180,10 @@ MAX_SENTENCES = 60
 def _candidates_in(sentence: str, index: int) -> list[_Candidate]:
     """Names introduced in one sentence, closest to their trigger first."""
     found: list[_Candidate] = []
+    if sentence.isascii():  # a cheap test first: most sentences have no trigger word
+        lower = sentence.lower()
+        if not any(word in lower for word in _TRIGGER_WORDS):
+            return found
     triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
     triggers += [(m, "naming") for m in _NAMING.finditer(sentence)]
     triggers = sorted(triggers, key=lambda pair: pair[0].start())[:MAX_TRIGGERS]
@@ -336,15 +347,20 @@ def tldr_from(sentence: str) -> str:
     return shorten(sentence, TLDR_LIMIT)
 
 
-def derive(abstract: str) -> Derived:
-    """Derive the method name, display title and TL;DR of an abstract (Markdown/LaTeX ok)."""
+def derive(abstract: str, *, titled: bool = False) -> Derived:
+    """Derive the method name, display title and TL;DR of an abstract (Markdown/LaTeX ok).
+
+    `titled`: the paper has a real title, so none is derived (`title` is ""): finding a
+    headline was a tenth of ingest's enrichment time, spent for nothing (issue 11)."""
     text = plain_text(abstract)
     if len(text) > DERIVE_MAX_CHARS:
         cut = text.rfind(" ", DERIVE_MAX_CHARS // 2, DERIVE_MAX_CHARS)
         text = text[: cut if cut > 0 else DERIVE_MAX_CHARS]
     sents = sentences(text)
     method = _method(text, sents)
-    if method is not None:
+    if titled:
+        title = ""
+    elif method is not None:
         descriptor = method.long_name or method.descriptor
         described = tidy_phrase(descriptor) if descriptor else ""
         if described.casefold() == method.name.casefold():
@@ -352,7 +368,8 @@ def derive(abstract: str) -> Derived:
         title = f"{method.name}: {described}" if described else method.name
     else:
         title = _headline(sents)
-    title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
+    if not titled:
+        title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
     tldr = tldr_from(_key_sentence(sents, method) or text)
     return Derived(
         title=title,

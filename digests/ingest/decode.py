@@ -161,7 +161,7 @@ def read_lines(
         if versions is not None:
             seen = versions.setdefault(shown, digest.hexdigest())
             if seen != digest.hexdigest():
-                raise FileChanged(shown, None, _CHANGED)
+                raise FileChanged(shown, None, CHANGED)
         if pending:
             number += 1
             meaningful, env_lines = _check(shown, number, pending, meaningful, env_lines)
@@ -186,7 +186,7 @@ def _chunks(handle: BinaryIO, digest: Any) -> Iterator[bytes]:
         yield b""
 
 
-_CHANGED = (
+CHANGED = (
     "changed while it was being ingested (is it still being written?); nothing was "
     "stored; try again once it is complete"
 )

@@ -1,27 +1,22 @@
-"""One ingest run: read and enrich every file, then store every paper in one transaction.
+"""Reading records from files, enriching them into rows, and storing one row.
 
-Files are parsed and enriched completely before anything is written, and the writes
-share a single short transaction, so a bad file (or any failure) leaves the database
-unchanged and other writers never wait for enrichment.
+`read_records` parses and checks one file; `prepare` enriches a record (pure: no
+database); `store_row` adds or merges one row. `digests.ingest.bulk.ingest_files` runs an
+ingest with them: a check pass, then enrichment and chunked, batched writes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
-from typing import overload
 
 from sqlite_utils import Database
 
 from db import papers
-from db.transactions import write_transaction
 from digests.enrich.paper import Row, build_row, merge_rows
 from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
@@ -33,16 +28,11 @@ from digests.ingest.jsonl import parse_json
 from digests.ingest.secrets import refuse_secrets
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
-from digests.ingest.unchanged import is_absorbed
 from digests.ingest.venue import parse_venue, split_venue_year, venue_from_filename
 from digests.records import PaperRecord
 from digests.safe_text import strip_unsafe
-from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
-
-# Called with each record as it is stored, so a CLI can show progress.
-Progress = Callable[[Sequence[PaperRecord]], Iterable[PaperRecord]]
 
 
 def plural(count: int, noun: str) -> str:
@@ -160,46 +150,20 @@ def read_file(
     return list(read_records(path, fmt, venue, limits))
 
 
-class RecordStream(Sequence[PaperRecord]):
-    """The records of some files with their count known, read again on each pass
-    rather than held in memory (so a progress bar can know the total)."""
-
-    def __init__(self, read: Callable[[], Iterator[PaperRecord]], count: int) -> None:
-        self._read, self._count = read, count
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[PaperRecord]:
-        return self._read()
-
-    @overload
-    def __getitem__(self, index: int) -> PaperRecord: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[PaperRecord]: ...
-    def __getitem__(self, index: int | slice) -> PaperRecord | Sequence[PaperRecord]:
-        """Reads from the start: for occasional use only."""
-        if isinstance(index, slice):
-            return list(self)[index]
-        if index < 0:
-            index += self._count
-        for position, record in enumerate(self):
-            if position == index:
-                return record
-        raise IndexError(index)
-
-
-def prepare(record: PaperRecord, now: datetime, path: str | None = None) -> Row | None:
+def prepare(
+    record: PaperRecord, now: datetime, path: str | None = None, fingerprint: str | None = None
+) -> Row | None:
     """The enriched row for a record (parsing, cleanup, derived title and TL;DR),
     or None when it has no abstract. Pure: touches no database, so it runs before
-    the write transaction opens.
+    the write transaction opens. `fingerprint`: the abstract's `fingerprint_hash`, if
+    the caller has it already.
 
     Raises IngestError (naming `path`, else the record's source) when the rendered
     text holds a secret that markup hid from the line check: `xox`b`-1...` or
     `[xoxb](u)-1...` render as a whole token."""
     if not record.abstract.strip():
         return None
-    row = build_row(record, now)
+    row = build_row(record, now, fingerprint)
     texts = (row["title"], row["tldr"], row["method"], row["names"], row["abstract_text"])
     links = (value for link in row["links"] for value in (link["url"], link["text"]))
     refuse_secrets(chain(texts, links), path or record.source, record.line)
@@ -284,82 +248,3 @@ def backfill_title_keys(db: Database) -> int:
         key = None if row["title_derived"] else title_key(row["title"])
         papers.set_title_key(db, row["id"], key or "")
     return len(rows)
-
-
-SPOOL_MEMORY_BYTES = 16 << 20  # prepared rows beyond this go to a temporary file
-
-
-def _spool_folder(db: Database) -> str | None:
-    """The database's folder: it has room for what is about to be stored there. The
-    default, TMPDIR, is often a tmpfs, which is memory: the spool would not bound it."""
-    for row in db.execute("PRAGMA database_list").fetchall():
-        if row[1] == "main" and row[2]:
-            return os.path.dirname(str(row[2]))
-    return None  # an in-memory database
-
-
-def ingest_files(
-    db: Database,
-    paths: Sequence[Path],
-    *,
-    now: datetime,
-    fmt: str | None = None,
-    venue: str | None = None,
-    progress: Progress | None = None,
-    limits: Limits | None = None,
-) -> IngestSummary:
-    """Ingest `paths` in one transaction. Raises IngestError before writing anything.
-
-    1. Every file is read once to check it (format, sizes, secrets) and count it.
-    2. Every record is read again (a file whose bytes differ from the first read is
-       refused: it changed meanwhile); one the store already holds unchanged is skipped
-       (`unchanged.is_absorbed`, a read); the others are enriched (cleanup, derived
-       title and TL;DR), and their rows spooled: to memory, past SPOOL_MEMORY_BYTES to
-       a temporary file beside the database, so memory stays bounded for any file size.
-    3. One short write transaction stores the spooled rows. The write lock is held only
-       for the lookups and inserts, never for reading or enrichment, so other writers
-       (commands, digests, another ingest) are not kept waiting.
-    """
-    limits = limits or Limits()
-    versions: dict[str, str] = {}  # each file's content hash on the first pass
-    reading = [""]  # the file the current record comes from, for messages
-
-    def read_all() -> Iterator[PaperRecord]:
-        for path in paths:
-            reading[0] = str(path)
-            yield from read_records(path, fmt, venue, limits, versions)
-
-    count = sum(1 for _ in read_all())
-    summary = IngestSummary(files=[str(path) for path in paths])
-    records = RecordStream(read_all, count)
-    with tempfile.SpooledTemporaryFile(
-        max_size=SPOOL_MEMORY_BYTES, mode="w+b", dir=_spool_folder(db)
-    ) as spool:
-        for record in progress(records) if progress else records:
-            if record.abstract.strip() and is_absorbed(db, record):
-                summary.skipped += 1  # already stored as it is: no need to enrich it
-                continue
-            row = prepare(record, now, reading[0])
-            if row is None:
-                summary.without_abstract += 1
-                continue
-            spool.write(json.dumps([row, record.external_id], ensure_ascii=False).encode())
-            spool.write(b"\n")
-        spool.seek(0)
-        with write_transaction(db):
-            backfill_title_keys(db)
-            for line in spool:
-                row, external_id = json.loads(line)
-                store_row(db, row, external_id, now, summary)
-            papers.record_ingest(
-                db,
-                {
-                    "started_at": stamp(now),
-                    "files": summary.files,
-                    "added": summary.added,
-                    "merged": summary.merged,
-                    "skipped": summary.skipped,
-                },
-            )
-    log.info("ingest: %s", summary.describe())
-    return summary

@@ -1,0 +1,511 @@
+"""Ingest at scale (issue 11): check every file first, then enrich in a worker process
+while this one stores the papers in chunks of batched inserts.
+
+1. **Check.** Every file is read once, as `pipeline.read_records` reads it (format,
+   sizes, secrets, including a secret that Markdown or LaTeX would hide), and its papers
+   counted. A bad file stops here with `FILE:LINE: ...`, and nothing is stored: the
+   all-or-nothing promise for bad input holds whatever the file's size.
+2. **Enrich.** The files are read again (a file whose bytes differ from the first read is
+   refused: `decode.read_lines`); a paper the store already holds unchanged is skipped
+   (`unchanged.is_absorbed`); the others are enriched (`pipeline.prepare`). For
+   WORKER_MIN_PAPERS papers or more, and a database file, this runs in a worker process
+   that sends batches through a bounded queue, so memory stays bounded and the two cores
+   work at once: enrichment on one, SQLite and FTS5 indexing on the other.
+3. **Store**, CHUNK_PAPERS papers per write transaction, so the write lock is held for
+   well under a second at a time and other writers (commands, digests) never wait near
+   their busy timeout. Papers that no stored paper can be (no shared id, fingerprint
+   alias, external id or title key, checked for the whole chunk in a few queries) are
+   inserted with one `executemany`; the others go through `pipeline.store_row` one by
+   one, in file order, so the merge rules are those of `find_paper`.
+
+The `ingests` row says how far an ingest got: "running" with `done` of `total` papers
+stored after each chunk, then "complete"; or "stopped" with the error. An ingest that
+fits in one chunk is one transaction, as before. A larger one that fails part-way (the
+rendered text of a paper holds a secret that the first pass could not see, the file
+changed between the two reads, the disk filled, the process was killed) keeps the chunks
+it committed and says so; running it again finishes it: the papers already stored are
+skipped, nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue as queues
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import chain
+from pathlib import Path
+from typing import Any, overload
+from urllib.parse import quote
+
+from sqlite_utils import Database
+
+from db import papers
+from db.connection import BUSY_TIMEOUT_MS
+from db.transactions import write_transaction
+from digests.enrich.paper import Row
+from digests.enrich.text import plain_text
+from digests.identity import ID_HEX_DIGITS, ID_PREFIX, fingerprint_hash, legacy_id
+from digests.ingest.decode import CHANGED, Limits
+from digests.ingest.errors import FileChanged, IngestError
+from digests.ingest.ids import FINGERPRINT_ALIAS
+from digests.ingest.pipeline import (
+    IngestSummary,
+    backfill_title_keys,
+    plural,
+    prepare,
+    read_records,
+    store_row,
+)
+from digests.ingest.secrets import refuse_secrets
+from digests.ingest.unchanged import is_absorbed
+from digests.records import PaperRecord
+from digests.timestamps import stamp
+
+log = logging.getLogger(__name__)
+
+CHUNK_PAPERS = 2_000  # per write transaction: about half a second of the write lock
+BATCH_PAPERS = 250  # per message from the worker
+QUEUE_BATCHES = 16  # messages in flight: bounds the memory between the two processes
+WORKER_MIN_PAPERS = 5_000  # fewer: enrich in this process (a worker takes ~0.3 s to start)
+WORKER_POLL_SECONDS = 1.0
+MIN_PAPER_BYTES = 100  # a paper's abstract alone is longer
+WORKERS = 1  # enrichment processes: with this one writing, they keep 2 cores busy
+
+# What Markdown and LaTeX rendering (`plain_text`) acts on; text without any of these
+# renders as itself, whitespace aside.
+_MARKUP = re.compile(r"[\[\]`*_$\\{}]")
+
+# Called with the papers as they are stored (a sized sequence), so a CLI can show progress.
+Progress = Callable[[Sequence[Any]], Iterable[Any]]
+
+# One paper of the second pass: (kind, row, external id, file, line); kind is "row",
+# "skipped" (stored already, unchanged) or "empty" (no abstract).
+Item = tuple[str, Row | None, str | None, str, int]
+
+
+def _check_rendered(record: PaperRecord, path: str) -> None:
+    """Refuse a secret that markup hides from the line check (`xox`b`-1...`): the rendered
+    abstract and title are checked in the first pass, so such a file stores nothing. Only
+    text with markup characters is rendered (cheap otherwise). `prepare` checks every
+    rendered field again in the second pass."""
+    texts = [t for t in (record.abstract, record.title) if t and _MARKUP.search(t)]
+    if texts:
+        refuse_secrets([plain_text(text) for text in texts], path, record.line)
+
+
+def check_files(
+    paths: Sequence[Path],
+    fmt: str | None,
+    venue: str | None,
+    limits: Limits,
+    versions: dict[str, str],
+) -> int:
+    """The first pass: read and check every file; the number of papers. Raises
+    IngestError (nothing is written)."""
+    count = 0
+    for path in paths:
+        for record in read_records(path, fmt, venue, limits, versions):
+            _check_rendered(record, str(path))
+            count += 1
+    return count
+
+
+def _prepare_batch(
+    db: Database, records: list[PaperRecord], path: str, now: datetime
+) -> list[Item]:
+    """Each record skipped (stored unchanged), empty or enriched. `is_absorbed` runs only
+    for a record whose id, legacy id or external id is stored (one query for the batch):
+    without any of those it finds no stored paper, so it could only say no."""
+    fingerprints = [fingerprint_hash(r.abstract) if r.abstract.strip() else "" for r in records]
+    keys = [[ID_PREFIX + fp[:ID_HEX_DIGITS], legacy_id(fp)] if fp else [] for fp in fingerprints]
+    externals = [r.external_id for r in records if r.external_id]
+    stored = papers.existing_ids(db, [key for pair in keys for key in pair])
+    stored |= papers.existing_aliases(db, externals)
+    items: list[Item] = []
+    for record, fingerprint, pair in zip(records, fingerprints, keys, strict=True):
+        hit = any(key in stored for key in pair) or record.external_id in stored
+        if fingerprint and hit and is_absorbed(db, record):
+            items.append(("skipped", None, None, path, record.line))
+            continue
+        row = prepare(record, now, path, fingerprint or None)
+        kind = "empty" if row is None else "row"
+        items.append((kind, row, record.external_id, path, record.line))
+    return items
+
+
+def prepared_items(
+    db: Database,
+    paths: Sequence[Path],
+    fmt: str | None,
+    venue: str | None,
+    limits: Limits,
+    versions: dict[str, str],
+    now: datetime,
+    share: tuple[int, int] = (0, 1),
+) -> Iterator[list[Item]]:
+    """The second pass, in batches of BATCH_PAPERS (reads `db` only, to skip papers
+    stored unchanged). `share` (k, n): only every n-th batch from the k-th is prepared
+    (the other batches are read and checked, and yield nothing): n workers split a file."""
+    number, count = share
+    index = 0
+    for path in paths:
+        shown = str(path)
+        batch: list[PaperRecord] = []
+        for record in read_records(path, fmt, venue, limits, versions):
+            batch.append(record)
+            if len(batch) >= BATCH_PAPERS:
+                if index % count == number:
+                    yield _prepare_batch(db, batch, shown, now)
+                index += 1
+                batch = []
+        if batch:
+            if index % count == number:
+                yield _prepare_batch(db, batch, shown, now)
+            index += 1
+
+
+def _read_only(path: str) -> Database:
+    uri = f"file:{quote(path)}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True)
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return Database(connection)
+
+
+def _worker(
+    out: Any,
+    db_path: str,
+    paths: list[Path],
+    fmt: str | None,
+    venue: str | None,
+    limits: Limits,
+    now: datetime,
+    share: tuple[int, int],
+) -> None:
+    """A worker process: its share of `prepared_items` into `out`, then ("end", the files'
+    content hashes); an error is sent as ("error", (kind, path, line, message)), anything
+    else as ("crash", text)."""
+    try:
+        db = _read_only(db_path)
+        versions: dict[str, str] = {}
+        for batch in prepared_items(db, paths, fmt, venue, limits, versions, now, share):
+            out.put(("batch", batch))
+        out.put(("end", versions))
+    except IngestError as exc:
+        kind = "changed" if isinstance(exc, FileChanged) else "error"
+        out.put(("error", (kind, exc.path, exc.line, exc.message)))
+    except BaseException as exc:  # sent, not raised: the parent reports it
+        out.put(("crash", f"{type(exc).__name__}: {exc}"))
+
+
+class WorkerFailed(RuntimeError):
+    """An enrichment worker process stopped without saying why (killed, out of memory)."""
+
+
+class Workers:
+    """`prepared_items` computed by WORKERS processes ("spawn": no fork of a process that
+    may hold threads and connections), each preparing every n-th batch, read back in file
+    order. They start at once, so they enrich while this process checks the files;
+    bounded queues keep the memory in between small. `stop()` ends them."""
+
+    def __init__(
+        self,
+        db_path: str,
+        paths: Sequence[Path],
+        fmt: str | None,
+        venue: str | None,
+        limits: Limits,
+        now: datetime,
+        count: int,
+    ) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.queues = [context.Queue(maxsize=QUEUE_BATCHES) for _ in range(count)]
+        self.processes = [
+            context.Process(
+                target=_worker,
+                args=(out, db_path, list(paths), fmt, venue, limits, now, (k, count)),
+                daemon=True,
+                name=f"paperboy-enrich-{k}",
+            )
+            for k, out in enumerate(self.queues)
+        ]
+        for process in self.processes:
+            process.start()
+
+    def _next(self, k: int) -> tuple[str, Any]:
+        while True:
+            try:
+                message: tuple[str, Any] = self.queues[k].get(timeout=WORKER_POLL_SECONDS)
+                return message
+            except queues.Empty:
+                if not self.processes[k].is_alive():
+                    code = self.processes[k].exitcode
+                    raise WorkerFailed(f"an enrichment worker stopped (exit code {code})") from None
+
+    def batches(self, versions: dict[str, str]) -> Iterator[list[Item]]:
+        """The batches in order. Raises IngestError as the worker did, FileChanged when a
+        file's bytes differ from `versions` (the first pass's), WorkerFailed otherwise."""
+        ended = [False] * len(self.queues)
+        k = 0
+        while not all(ended):
+            if ended[k]:
+                k = (k + 1) % len(self.queues)
+                continue
+            kind, payload = self._next(k)
+            if kind == "batch":
+                yield payload
+            elif kind == "end":
+                ended[k] = True
+                for path, digest in payload.items():
+                    if versions.get(path) != digest:
+                        raise FileChanged(path, None, CHANGED)
+            elif kind == "error":
+                error, path, line, message = payload
+                raise (FileChanged if error == "changed" else IngestError)(path, line, message)
+            else:
+                raise WorkerFailed(f"an enrichment worker failed: {payload}")
+            k = (k + 1) % len(self.queues)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+        for process in self.processes:
+            process.join(timeout=5)
+        for out in self.queues:
+            out.close()
+            out.cancel_join_thread()
+
+
+class Counted(Sequence[Item]):
+    """Items with their number known in advance, read once (for a progress bar)."""
+
+    def __init__(self, items: Iterable[Item], count: int) -> None:
+        self._items, self._count = items, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Item]: ...
+    def __getitem__(self, index: int | slice) -> Item | Sequence[Item]:
+        raise TypeError("the papers of an ingest are read once, in order")
+
+
+def _claims(row: Row, external_ids: Sequence[str]) -> list[str]:
+    """Every key by which `find_paper` could find a stored paper for `row`, or by which a
+    later row could find this one: ids (its own, its legacy 10-digit one), aliases (its
+    external ids, its fingerprint alias, its legacy id as an alias) and its title key."""
+    fingerprint = str(row["fingerprint"])
+    keys = [str(row["id"]), legacy_id(fingerprint), FINGERPRINT_ALIAS + fingerprint]
+    keys.extend(external_ids)
+    if row.get("title_key"):
+        keys.append("title:" + str(row["title_key"]))
+    return keys
+
+
+def store_chunk(
+    db: Database, rows: Sequence[tuple[Row, str | None]], now: datetime, summary: IngestSummary
+) -> None:
+    """Store prepared rows, in order, as `store_row` would one by one (call inside a write
+    transaction). A row none of whose keys (`_claims`) is stored, or claimed by an earlier
+    row of the chunk, is a new paper under its own id: it goes into one `executemany`.
+    Any other row flushes those first, then takes `store_row`."""
+    if not rows:
+        return
+    claims = [_claims(row, [external_id] if external_id else []) for row, external_id in rows]
+    ids = [key for keys in claims for key in keys[:2]]
+    aliases = [key for keys in claims for key in keys if not key.startswith("title:")]
+    titles = [key[6:] for keys in claims for key in keys if key.startswith("title:")]
+    stored = papers.existing_ids(db, ids) | papers.existing_aliases(db, aliases)
+    stored |= {"title:" + key for key in papers.existing_title_keys(db, titles)}
+    seen: set[str] = set()
+    new: list[Row] = []
+    new_aliases: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        papers.insert_papers(db, new)
+        papers.add_aliases(db, new_aliases)
+        summary.added += len(new)
+        new.clear()
+        new_aliases.clear()
+
+    for (row, external_id), keys in zip(rows, claims, strict=True):
+        if any(key in stored or key in seen for key in keys):
+            flush()
+            store_row(db, row, external_id, now, summary)
+        else:
+            new.append(row)
+            if external_id:
+                new_aliases.append((external_id, str(row["id"])))
+        seen.update(keys)
+    flush()
+
+
+@dataclass
+class Writer:
+    """Stores items a chunk at a time and keeps the `ingests` row up to date."""
+
+    db: Database
+    now: datetime
+    total: int
+    summary: IngestSummary
+    ingest_id: int | None = None
+    done: int = 0  # papers read whose outcome is committed
+    pending: list[Item] = field(default_factory=list)
+
+    def add(self, item: Item) -> None:
+        self.pending.append(item)
+        if len(self.pending) >= CHUNK_PAPERS and self.done + len(self.pending) < self.total:
+            self.commit(last=False)
+
+    def commit(self, *, last: bool) -> None:
+        """Store the pending items and the progress in one write transaction."""
+        chunk = IngestSummary(files=self.summary.files)
+        rows: list[tuple[Row, str | None]] = []
+        for kind, row, external_id, _, _ in self.pending:
+            if kind == "skipped":
+                chunk.skipped += 1
+            elif kind == "empty":
+                chunk.without_abstract += 1
+            elif row is not None:
+                rows.append((row, external_id))
+        with write_transaction(self.db):
+            if self.ingest_id is None:
+                backfill_title_keys(self.db)
+            store_chunk(self.db, rows, self.now, chunk)
+            done = self.done + len(self.pending)
+            progress = {
+                "added": self.summary.added + chunk.added,
+                "merged": self.summary.merged + chunk.merged,
+                "skipped": self.summary.skipped + chunk.skipped,
+                "without_abstract": self.summary.without_abstract + chunk.without_abstract,
+                "done": done,
+                "status": "complete" if last else "running",
+                "finished_at": stamp(self.now) if last else None,
+            }
+            if self.ingest_id is None:
+                start = {"started_at": stamp(self.now), "files": self.summary.files}
+                self.ingest_id = papers.start_ingest(
+                    self.db, start | {"total": self.total} | progress
+                )
+            else:
+                papers.update_ingest(self.db, self.ingest_id, progress)
+        self.done = done
+        self.pending.clear()
+        for name in ("added", "merged", "skipped", "without_abstract"):
+            setattr(self.summary, name, getattr(self.summary, name) + getattr(chunk, name))
+
+    def stopped(self, error: str) -> None:
+        """Record that the ingest stopped part-way (best effort: it is already failing)."""
+        if self.ingest_id is None:
+            return
+        try:
+            with write_transaction(self.db):
+                papers.update_ingest(
+                    self.db, self.ingest_id, {"status": "stopped", "error": error[:500]}
+                )
+        except sqlite3.Error:
+            log.exception("ingest: could not record that ingest %s stopped", self.ingest_id)
+
+
+def partial_note(summary: IngestSummary, done: int, total: int) -> str:
+    """What a stopped ingest left, for its error message."""
+    return (
+        f"; stopped there: {done} of {plural(total, 'paper')} before it were stored "
+        f"({summary.added} added, {summary.merged} merged, {summary.skipped} skipped); "
+        "run the same ingest again to finish (stored papers are skipped)"
+    )
+
+
+def database_file(db: Database) -> str | None:
+    """The main database's file, or None for an in-memory database."""
+    for row in db.execute("PRAGMA database_list").fetchall():
+        if row[1] == "main" and row[2]:
+            return str(row[2])
+    return None
+
+
+def ingest_files(
+    db: Database,
+    paths: Sequence[Path],
+    *,
+    now: datetime,
+    fmt: str | None = None,
+    venue: str | None = None,
+    progress: Progress | None = None,
+    limits: Limits | None = None,
+) -> IngestSummary:
+    """Ingest `paths` (see the module's doc). Raises IngestError: before writing anything
+    for a bad file; after some chunks were stored, with a message saying how many and
+    that running it again finishes the ingest."""
+    limits = limits or Limits()
+    versions: dict[str, str] = {}  # each file's content hash on the first pass
+    db_path = database_file(db)
+    workers = None
+    if db_path is not None and _papers_at_least(paths, WORKER_MIN_PAPERS):
+        workers = Workers(db_path, paths, fmt, venue, limits, now, WORKERS)
+    try:
+        return _ingest(db, paths, now, fmt, venue, progress, limits, versions, workers)
+    finally:
+        if workers is not None:
+            workers.stop()
+
+
+def _papers_at_least(paths: Sequence[Path], count: int) -> bool:
+    """Whether the files may hold `count` papers or more: a guess from their sizes (a
+    paper takes at least ~100 bytes), so that small files never start workers."""
+    size = 0
+    for path in paths:
+        try:
+            size += path.stat().st_size
+        except OSError:
+            return False  # the first pass says what is wrong with it
+    return size >= count * MIN_PAPER_BYTES
+
+
+def _ingest(
+    db: Database,
+    paths: Sequence[Path],
+    now: datetime,
+    fmt: str | None,
+    venue: str | None,
+    progress: Progress | None,
+    limits: Limits,
+    versions: dict[str, str],
+    workers: Workers | None,
+) -> IngestSummary:
+    total = check_files(paths, fmt, venue, limits, versions)
+    summary = IngestSummary(files=[str(path) for path in paths])
+    batches: Iterator[list[Item]]
+    if workers is not None:
+        batches = workers.batches(versions)
+    else:
+        batches = prepared_items(db, paths, fmt, venue, limits, versions, now)
+    items = Counted(chain.from_iterable(batches), total)
+    writer = Writer(db, now, total, summary)
+    try:
+        for item in progress(items) if progress else items:
+            writer.add(item)
+        writer.commit(last=True)
+    except IngestError as exc:
+        if writer.ingest_id is None:
+            raise
+        writer.stopped(str(exc))
+        note = partial_note(summary, writer.done, total)
+        raise type(exc)(exc.path, exc.line, exc.message + note) from None
+    except BaseException as exc:
+        writer.stopped(f"{type(exc).__name__}: {exc}")
+        raise
+    log.info("ingest: %s", summary.describe())
+    return summary
+

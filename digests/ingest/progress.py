@@ -1,0 +1,37 @@
+"""What the status commands say about an ingest that did not complete (issue 11).
+
+Kept apart from `bulk` so that the status commands import nothing heavy.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def unfinished_note(row: dict[str, Any] | None) -> str | None:
+    """For the status commands: a sentence about the last ingest (`papers.last_ingest`)
+    when it did not complete, else None. "running" is also what a killed process leaves."""
+    if row is None or row.get("status") in (None, "complete"):
+        return None
+    when = str(row["started_at"])[:16].replace("T", " ")
+    files = ", ".join(Path(str(name)).name for name in row["files"])
+    stored = (
+        f"{row.get('done') or 0} of {_papers(int(row.get('total') or 0))} done "
+        f"({row.get('added') or 0} added, {row.get('merged') or 0} merged, "
+        f"{row.get('skipped') or 0} skipped)"
+    )
+    again = "run the same ingest again to finish (stored papers are skipped)"
+    if row["status"] == "stopped":
+        return f"The last ingest ({files}, {when} UTC) stopped part-way: {stored}; {again}."
+    return (
+        f"The last ingest ({files}, {when} UTC) has not finished: {stored} so far. "
+        f"If it is no longer running, {again}."
+    )
+
+
+def _papers(count: int) -> str:
+    return f"{count} paper" if count == 1 else f"{count} papers"
