@@ -7,7 +7,6 @@ Errors are one line on stderr, never a stack trace: exit status 2 for bad input
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -17,34 +16,31 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from sqlite_utils import Database
 
-from config.settings import Settings, SettingsError, load_settings
-from db import channels as channel_store
-from db import open_db
-from db.connection import DatabaseUnreadable, NoDatabase
+from config.settings import Settings, load_settings
+from db.connection import DatabaseUnreadable, NoDatabase, open_db
 from db.fresh import NewDatabase
-from digests import lookup
-from digests.channels import ChannelError, parse_channel
-from digests.commands import Context, ParseError, handle, parse
-from digests.digest import Digest, build_digest, ensure_channel
-from digests.ingest import IngestError, ingest_files
-from digests.ingest.decode import Limits
-from digests.ingest.detect import FORMATS
-from digests.records import PaperRecord
-from digests.render import discord as discord_render
-from digests.render import slack as slack_render
-from digests.render.text import digest_text, reply_text
+from digests.channels import parse_channel
 from digests.safe_text import is_text, json_safe, strip_unsafe
-from digests.samples import sample_paths
-from digests.sources.errors import SourceError
-from digests.timestamps import stamp
-from digests.topics import CatalogError, load_catalog
+
+# Start-up: a command imports what it needs when it runs (asyncio, the digest builder,
+# the command handlers, the renderers, the ingest pipeline, Slack and Discord), so that
+# `paperboy find` does not pay for `paperboy run` (issue 11: 0.65 s of start-up before).
+# tests/test_startup.py checks that `import bot.cli` stays light.
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from digests.commands import Context
+    from digests.digest import Digest
+    from digests.records import PaperRecord
 
 log = logging.getLogger(__name__)
+# digests.ingest.detect.FORMATS, spelled out here so that the option's choices need not
+# import the ingest pipeline at start-up; tests/test_startup.py checks the two agree.
+INGEST_FORMATS = ("seed", "csv", "tsv", "jsonl", "arxiv")
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_RECORDS = 200
@@ -71,7 +67,7 @@ class PaperboyGroup(click.Group):
             # The reader went away (`paperboy find x | head -1`): not a failure to report.
             _silence_stdout()
             ctx.exit(1)
-        except (IngestError, SettingsError, CatalogError, ChannelError, SourceError) as exc:
+        except _user_errors() as exc:
             raise UserError(str(exc)) from None
         except sqlite3.Error as exc:
             log.debug("database error", exc_info=True)
@@ -86,6 +82,19 @@ class PaperboyGroup(click.Group):
                 err=True,
             )
             ctx.exit(1)
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The failures that are the user's to fix (a bad file, setting, topic, channel or
+    source), shown as one line. Imported only when a command failed: see the start-up
+    note above."""
+    from config.settings import SettingsError
+    from digests.channels import ChannelError
+    from digests.ingest.errors import IngestError
+    from digests.sources.errors import SourceError
+    from digests.topics import CatalogError
+
+    return (IngestError, SettingsError, CatalogError, ChannelError, SourceError)
 
 
 def _silence_stdout() -> None:
@@ -191,7 +200,11 @@ def main(ctx: click.Context, log_level: str | None, log_json: bool, db_path: Pat
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default=None, help="Skip format detection."
+    "--format",
+    "fmt",
+    type=click.Choice(INGEST_FORMATS),
+    default=None,
+    help="Skip format detection.",
 )
 @click.option("--venue", default=None, help='Venue and year for files without them: "ICLR 2021".')
 @db_option
@@ -204,6 +217,9 @@ def ingest(
     Large ingests store in chunks; one that stops part-way says so, and running it
     again finishes it.
     """
+    from digests.ingest import ingest_files
+    from digests.ingest.decode import Limits
+
     limits = Limits.from_kb(load_settings().max_record_kb)
     new = NewDatabase(database_path(db_path))
     db = open_database(db_path, create=True)
@@ -224,6 +240,8 @@ def ingest(
 @db_option
 def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None) -> None:
     """Look papers up by words, method names or acronyms, best match first."""
+    from digests import lookup
+
     text = " ".join(query)
     results = lookup.find(open_database(db_path), text, limit)
     if as_json:
@@ -238,6 +256,8 @@ def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
 @db_option
 def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
     """Show one paper in full, by id, id prefix, or OpenReview/arXiv id."""
+    from digests import lookup
+
     found = lookup.resolve(open_database(db_path), paper_id)
     if found.candidates:
         head, lines = lookup.candidates_text(paper_id, found.candidates)
@@ -271,6 +291,9 @@ def channel_option(func: F) -> F:
 
 
 def _context(db: Database, channel: str, user: str, settings: Settings) -> Context:
+    from digests.commands import Context
+    from digests.topics import load_catalog
+
     return Context(db, str(parse_channel(channel)), user, _now(), settings, load_catalog())
 
 
@@ -284,6 +307,9 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
 
     Example: paperboy chat --channel local:lab "subscribe offline-rl"
     """
+    from digests.commands import handle
+    from digests.render.text import reply_text
+
     settings = load_settings()
     command = " ".join(text)
     if user is not None and not is_text(user):
@@ -299,6 +325,8 @@ def _chat_database(command: str, db_path: Path | None) -> Database:
     """A change (`subscribe` …) may create the database, as a new user's first step may be
     to subscribe a channel; `help` (and a command that does not parse) needs none; any
     other command needs an existing one."""
+    from digests.commands import ParseError, parse
+
     try:
         verb = parse(strip_unsafe(command)).verb
     except ParseError:
@@ -310,6 +338,10 @@ def _chat_database(command: str, db_path: Path | None) -> Database:
 
 def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
     """The digest as the channel's platform (or `fmt`) would receive it."""
+    from digests.render import discord as discord_render
+    from digests.render import slack as slack_render
+    from digests.render.text import digest_text
+
     if fmt == "slack":
         return [message.payload() for message in slack_render.digest_messages(digest, empty)]
     if fmt == "discord":
@@ -338,6 +370,13 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
     Without --preview the digest is recorded: its papers are never picked for this
     channel again, and building it again in this period returns the same digest.
     """
+    import asyncio
+
+    from db import channels as channel_store
+    from digests import lookup
+    from digests.digest import build_digest
+    from digests.topics import load_catalog
+
     settings = load_settings()
     db = open_database(db_path)
     ref = parse_channel(channel)
@@ -389,6 +428,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
 
 async def _send_now(db: Database, db_path: Path, channel: str, settings: Settings) -> str:
     from bot.send import send_digest
+    from digests.topics import load_catalog
 
     ref = parse_channel(channel)
     async with _poster_for(ref.platform, db_path, settings) as poster:
@@ -414,6 +454,7 @@ async def _poster_for(platform: str, db_path: Path, settings: Settings) -> Async
         from bot.discordbot.poster import DiscordPoster
         from bot.runner import DiscordComponent
         from bot.services import Services
+        from digests.topics import load_catalog
 
         if not settings.discord_token:
             raise UserError("DISCORD_TOKEN is not set: it is needed to post to Discord")
@@ -437,8 +478,11 @@ async def _poster_for(platform: str, db_path: Path, settings: Settings) -> Async
 def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set), the
     digest scheduler, the fetching of sources and local: delivery, until SIGTERM or Ctrl-C."""
+    import asyncio
+
     from bot import runner
     from bot.services import Services
+    from digests.topics import load_catalog
 
     settings = load_settings()
     path = database_path(db_path)
@@ -455,6 +499,9 @@ def run(slack_http: bool, port: int, db_path: Path | None) -> None:
 @db_option
 def status(channel: str | None, db_path: Path | None) -> None:
     """Show the paper store, and each channel's topics, schedule and deliveries."""
+    from digests.commands import handle
+    from digests.render.text import reply_text
+
     settings = load_settings()
     db = open_database(db_path)
     if channel:
@@ -576,9 +623,12 @@ def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | Non
     once first (an unreachable URL or a page that is no feed is refused). It is fetched
     by `paperboy run` on its schedule, or now with `paperboy fetch NAME`.
     """
+    import asyncio
+
     from db import sources as source_store
     from digests.sources.listing import shown_name
     from digests.sources.spec import parse_source
+    from digests.timestamps import stamp
 
     spec = parse_source(name)  # a malformed name fails here, before any database exists
     cron = _check_cron(cron) if cron is not None else None
@@ -644,6 +694,7 @@ def sources_list(as_json: bool, db_path: Path | None) -> None:
 def sources_remove(name: str, db_path: Path | None) -> None:
     """Stop fetching a source (the papers it brought stay)."""
     from db.sources import list_sources, remove_source
+    from digests.sources.errors import SourceError
     from digests.sources.listing import shown_name
 
     db = open_database(db_path)
@@ -678,10 +729,14 @@ def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Pat
     Exit status 0 when every source succeeded, 1 when any failed (the papers of the
     sources that succeeded are stored all the same).
     """
+    import asyncio
+
     from bot.fetching.store import SourceFetcher, fetch_config
     from bot.services import Services
     from db.sources import list_sources
+    from digests.ingest.decode import Limits
     from digests.sources.listing import shown_name
+    from digests.topics import load_catalog
 
     settings = load_settings()
     start = _since(since)
@@ -724,6 +779,13 @@ DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
 @db_option
 def demo(db_path: Path | None) -> None:
     """Load the bundled papers, subscribe local:demo to three topics, print its digest."""
+    from db import channels as channel_store
+    from digests.commands import handle
+    from digests.digest import build_digest, ensure_channel
+    from digests.ingest import ingest_files
+    from digests.render.text import digest_text, reply_text
+    from digests.samples import sample_paths
+
     settings = load_settings()
     db = open_database(db_path, create=True)
     summary = ingest_files(db, sample_paths(), now=_now())
