@@ -68,4 +68,4 @@ def test_paper_id_ignores_markup_case_and_spacing() -> None:
     b = "we propose LoMAP, a method"
     assert paper_id(a) == paper_id(b)
     assert paper_id(a) != paper_id("We propose LoMAP, another method.")
-    assert paper_id(a).startswith("p") and len(paper_id(a)) == 11
+    assert paper_id(a).startswith("p") and len(paper_id(a)) == 17
