@@ -34,6 +34,10 @@ from db.migrations import migrations
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+# sqlite-utils looks for its plugins (setuptools entry points, through importlib.metadata)
+# when a process opens its first Database: about 40 ms of every `paperboy find`, for
+# plugins Paperboy does not use (issue 11, start-up). Paperboy's connections never run them.
+PLUGINS = False
 
 
 class NoDatabase(FileNotFoundError):
@@ -57,7 +61,7 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
     write is opened read-only (`open_read_only`).
     """
     if str(path) == ":memory:":
-        db = Database(memory=True)
+        db = Database(memory=True, execute_plugins=PLUGINS)
     else:
         file = Path(path)
         _refuse_folder(file)
@@ -67,7 +71,7 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
             if file.is_file() and not _writable(file):
                 return open_read_only(file)
         file.parent.mkdir(parents=True, exist_ok=True)
-        db = Database(file)
+        db = Database(file, execute_plugins=PLUGINS)
         db.enable_wal()
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     db.execute("PRAGMA foreign_keys = ON")
@@ -139,7 +143,7 @@ def open_read_only(path: str | Path) -> Database:
 
 def _checked(file: Path, connection: sqlite3.Connection) -> Database:
     """The database on `connection`, if its schema is current (it cannot be migrated)."""
-    db = Database(connection)
+    db = Database(connection, execute_plugins=PLUGINS)
     pending = [m.name for m in migrations.pending(db)]
     if pending:
         raise DatabaseUnreadable(

@@ -16,6 +16,7 @@ from tests.conftest import NOW
 HEAVY = (
     "asyncio", "slack_bolt", "slack_sdk", "discord", "aiohttp", "apscheduler", "jinja2",
     "digests.digest", "digests.ingest.pipeline", "digests.render.slack", "digests.commands",
+    "importlib.metadata",  # sqlite-utils' plugin search: every installed package's metadata
 )  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
 
