@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,7 +14,6 @@ from sqlite_utils import Database
 
 from db import open_db
 from db.papers import count_papers, get_paper, insert_paper, resolve_paper
-from digests import identity
 from digests.enrich.paper import build_row
 from digests.identity import fingerprint_hash, legacy_id, paper_id
 from digests.ingest import IngestError, ingest_files, pipeline
@@ -32,6 +32,15 @@ TOPICS = (
     "contrastive learning", "federated optimisation", "program synthesis",
     "speech recognition", "protein folding", "robot grasping", "causal discovery",
 )  # fmt: skip
+
+
+def short_ids(monkeypatch: pytest.MonkeyPatch, digits: int) -> None:
+    """Ids of `digits` hex digits, to force collisions: in `identity` and in any module
+    that copied the constant (a copy would give rows ids their probe sequence disagrees
+    with; `identity.own_id` reads it at each call)."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("digests") and hasattr(module, "ID_HEX_DIGITS"):
+            monkeypatch.setattr(module, "ID_HEX_DIGITS", digits)
 
 
 def abstracts(count: int) -> list[str]:
@@ -83,7 +92,7 @@ def test_new_ids_have_64_bits_and_extend_the_legacy_id() -> None:
 def test_colliding_ids_store_every_paper_and_a_reingest_adds_and_merges_nothing(
     fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)  # 256 ids for 50 papers
+    short_ids(monkeypatch, 2)  # 256 ids for 50 papers
     texts = abstracts(50)
     path = write_jsonl(tmp_path / "papers.jsonl", texts)
     with caplog.at_level(logging.WARNING):
@@ -112,7 +121,7 @@ def test_a_paper_with_a_taken_id_is_found_again_from_another_file(
 ) -> None:
     """Through the full path (a new author makes the record not yet absorbed): the
     probe sequence leads to the paper, which is merged into, not duplicated."""
-    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    short_ids(monkeypatch, 2)
     texts = abstracts(50)
     ingest_files(fresh_db, [write_jsonl(tmp_path / "a.jsonl", texts)], now=NOW)
     more = write_jsonl(tmp_path / "b.jsonl", texts, authors=["Ada Lovelace"])
@@ -127,7 +136,7 @@ def test_a_paper_with_a_taken_id_is_found_again_from_another_file(
 def test_when_every_id_is_taken_the_ingest_stops_and_stores_nothing(
     fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 1)  # 16 ids: the 17th paper has none
+    short_ids(monkeypatch, 1)  # 16 ids: the 17th paper has none
     path = write_jsonl(tmp_path / "papers.jsonl", abstracts(17))
     with pytest.raises(IngestError, match="no free paper id"):
         ingest_files(fresh_db, [path], now=NOW)
@@ -139,7 +148,7 @@ def test_an_abstract_merged_into_another_paper_is_no_alias_for_its_id_twin(
 ) -> None:
     """A record merged by title leaves its abstract's alias; a different abstract with the
     same id must not follow that alias into the paper."""
-    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    short_ids(monkeypatch, 2)
     texts = abstracts(300)
     merged, twin = next(
         (a, b) for i, a in enumerate(texts) for b in texts[i + 1 :] if paper_id(a) == paper_id(b)
@@ -232,7 +241,7 @@ def test_fetched_papers_with_colliding_ids_are_stored_apart_and_found_again(
     fresh_db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A source's page takes the same path (`fetched.store_page` -> `store_row`)."""
-    monkeypatch.setattr(identity, "ID_HEX_DIGITS", 2)
+    short_ids(monkeypatch, 2)
     page = [
         FetchedPaper(source="feed:lab", title=f"Findings of study number {i}", abstract=text)
         for i, text in enumerate(abstracts(50))
