@@ -7,17 +7,27 @@ that message will be returned"), a message with `enforce_nonce` and a nonce the 
 already used, in any channel, returns the existing message instead of creating another
 (`created` lists the messages really created). `drop(route)` makes the next matching request create its
 message, then lose the answer (the connection closes).
+
+With `limits` (a `RateLimits`), `POST /channels/{id}/messages` is limited per channel (its
+route's bucket) and globally, as Discord does it: every answer carries the channel
+bucket's `X-RateLimit-Limit`, `-Remaining`, `-Reset`, `-Reset-After` and `-Bucket`, and a
+post over a limit is answered 429 with `{"message": "You are being rate limited.",
+"retry_after": 0.5, "global": false}` (seconds, a float), `Retry-After`, `X-RateLimit-Scope`
+and, for the global limit, `X-RateLimit-Global: true`. `limited` lists the refused ones.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.rate_limits import RateLimits, Verdict
 from tests.fakes.server import serve
 
 APP_ID = "200000000000000000"
@@ -42,6 +52,39 @@ def json_response(
     )
 
 
+BUCKET = "f0a1b2c3d4e5f60718293a4b5c6d7e8f"  # the hash of the create-message route's bucket
+
+
+def bucket_headers(verdict: Verdict) -> dict[str, str]:
+    return {
+        "X-RateLimit-Limit": str(verdict.limit),
+        "X-RateLimit-Remaining": str(verdict.remaining),
+        "X-RateLimit-Reset": f"{time.time() + verdict.reset_after:.3f}",
+        "X-RateLimit-Reset-After": f"{verdict.reset_after:.3f}",
+        "X-RateLimit-Bucket": BUCKET,
+    }
+
+
+def rate_limited(verdict: Verdict) -> web.Response:
+    """A 429 as Discord sends it (`Via`: discord.py takes a 429 without it for Cloudflare's)."""
+    is_global = verdict.scope == "global"
+    headers = {
+        "Via": "1.1 google",
+        "Retry-After": str(max(1, math.ceil(verdict.retry_after))),
+        "X-RateLimit-Scope": "global" if is_global else "user",
+    }
+    if is_global:
+        headers["X-RateLimit-Global"] = "true"
+    else:
+        headers.update(bucket_headers(verdict))
+    body = {
+        "message": "You are being rate limited.",
+        "retry_after": verdict.retry_after,
+        "global": is_global,
+    }
+    return json_response(body, status=429, headers=headers)
+
+
 @dataclass
 class Request:
     method: str
@@ -63,6 +106,8 @@ class FakeDiscord:
     created: list[dict[str, Any]] = field(default_factory=list)
     _by_nonce: dict[str, dict[str, Any]] = field(default_factory=dict)
     _dropping: dict[str, int] = field(default_factory=dict)
+    limits: RateLimits | None = None
+    limited: list[Request] = field(default_factory=list)  # posts refused by `limits`
 
     def drop(self, route: str, times: int = 1) -> None:
         """The next `times` requests ending with `route` are handled, then their answer is
@@ -138,7 +183,20 @@ class FakeDiscord:
             if queued and path.endswith(route):
                 status, answer, headers = queued.popleft()
                 return json_response(answer, status, headers)
+        verdict = None
+        if (
+            self.limits is not None
+            and request.method == "POST"
+            and path.startswith("/channels/")
+            and path.endswith("/messages")
+        ):
+            verdict = self.limits.admit(path.split("/")[2])
+            if not verdict.ok:
+                self.limited.append(self.requests[-1])
+                return rate_limited(verdict)
         response = self._default(request.method, path, body)
+        if verdict is not None:
+            response.headers.update(bucket_headers(verdict))
         for route, left in list(self._dropping.items()):
             if left and path.endswith(route):
                 self._dropping[route] = left - 1
@@ -165,6 +223,7 @@ class FakeDiscord:
             "pinned": False,
             "flags": body.get("flags", 0),
             "components": [],
+            "nonce": body.get("nonce"),
         }
 
     def _default(self, method: str, path: str, body: Any) -> web.Response:

@@ -4,12 +4,17 @@ Point the real slack_sdk client at `fake.api_url` (its `base_url`). Every call i
 recorded in `fake.calls`; `fake.queue(method, ...)` makes the next call to a method
 answer with an error, a 429 and Retry-After, or anything else; `fake.drop(method)` makes
 calls to it read and record the request, then close the connection without answering.
+With `limits` (a `RateLimits`), `chat.postMessage` is limited per channel and
+workspace-wide as Slack does it, and a post over the limit is answered as Slack answers
+it: HTTP 429, `{"ok": false, "error": "ratelimited"}` and `Retry-After` in whole seconds.
+`limited` lists the posts refused so; `accepted()` the ones that were posted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +22,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.rate_limits import RateLimits
 from tests.fakes.server import serve
 
 
@@ -42,6 +48,8 @@ class FakeSlack:
     _socket_open: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
     port: int = 0
+    limits: RateLimits | None = None
+    limited: list[Call] = field(default_factory=list)  # posts refused by `limits`
 
     @property
     def api_url(self) -> str:
@@ -65,6 +73,15 @@ class FakeSlack:
 
     def posted(self, method: str = "chat.postMessage") -> list[dict[str, Any]]:
         return [call.args for call in self.calls if call.method == method]
+
+    def accepted(self) -> list[dict[str, Any]]:
+        """The `chat.postMessage` calls that posted a message (not refused with a 429)."""
+        refused = {id(call) for call in self.limited}
+        return [
+            call.args
+            for call in self.calls
+            if call.method == "chat.postMessage" and id(call) not in refused
+        ]
 
     async def start(self) -> FakeSlack:
         app = web.Application()
@@ -107,6 +124,15 @@ class FakeSlack:
         if self._queued[method]:
             status, body, headers = self._queued[method].popleft()
             return web.json_response(body, status=status, headers=headers)
+        if method == "chat.postMessage" and self.limits is not None:
+            verdict = self.limits.admit(str(args.get("channel")))
+            if not verdict.ok:
+                self.limited.append(self.calls[-1])
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"},
+                    status=429,
+                    headers={"Retry-After": str(max(1, math.ceil(verdict.retry_after)))},
+                )
         return web.json_response(self._default(method, args))
 
     def _default(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
