@@ -188,8 +188,7 @@ def test_the_worker_processes_store_what_this_process_would(
     merges = tmp_path / "merges.jsonl"
     merges.write_text(
         "".join(
-            json.dumps({"id": f"2501.{n:05d}", "abstract": abstract(n), "keywords": ["rl"]})
-            + "\n"
+            json.dumps({"id": f"2501.{n:05d}", "abstract": abstract(n), "keywords": ["rl"]}) + "\n"
             for n in (5, 300, 599)
         ),
         encoding="utf-8",
@@ -239,6 +238,7 @@ def test_a_chunk_stores_what_row_by_row_would(tmp_path: Path) -> None:
         row = prepare(record, NOW)
         assert row is not None
         rows.append((row, record.external_id))
+
     def outcome(batched: bool) -> tuple[list[dict[str, Any]], tuple[int, int, int]]:
         db = open_db(":memory:")
         first = IngestSummary()
@@ -254,3 +254,53 @@ def test_a_chunk_stores_what_row_by_row_would(tmp_path: Path) -> None:
     batched, counts = outcome(batched=True)
     assert (batched, counts) == outcome(batched=False)
     assert counts == (2, 1, 4)
+
+
+def test_workers_that_cannot_start_leave_the_work_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker that dies before its first batch (a program read from stdin cannot be
+    spawned) is no failure: this process enriches instead."""
+
+    def no_processes(self: Any, *args: Any) -> None:
+        self.queues, self.processes = [], []
+
+    def dead(self: Any, versions: dict[str, str]) -> Any:
+        raise bulk.WorkerFailed("an enrichment worker stopped (exit code 1)")
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(bulk, "WORKER_MIN_PAPERS", 1)
+    monkeypatch.setattr(bulk.Workers, "__init__", no_processes)
+    monkeypatch.setattr(bulk.Workers, "batches", dead)
+    db = open_db(tmp_path / "p.db")
+    assert ingest_files(db, [papers_file(tmp_path)], now=NOW).added == 10
+    assert "enriching in this process instead" in caplog.text
+
+
+@pytest.mark.usefixtures("chunks_of_three")
+def test_a_file_changed_between_the_passes_is_reported_with_what_was_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = papers_file(tmp_path)
+    real = bulk.check_files
+
+    def then_change(*args: Any) -> int:
+        count = real(*args)
+        papers_file(tmp_path, bad={10: json.dumps({"abstract": abstract(11)})})
+        return count
+
+    monkeypatch.setattr(bulk, "check_files", then_change)
+    db = open_db(":memory:")
+    with pytest.raises(IngestError) as caught:
+        ingest_files(db, [path], now=NOW)
+    message = str(caught.value)
+    stored = count_papers(db)
+    assert stored > 0
+    assert message == (
+        f"{path}: changed while it was being ingested (is it still being written?); "
+        f"stopped there: {stored} of 10 papers before it were stored ({stored} added, "
+        "0 merged, 0 skipped); run the same ingest again to finish (stored papers are skipped)"
+    )
+    monkeypatch.setattr(bulk, "check_files", real)
+    ingest_files(db, [path], now=NOW)
+    assert count_papers(db) == 10

@@ -50,7 +50,7 @@ from db.transactions import write_transaction
 from digests.enrich.paper import Row
 from digests.enrich.text import plain_text
 from digests.identity import ID_HEX_DIGITS, ID_PREFIX, fingerprint_hash, legacy_id
-from digests.ingest.decode import CHANGED, Limits
+from digests.ingest.decode import CHANGED, CHANGED_PART, Limits
 from digests.ingest.errors import FileChanged, IngestError
 from digests.ingest.ids import FINGERPRINT_ALIAS
 from digests.ingest.pipeline import (
@@ -461,6 +461,31 @@ def ingest_files(
             workers.stop()
 
 
+def _or_here(
+    batches: Iterator[list[Item]],
+    db: Database,
+    paths: Sequence[Path],
+    fmt: str | None,
+    venue: str | None,
+    limits: Limits,
+    versions: dict[str, str],
+    now: datetime,
+) -> Iterator[list[Item]]:
+    """The workers' batches; if the workers fail before sending any (a worker process
+    cannot start, e.g. a program read from stdin cannot be spawned), this process enriches
+    instead, more slowly. A failure after the first batch is raised."""
+    started = False
+    try:
+        for batch in batches:
+            started = True
+            yield batch
+    except WorkerFailed as exc:
+        if started:
+            raise
+        log.warning("ingest: %s; enriching in this process instead", exc)
+        yield from prepared_items(db, paths, fmt, venue, limits, versions, now)
+
+
 def _papers_at_least(paths: Sequence[Path], count: int) -> bool:
     """Whether the files may hold `count` papers or more: a guess from their sizes (a
     paper takes at least ~100 bytes), so that small files never start workers."""
@@ -488,7 +513,7 @@ def _ingest(
     summary = IngestSummary(files=[str(path) for path in paths])
     batches: Iterator[list[Item]]
     if workers is not None:
-        batches = workers.batches(versions)
+        batches = _or_here(workers.batches(versions), db, paths, fmt, venue, limits, versions, now)
     else:
         batches = prepared_items(db, paths, fmt, venue, limits, versions, now)
     items = Counted(chain.from_iterable(batches), total)
@@ -501,11 +526,11 @@ def _ingest(
         if writer.ingest_id is None:
             raise
         writer.stopped(str(exc))
+        message = CHANGED_PART if isinstance(exc, FileChanged) else exc.message
         note = partial_note(summary, writer.done, total)
-        raise type(exc)(exc.path, exc.line, exc.message + note) from None
+        raise type(exc)(exc.path, exc.line, message + note) from None
     except BaseException as exc:
         writer.stopped(f"{type(exc).__name__}: {exc}")
         raise
     log.info("ingest: %s", summary.describe())
     return summary
-

@@ -186,10 +186,8 @@ def _chunks(handle: BinaryIO, digest: Any) -> Iterator[bytes]:
         yield b""
 
 
-CHANGED = (
-    "changed while it was being ingested (is it still being written?); nothing was "
-    "stored; try again once it is complete"
-)
+CHANGED_PART = "changed while it was being ingested (is it still being written?)"
+CHANGED = f"{CHANGED_PART}; nothing was stored; try again once it is complete"
 _ENV_FILE = "looks like a .env file of NAME=value settings, not a paper list; refusing it"
 
 
