@@ -6,6 +6,15 @@ order (`deliver_channel`). Each platform supplies a `Poster`; its errors come ba
 `TransientError` (try again later, with exponential backoff and jitter, up to
 `max_attempts`; then the message is given up and its papers count as undelivered).
 
+Rate limits: a poster with `limits` (a `bot.ratelimits.SendLimits`, shared by every
+delivery through that poster) is waited on before each message is claimed, so many
+channels delivering at once keep within the platform's limits between them. A 429
+(`TransientError` with `rate_limited`) is no attempt: the platform refused the message, so
+it was not posted, and the attempt counted at the claim is given back; the limiter is told
+(a platform-wide 429 pauses every channel), and the message is sent again after the wait,
+up to `MAX_RATE_LIMIT_RETRIES` times in one delivery, then left to the outbox. A message is
+never given up because of 429s.
+
 Crash safety: a message is claimed, sent, then marked sent. A crash between the send
 and the record resends that one message on restart; nothing else is lost or repeated.
 """
@@ -27,6 +36,8 @@ from typing import Any, Protocol
 
 from sqlite_utils import Database
 
+from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled
+from config.settings import Settings
 from db import channels as channel_store
 from db import outbox
 from digests.channels import ChannelRef, parse_channel
@@ -38,6 +49,8 @@ log = logging.getLogger(__name__)
 BACKOFF_BASE_SECONDS = 30.0
 BACKOFF_MAX_SECONDS = 3600.0
 DEFAULT_MAX_ATTEMPTS = 8
+# 429s waited out within one delivery of a message, before leaving it to the outbox.
+MAX_RATE_LIMIT_RETRIES = 3
 
 
 class PermanentError(Exception):
@@ -49,12 +62,24 @@ class PermanentError(Exception):
 
 
 class TransientError(Exception):
-    """Worth retrying later: rate limits, server errors, timeouts, lost connections."""
+    """Worth retrying later: rate limits, server errors, timeouts, lost connections.
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    `rate_limited`: the platform refused the message with a 429, so it was certainly not
+    posted; `scope` says whether its limit was the channel's or platform-wide ("global")."""
+
+    def __init__(
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        *,
+        rate_limited: bool = False,
+        scope: str = "channel",
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
+        self.scope = scope
 
 
 # The outbox message being sent, as a key that is the same on every attempt: a platform
@@ -80,6 +105,9 @@ def message_key(message: dict[str, Any]) -> str:
 
 
 class Poster(Protocol):
+    """Sends messages to one platform. A poster may also have `limits: SendLimits`, which
+    `deliver_channel` waits on before each message (see the module docstring)."""
+
     platform: str
 
     async def send(
@@ -121,6 +149,15 @@ def backoff(attempts: int, retry_after: float | None = None) -> float:
         return max(retry_after, 0.0)
     base = min(BACKOFF_BASE_SECONDS * 2.0**attempts, BACKOFF_MAX_SECONDS)
     return base * random.uniform(0.5, 1.0)
+
+
+def posting_rate(settings: Settings, platform: str) -> float | None:
+    """The platform-wide posting rate the settings give `platform` (None: unlimited)."""
+    if platform == "slack":
+        return settings.slack_posts_per_second
+    if platform == "discord":
+        return settings.discord_posts_per_second
+    return None
 
 
 def queue_digest(
@@ -188,6 +225,7 @@ async def deliver_channel(
     clock: Callable[[], datetime] | None = None,
     stopping: Callable[[], bool] = lambda: False,
     send_timeout: float = SEND_TIMEOUT_SECONDS,
+    rate: float | None = None,
 ) -> ChannelResult:
     """Send the channel's due messages in order; stop at the first error.
 
@@ -195,7 +233,9 @@ async def deliver_channel(
     `paperboy digest --send` while `paperboy run` is up) never sends it too. No new send
     starts once `stopping()` is true; a send with no answer within `send_timeout` counts as
     a transient error (it may have arrived: see "at most one repeat" in the architecture
-    notes). A send cut off by cancellation (a stop) leaves its message pending.
+    notes). A send cut off by cancellation (a stop) leaves its message pending. The wait
+    for the poster's rate limits comes before the claim, outside `send_timeout`; `rate`
+    (the settings' `posting_rate`) is the platform-wide rate they keep to.
     """
     row = channel_store.get_channel(db, channel)
     if row is not None and row["paused"]:
@@ -205,52 +245,75 @@ async def deliver_channel(
     messages = outbox.due(db, channel, at, sender_alive)
     if not messages:
         return ChannelResult(channel, state="nothing")
+    limits: SendLimits | None = getattr(poster, "limits", None)
+    if limits is not None and rate is not None:
+        limits.configure(rate)
+    clock = clock or (lambda: now)
     sent = 0
     for message in messages:
-        if stopping():
-            return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
-        if not outbox.claim(db, message, SENDER, stamp(now + timedelta(seconds=CLAIM_SECONDS))):
-            return ChannelResult(channel, sent, "nothing" if not sent else "done", "sent elsewhere")
-        if int(message["attempts"]) >= max_attempts:
-            # Its attempts were used up by sends whose outcome is unknown (crashes or stops
-            # mid-send): sending it again could make more copies than attempts. (Claimed
-            # first, so that no other sender is sending it while it is given up.)
-            return _give_up(db, channel, message, "no answer to its last attempt", sent)
-        thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
-        key = MESSAGE_KEY.set(message_key(message))
-        try:
-            try:
-                platform_id = await asyncio.wait_for(
-                    poster.send(ref, message["payload"], thread_of), send_timeout
+        refused = 0  # 429s for this message in this delivery
+        while True:
+            if stopping():
+                return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
+            if limits is not None:
+                try:
+                    await limits.wait_turn(ref.name)
+                except Throttled as exc:
+                    outbox.defer(db, message["id"], stamp(clock() + timedelta(seconds=exc.seconds)))
+                    log.info("delivery to %s waits: %s", channel, exc)
+                    return ChannelResult(channel, sent, "retrying", "rate limited")
+                if stopping():
+                    return ChannelResult(
+                        channel, sent, "retrying" if sent else "nothing", "stopping"
+                    )
+            until = stamp(now + timedelta(seconds=CLAIM_SECONDS))
+            if not outbox.claim(db, message, SENDER, until):
+                return ChannelResult(
+                    channel, sent, "nothing" if not sent else "done", "sent elsewhere"
                 )
-            except TimeoutError:
-                raise TransientError(f"no answer within {send_timeout:.0f} s") from None
-        except asyncio.CancelledError:
-            outbox.release(db, message["id"])  # cut off by a stop: pending again
-            raise
-        except PermanentError as exc:
-            channel_store.set_paused(db, channel, exc.reason, at)
-            outbox.pause_channel(db, channel, exc.reason)
-            log.warning("delivery to %s paused: %s", channel, exc.reason)
-            return ChannelResult(channel, sent, "paused", exc.reason)
-        except Exception as exc:  # transient, or unexpected: retried with backoff either way
-            if isinstance(exc, TransientError):
-                reason, retry_after = exc.reason, exc.retry_after
-            else:
-                log.exception("unexpected error sending to %s", channel)
-                reason, retry_after = f"unexpected {type(exc).__name__}", None
-            return _retry_later(
-                db,
-                channel,
-                message,
-                reason,
-                retry_after,
-                sent,
-                max_attempts,
-                clock or (lambda: now),
-            )
-        finally:
-            MESSAGE_KEY.reset(key)
+            if int(message["attempts"]) >= max_attempts:
+                # Its attempts were used up by sends whose outcome is unknown (crashes or
+                # stops mid-send): sending it again could make more copies than attempts.
+                # (Claimed first, so that no other sender is sending it while it is given up.)
+                return _give_up(db, channel, message, "no answer to its last attempt", sent)
+            outcome = await _send_one(db, poster, ref, message, send_timeout)
+            if isinstance(outcome, str):
+                platform_id = outcome
+                break
+            if isinstance(outcome, PermanentError):
+                channel_store.set_paused(db, channel, outcome.reason, at)
+                outbox.pause_channel(db, channel, outcome.reason)
+                log.warning("delivery to %s paused: %s", channel, outcome.reason)
+                return ChannelResult(channel, sent, "paused", outcome.reason)
+            if not outcome.rate_limited:
+                return _retry_later(
+                    db,
+                    channel,
+                    message,
+                    outcome.reason,
+                    outcome.retry_after,
+                    sent,
+                    max_attempts,
+                    clock,
+                )
+            # Refused with a 429: not posted, so no attempt (the claim's is given back).
+            outbox.release(db, message["id"], refund=True)
+            message = {**message, "state": "pending", "claimed_by": None}
+            if limits is not None:
+                limits.limited(ref.name, outcome.retry_after, outcome.scope)
+            refused += 1
+            wait = outcome.retry_after
+            if limits is None or refused > MAX_RATE_LIMIT_RETRIES or (wait or 0) > MAX_WAIT_SECONDS:
+                retry_at = stamp(clock() + timedelta(seconds=backoff(0, wait)))
+                outbox.mark_retry(db, message["id"], outcome.reason, retry_at)
+                log.info(
+                    "delivery to %s rate limited (%s); retrying after %s",
+                    channel,
+                    outcome.reason,
+                    retry_at,
+                )
+                return ChannelResult(channel, sent, "retrying", outcome.reason)
+            log.info("delivery to %s rate limited; sending again after the wait", channel)
         await _record_sent(db, message["id"], platform_id, at)
         sent += 1
         week, parts = outbox.digest_parts(db, message["digest_id"])
@@ -263,6 +326,33 @@ async def deliver_channel(
             parts,
         )
     return ChannelResult(channel, sent)
+
+
+async def _send_one(
+    db: Database, poster: Poster, ref: ChannelRef, message: dict[str, Any], send_timeout: float
+) -> str | PermanentError | TransientError:
+    """Send one claimed message: the platform's id for it, or the error (an unexpected one
+    as a transient error, logged with its traceback). A cancellation (a stop) gives the
+    message back, pending, and goes on."""
+    thread_of = outbox.thread_root(db, message) if message["part"] > 1 else None
+    key = MESSAGE_KEY.set(message_key(message))
+    try:
+        try:
+            return await asyncio.wait_for(
+                poster.send(ref, message["payload"], thread_of), send_timeout
+            )
+        except TimeoutError:
+            raise TransientError(f"no answer within {send_timeout:.0f} s") from None
+    except asyncio.CancelledError:
+        outbox.release(db, message["id"])  # cut off by a stop: pending again
+        raise
+    except (PermanentError, TransientError) as exc:
+        return exc
+    except Exception as exc:  # unexpected: retried with backoff all the same
+        log.exception("unexpected error sending to %s", ref)
+        return TransientError(f"unexpected {type(exc).__name__}")
+    finally:
+        MESSAGE_KEY.reset(key)
 
 
 def _retry_later(

@@ -33,7 +33,14 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlite_utils import Database
 
-from bot.delivery import ChannelResult, Poster, backoff, deliver_channel, queue_digest
+from bot.delivery import (
+    ChannelResult,
+    Poster,
+    backoff,
+    deliver_channel,
+    posting_rate,
+    queue_digest,
+)
 from bot.fetching.schedule import FetchJobs
 from bot.inbox import ingest_inbox
 from bot.send import platform_messages
@@ -359,6 +366,7 @@ class DigestScheduler:
                 self.services.settings.max_attempts,
                 self.services.clock,
                 stopping=lambda: self.stopping,
+                rate=posting_rate(self.services.settings, poster.platform),
             )
 
     async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from bot.delivery import ChannelResult, Poster, deliver_channel, queue_digest
+from bot.delivery import ChannelResult, Poster, deliver_channel, posting_rate, queue_digest
 from config.settings import Settings
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digest
@@ -52,4 +52,7 @@ async def send_digest(
     ref = parse_channel(channel)
     digest = build_digest(db, str(ref), now, catalog=catalog, settings=settings)
     queue_digest(db, digest, platform_messages(digest, ref.platform, settings.empty_digest), now)
-    return digest, await deliver_channel(db, poster, str(ref), now, settings.max_attempts)
+    rate = posting_rate(settings, ref.platform)
+    return digest, await deliver_channel(
+        db, poster, str(ref), now, settings.max_attempts, rate=rate
+    )

@@ -51,6 +51,13 @@ def _positive_seconds(value: str) -> float:
     return number
 
 
+def _positive_rate(value: str) -> float:
+    number = float(value)
+    if not 0.1 <= number <= 10_000:  # also refuses nan and inf
+        raise ValueError("must be a number of messages a second, from 0.1 to 10000")
+    return number
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(value: str) -> str:
         if value.strip().lower() not in allowed:
@@ -306,9 +313,26 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "delivery_concurrency",
         "PAPERBOY_DELIVERY_CONCURRENCY",
-        8,
-        "Channels delivered at the same time.",
+        64,
+        "Channels delivered at the same time (each sends at most one message a second on "
+        "Slack, so keep it above twice PAPERBOY_SLACK_POSTS_PER_SECOND).",
         _positive_int,
+    ),
+    Setting(
+        "slack_posts_per_second",
+        "PAPERBOY_SLACK_POSTS_PER_SECOND",
+        5.0,
+        "Digest messages posted per second across the Slack workspace, all channels "
+        "together (Slack's workspace-wide limit; lowered by itself after a 429).",
+        _positive_rate,
+    ),
+    Setting(
+        "discord_posts_per_second",
+        "PAPERBOY_DISCORD_POSTS_PER_SECOND",
+        50.0,
+        "Digest messages posted per second by the Discord bot, all channels together "
+        "(Discord's global limit; lowered by itself after a 429).",
+        _positive_rate,
     ),
     Setting(
         "slack_ack_seconds",
@@ -401,7 +425,9 @@ class Settings:
     max_record_kb: int = 100
     catchup_hours: int = 24
     max_attempts: int = 8
-    delivery_concurrency: int = 8
+    delivery_concurrency: int = 64
+    slack_posts_per_second: float = 5.0
+    discord_posts_per_second: float = 50.0
     slack_ack_seconds: float = 1.0
     slack_max_body_bytes: int = 65536
     slack_header_timeout: float = 10.0

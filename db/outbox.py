@@ -169,12 +169,24 @@ def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None
     )
 
 
-def release(db: Database, message_id: int) -> None:
-    """Give a claimed message back (its send was cut off): pending, for any sender."""
+def release(db: Database, message_id: int, refund: bool = False) -> None:
+    """Give a claimed message back (its send was cut off): pending, for any sender. With
+    `refund`, the platform refused it (a 429), so it was not posted: its claim's attempt is
+    taken back, since `attempts` counts the sends that may have posted it."""
     db.execute(
-        "update outbox set state = 'pending', claimed_by = null, claimed_until = null "
+        "update outbox set state = 'pending', claimed_by = null, claimed_until = null"
+        f"{', attempts = max(attempts - 1, 0)' if refund else ''} "
         "where id = ? and state = 'sending'",
         [message_id],
+    )
+
+
+def defer(db: Database, message_id: int, next_attempt_at: str) -> None:
+    """Hold a pending message (not claimed) until `next_attempt_at`: a rate limit asked us
+    to wait that long before sending anything."""
+    db.execute(
+        "update outbox set next_attempt_at = ? where id = ? and state = 'pending'",
+        [next_attempt_at, message_id],
     )
 
 

@@ -153,7 +153,7 @@ async def test_an_hour_long_429_leaves_the_message_queued_and_returns(
     assert result.state == "retrying" and result.reason == "rate limited"
     assert len(fake_discord.made("POST", "/messages")) == 1
     [row] = open_db(bot.services.db_path).query("select * from outbox")
-    assert row["state"] == "pending" and row["attempts"] == 1
+    assert row["state"] == "pending" and row["attempts"] == 0  # refused: no attempt
     assert datetime.fromisoformat(row["next_attempt_at"]) == NOW + timedelta(seconds=3600)
 
 

@@ -6,10 +6,12 @@ connection breaks, even after the server read it. For `chat.postMessage` that po
 message twice in one attempt. So Paperboy replaces the defaults:
 
 - a 429 whose Retry-After is at most `MAX_WAIT_SECONDS` is retried after it (at most
-  `MAX_RATE_LIMIT_RETRIES` times): Slack refused those messages, so a retry cannot repeat
+  `MAX_RATE_LIMIT_RETRIES` times): Slack refused those calls, so a retry cannot repeat
   one. A longer Retry-After is not waited out here at all (it used to be waited out 60 s
   at a time, three times: three minutes for `digest --send`, and for a delivery slot, to
-  get the same 429); the error goes to the outbox, which tries again after it;
+  get the same 429); the error goes to the caller. `chat.postMessage` is never retried
+  here: its 429 goes to the poster, whose rate limiter pauses every channel's posts (a
+  retry from here would skip it and hit the same limit again);
 - a broken connection is retried at once only for calls that post nothing (`auth.test`,
   `users.info`, `apps.connections.open`...). A post whose answer was lost is the outbox's
   business: it counts as a failed attempt, retried with backoff, and each attempt sends
@@ -56,6 +58,8 @@ class RetryAfterHandler(AsyncRetryHandler):
     ) -> bool:
         if response is None or response.status_code != 429:
             return False
+        if _method(request) == "chat.postMessage":
+            return False  # the poster's limiter waits, for every channel (module docstring)
         return _retry_after(response) <= MAX_WAIT_SECONDS
 
     async def prepare_for_next_attempt_async(
@@ -86,6 +90,10 @@ def _retry_after(response: HttpResponse) -> float:
 POSTING_METHODS = ("chat.postMessage", "chat.postEphemeral", "chat.scheduleMessage")
 
 
+def _method(request: HttpRequest) -> str:
+    return request.url.rstrip("/").rsplit("/", 1)[-1]
+
+
 class SafeConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
     """slack_sdk's connection-error retry (once, at once), but never for a posting call."""
 
@@ -97,7 +105,7 @@ class SafeConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> bool:
-        if request.url.rstrip("/").rsplit("/", 1)[-1] in POSTING_METHODS:
+        if _method(request) in POSTING_METHODS:
             return False
         return await super()._can_retry_async(
             state=state, request=request, response=response, error=error

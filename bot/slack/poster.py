@@ -1,8 +1,13 @@
 """Posting digest messages to Slack with `chat.postMessage`.
 
-At most about one message per second per channel (Slack's posting limit); later
-parts of a digest go in a thread under the first. Errors that retrying cannot fix
-pause the channel; the rest are transient and left to the outbox.
+At most one message a second per channel, and `rate` a second across the workspace
+(Slack's posting limits: "1 per second per channel" and a workspace-wide one it does not
+publish; `PAPERBOY_SLACK_POSTS_PER_SECOND`), kept by the poster's `limits`, which every
+delivery through it shares (`bot/ratelimits.py`). A 429 comes back as a rate-limited
+transient error, taken as workspace-wide: Slack does not say which limit it was, and the
+channel spacing keeps within the channel's. Later parts of a digest go in a thread under
+the first. Errors that retrying cannot fix pause the channel; the rest are transient and
+left to the outbox.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import PermanentError, TransientError
+from bot.ratelimits import SendLimits
 from bot.slack.client import error_code
 from digests.channels import ChannelRef
 
@@ -44,6 +50,7 @@ PERMANENT_ERRORS = frozenset(
     }
 )
 MIN_INTERVAL_SECONDS = 1.0
+DEFAULT_POSTS_PER_SECOND = 5.0  # the setting's default: "several hundred per minute"
 
 
 class SlackPoster:
@@ -54,27 +61,19 @@ class SlackPoster:
         client: AsyncWebClient,
         *,
         min_interval: float = MIN_INTERVAL_SECONDS,
+        rate: float | None = DEFAULT_POSTS_PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.client = client
-        self.min_interval = min_interval
-        self.monotonic = monotonic
-        self.sleep = sleep
-        self._last_post: dict[str, float] = {}
-
-    async def _pace(self, channel_id: str) -> None:
-        last = self._last_post.get(channel_id)
-        if last is not None:
-            wait = self.min_interval - (self.monotonic() - last)
-            if wait > 0:
-                await self.sleep(wait)
-        self._last_post[channel_id] = self.monotonic()
+        self.limits = SendLimits(
+            rate, channel_interval=min_interval, monotonic=monotonic, sleep=sleep
+        )
 
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
     ) -> str:
-        await self._pace(channel.name)
+        """Post one message (the caller waited on `limits` first)."""
         try:
             response = await self.client.chat_postMessage(
                 channel=channel.name,
@@ -88,7 +87,10 @@ class SlackPoster:
             error = error_code(exc)
             if error in PERMANENT_ERRORS:
                 raise PermanentError(error) from None
-            raise TransientError(error, _retry_after(exc)) from None
+            limited = exc.response.status_code == 429 or error == "ratelimited"
+            raise TransientError(
+                error, _retry_after(exc), rate_limited=limited, scope="global"
+            ) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(response["ts"])

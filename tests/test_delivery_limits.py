@@ -1,0 +1,290 @@
+"""Delivering many channels at once within the platforms' rate limits (issue 11, delivery).
+
+The fakes enforce Slack's and Discord's limits (`tests/fakes/rate_limits.py`) on a virtual
+clock that the posters' limiters share: time moves only when every sender is waiting on
+it, to the earliest wake-up, so the schedule is exact and nothing depends on the machine's
+speed. The figures against real time are the benchmark's (`bench/delivery.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Coroutine
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from bot.delivery import ChannelResult, deliver_channel
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.poster import DiscordPoster
+from bot.ratelimits import SendLimits, Throttled
+from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
+from config.settings import load_settings
+from db import digests as digest_store
+from db import open_db, outbox
+from digests.digest import ensure_channel
+from digests.timestamps import stamp
+from tests.conftest import NOW
+from tests.discord_helpers import GUILD
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.rate_limits import RateLimits
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN
+
+
+class VirtualTime:
+    """A clock that moves only when every sender waits on `sleep`: then to the earliest
+    wake-up, which is woken. A sender busy with HTTP holds time still."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.active = 0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + max(seconds, 0.0), next(self._order), future))
+        self._advance()
+        await future
+
+    def _advance(self) -> None:
+        if self._sleepers and len(self._sleepers) >= self.active:
+            at, _, future = heapq.heappop(self._sleepers)
+            self.now = max(self.now, at)
+            future.set_result(None)
+
+    async def run(self, work: list[Coroutine[Any, Any, ChannelResult]]) -> list[ChannelResult]:
+        async def one(job: Coroutine[Any, Any, ChannelResult]) -> ChannelResult:
+            try:
+                return await job
+            finally:
+                self.active -= 1
+                self._advance()
+
+        self.active = len(work)
+        return list(await asyncio.gather(*(one(job) for job in work)))
+
+
+def queue(db: Database, channels: list[str], parts: int, payload: Any) -> None:
+    settings = load_settings({}, dotenv=None)
+    for channel in channels:
+        ensure_channel(db, channel, settings, NOW)
+        row = digest_store.insert_digest(db, channel, "2026-W49", stamp(NOW), [], [])
+        messages = [(payload(channel, part), []) for part in range(1, parts + 1)]
+        outbox.enqueue(db, channel, int(row["id"]), messages, stamp(NOW))
+
+
+async def deliver_all(
+    db: Database, poster: Any, channels: list[str], time: VirtualTime, **kwargs: Any
+) -> list[ChannelResult]:
+    return await time.run([deliver_channel(db, poster, c, NOW, **kwargs) for c in channels])
+
+
+def states(db: Database) -> Counter[str]:
+    return Counter(row["state"] for row in db.query("select state from outbox"))
+
+
+SLACK_CHANNELS = [f"slack:T0001/C{n:04d}" for n in range(60)]
+
+
+def slack_payload(channel: str, part: int) -> dict[str, Any]:
+    return {"text": f"{channel} part {part}"}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_db(tmp_path / "outbox.db")
+
+
+@pytest.fixture
+def time() -> VirtualTime:
+    return VirtualTime()
+
+
+def slack_poster(fake: FakeSlack, time: VirtualTime, rate: float) -> SlackPoster:
+    client = make_client(BOT_TOKEN, fake.api_url, sleep=time.sleep)
+    return SlackPoster(client, rate=rate, monotonic=time.monotonic, sleep=time.sleep)
+
+
+async def test_sixty_slack_channels_at_once_keep_within_the_limits(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """60 channels of 3 messages, all at once, against 1 message/s per channel (burst 3) and
+    20/s for the workspace (burst 5): each message posted once, no 429 at all, and within
+    5% of the time a perfect sender needs. (Before the limiter, every channel posted at once:
+    the workspace limit refused most of them, most channels several times.)"""
+    limits = RateLimits(global_rate=20.0, global_burst=5, clock=time.monotonic)
+    fake_slack.limits = limits
+    queue(db, SLACK_CHANNELS, 3, slack_payload)
+    start = time.now
+    results = await deliver_all(db, slack_poster(fake_slack, time, 20.0), SLACK_CHANNELS, time)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 180}
+    posted = Counter((p["channel"], p["text"]) for p in fake_slack.accepted())
+    assert len(posted) == 180 and set(posted.values()) == {1}  # none lost, none twice
+    assert fake_slack.limited == []
+    assert time.now - start <= limits.shortest_time([3] * 60) / 0.95
+
+
+async def test_a_configured_rate_above_the_platforms_costs_few_429s_and_loses_nothing(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Told 40/s where the workspace allows 20/s: the 429s pause every channel and lower
+    the rate, so no channel gets more than one, and every message goes out exactly once."""
+    fake_slack.limits = RateLimits(global_rate=20.0, global_burst=5, clock=time.monotonic)
+    queue(db, SLACK_CHANNELS, 3, slack_payload)
+    results = await deliver_all(db, slack_poster(fake_slack, time, 40.0), SLACK_CHANNELS, time)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 180}
+    posted = Counter((p["channel"], p["text"]) for p in fake_slack.accepted())
+    assert len(posted) == 180 and set(posted.values()) == {1}
+    refused = fake_slack.limits.refused
+    assert 0 < sum(refused.values()) <= 10 and max(refused.values()) == 1
+
+
+async def test_a_global_429_pauses_every_channel_for_its_retry_after(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    posts: list[tuple[str, float]] = []
+
+    class Recorded(RateLimits):
+        def admit(self, channel: str) -> Any:
+            posts.append((channel, time.now))
+            return super().admit(channel)
+
+    fake_slack.limits = Recorded(global_rate=100.0, global_burst=100, clock=time.monotonic)
+    fake_slack.queue(
+        "chat.postMessage", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "7"}
+    )
+    channels = SLACK_CHANNELS[:2]
+    queue(db, channels, 1, slack_payload)
+    start = time.now
+    results = await deliver_all(db, slack_poster(fake_slack, time, 50.0), channels, time)
+    assert [r.state for r in results] == ["done", "done"]
+    # The 429 came before any post was admitted; the two posts that follow wait it out.
+    assert len(posts) == 2 and all(at >= start + 7 for _, at in posts)
+    assert len(fake_slack.posted()) == 3
+
+
+async def test_429s_are_not_attempts_and_never_give_a_message_up(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """A 429 means Slack posted nothing: with 2 attempts allowed, ten 429s in a row still
+    end with the message posted once (they were counted as attempts: it was given up)."""
+    for _ in range(10):
+        fake_slack.queue(
+            "chat.postMessage", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "2"}
+        )
+    channel = SLACK_CHANNELS[0]
+    queue(db, [channel], 1, slack_payload)
+    poster = slack_poster(fake_slack, time, 5.0)
+    now = NOW
+    for _ in range(5):
+        [result] = await time.run([deliver_channel(db, poster, channel, now, max_attempts=2)])
+        if result.state != "retrying":
+            break
+        [row] = db.query("select * from outbox")
+        assert row["attempts"] == 0 and row["state"] == "pending"
+        now = datetime.fromisoformat(row["next_attempt_at"])
+    assert result.state == "done" and states(db) == {"sent": 1}
+    assert len(fake_slack.posted()) == 11
+
+
+async def test_a_long_platform_wide_pause_leaves_other_channels_queued_unsent(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Retry-After of an hour: the channel that got it, and every other one after it,
+    wait in the outbox (no slot held, nothing posted into the limit again)."""
+    fake_slack.queue(
+        "chat.postMessage", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "3600"}
+    )
+    first, second = SLACK_CHANNELS[:2]
+    queue(db, [first, second], 1, slack_payload)
+    poster = slack_poster(fake_slack, time, 5.0)
+    [one] = await time.run([deliver_channel(db, poster, first, NOW)])
+    [two] = await time.run([deliver_channel(db, poster, second, NOW)])
+    assert one.state == two.state == "retrying"
+    assert len(fake_slack.posted()) == 1
+    for row in db.query("select * from outbox"):
+        assert row["state"] == "pending" and row["attempts"] == 0
+        assert datetime.fromisoformat(row["next_attempt_at"]) >= NOW + timedelta(seconds=3599)
+
+
+async def test_fifty_discord_channels_at_once_keep_within_the_global_limit(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """discord.py keeps each channel within its bucket from the X-RateLimit headers; the
+    poster's limiter keeps the bot within the global limit: no 429, each message once."""
+    from tests.discord_helpers import logged_in, make_services
+
+    bot: PaperboyClient = await logged_in(
+        make_services(tmp_path, [], catalog, fake_discord), fake_discord
+    )
+    try:
+        fake_discord.limits = RateLimits(
+            channel_burst=5, global_rate=20.0, global_burst=5, clock=time.monotonic
+        )
+        channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(50)]
+        queue(db, channels, 3, lambda c, part: {"content": f"{c} part {part}"})
+        poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
+        results = await deliver_all(db, poster, channels, time)
+    finally:
+        await bot.close()
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 150}
+    created = Counter((m["channel_id"], m["content"]) for m in fake_discord.created)
+    assert len(created) == 150 and set(created.values()) == {1}
+    assert fake_discord.limited == []
+
+
+async def test_the_limiter_spaces_turns_at_the_rate_in_order() -> None:
+    time = VirtualTime()
+    limits = SendLimits(10.0, channel_interval=1.0, monotonic=time.monotonic, sleep=time.sleep)
+    turns: list[tuple[str, float]] = []
+
+    async def turn(channel: str) -> ChannelResult:
+        for _ in range(2):
+            await limits.wait_turn(channel)
+            turns.append((channel, time.now))
+        return ChannelResult(channel)
+
+    channels = "abcdefghijklmno"  # 15: a channel's second turn comes after its spacing
+    await time.run([turn(c) for c in channels])
+    starts = sorted(at for _, at in turns)
+    assert [round(b - a, 6) for a, b in itertools.pairwise(starts)] == [0.1] * 29
+    for channel in channels:
+        first, second = [at for c, at in turns if c == channel]
+        assert second - first >= 1.0  # a channel's own spacing
+
+
+async def test_the_limiter_pauses_slows_down_and_recovers() -> None:
+    time = VirtualTime()
+    limits = SendLimits(10.0, monotonic=time.monotonic, sleep=time.sleep, max_wait=60)
+    limits.limited("a", 2.0, "global")
+    limits.limited("b", 2.0, "global")  # the same pause: the rate comes down once
+    assert limits.rate == pytest.approx(8.0)
+    start = time.now
+    await time.run([_turn(limits, "c")])
+    assert time.now == pytest.approx(start + 2.0)  # every channel waited the pause out
+    limits.limited("a", 5.0, "channel")
+    await time.run([_turn(limits, "c")])  # another channel: no wait for a's pause
+    assert time.now == pytest.approx(start + 2.0 + 0.125, abs=0.01)
+    limits.limited("a", 120.0, "global")
+    with pytest.raises(Throttled):
+        await limits.wait_turn("c")
+    time.now += 120 + 30  # half a minute without a 429: 30% of the rate regained
+    await time.run([_turn(limits, "c")])
+    assert limits.rate == pytest.approx(10.0)
+
+
+async def _turn(limits: SendLimits, channel: str) -> ChannelResult:
+    await limits.wait_turn(channel)
+    return ChannelResult(channel)
