@@ -50,6 +50,7 @@ SECRET = "8f742231b10e8888abcd99aaabbb85a5"
 TOKEN = "xoxb-1234567890-bench-token"
 WARMUP = 20
 ANSWER_WAIT = 30.0
+KINDS = ("find", "subscribe")
 # Four kinds, as the lookup benchmark: method names, 2-3-word topics, common, rare words.
 QUERIES = [
     "graph neural networks", "offline reinforcement learning", "contrastive learning",
@@ -77,23 +78,26 @@ def stats_ms(values: list[float]) -> dict[str, float | int]:
     }
 
 
-def commands(count: int, topics: list[str], prefix: str) -> list[tuple[str, str, str]]:
-    """(kind, text, channel id) for `count` requests, find and subscribe alternating."""
+def commands(
+    count: int, topics: list[str], prefix: str, kinds: tuple[str, ...] = KINDS
+) -> list[tuple[str, str, str]]:
+    """(kind, text, channel id) for `count` requests, the kinds taking turns."""
     made = []
     for n in range(count):
-        if n % 2 == 0:
-            made.append(("find", f"find {QUERIES[(n // 2) % len(QUERIES)]}", "CFIND"))
+        kind, turn = kinds[n % len(kinds)], n // len(kinds)
+        if kind == "find":
+            made.append(("find", f"find {QUERIES[turn % len(QUERIES)]}", "CFIND"))
         else:
-            made.append(
-                ("subscribe", f"subscribe {topics[(n // 2) % len(topics)]}", f"{prefix}{n}")
-            )
+            made.append(("subscribe", f"subscribe {topics[turn % len(topics)]}", f"{prefix}{n}"))
     return made
 
 
 # The client, in its own process.
 
 
-async def client_main(count: int, concurrency: int, topics: list[str]) -> dict[str, Any]:
+async def client_main(
+    count: int, concurrency: int, topics: list[str], kinds: tuple[str, ...], prefix: str
+) -> dict[str, Any]:
     import aiohttp
     from aiohttp import web
 
@@ -159,10 +163,12 @@ async def client_main(count: int, concurrency: int, topics: list[str]) -> dict[s
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             return done
 
-        warm = commands(WARMUP, topics, "CWARM")
+        warm = commands(WARMUP, topics, f"{prefix}W", kinds)
         await run([(-1 - n, *item) for n, item in enumerate(warm)])
         began = time.perf_counter()
-        results = await run([(n, *item) for n, item in enumerate(commands(count, topics, "CL"))])
+        results = await run(
+            [(n, *item) for n, item in enumerate(commands(count, topics, f"{prefix}L", kinds))]
+        )
         loaded = time.perf_counter() - began
     texts = [str(call.get("text", ""))[:120] for call in fake.responses]
     await fake.stop()
@@ -222,56 +228,82 @@ def reference(services: Any, items: list[tuple[str, str, str]]) -> list[tuple[st
     return timings
 
 
-async def serve(db_path: Path, args: argparse.Namespace, topics: list[str]) -> dict[str, Any]:
+def make_services(db_path: Path, api_url: str) -> Any:
     from bot.services import Services
-    from bot.slack.client import make_client
-    from bot.slack.endpoint import SlackEndpoint
-    from bot.slack.http import HttpServer, http_limits
     from config.settings import load_settings
     from digests.topics import load_catalog
 
-    client = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench.commands", "--client", str(args.requests),
-        str(args.concurrency), ",".join(topics),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
-    )  # fmt: skip
-    assert client.stdout is not None and client.stdin is not None
-    fake_port = int(await client.stdout.readline())
-    api_url = f"http://127.0.0.1:{fake_port}/api/"
     settings = load_settings(
         {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": api_url},
         dotenv=None,
     )
-    services = Services(db_path, settings, load_catalog())
-    half = args.requests // 2
-    ref_items = commands(args.requests, topics, "CREF")
-    ref = await asyncio.to_thread(reference, services, ref_items[:half])
+    return Services(db_path, settings, load_catalog())
+
+
+async def load(
+    db_path: Path, args: argparse.Namespace, topics: list[str], policy: str
+) -> dict[str, Any]:
+    """One load run against a fresh endpoint. `policy` "before" emulates, in today's code,
+    the policy before issue 11: one pool for every command, and a command that has to queue
+    acknowledged at once ("Working on it…")."""
+    from bot.slack import endpoint as endpoint_module
+    from bot.slack.client import make_client
+    from bot.slack.endpoint import SlackEndpoint
+    from bot.slack.http import HttpServer, http_limits
+
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.commands", "--client", str(args.requests),
+        str(args.concurrency), ",".join(topics), args.kinds, f"C{policy}",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
+    )  # fmt: skip
+    assert client.stdout is not None and client.stdin is not None
+    api_url = f"http://127.0.0.1:{int(await client.stdout.readline())}/api/"
+    services = make_services(db_path, api_url)
     endpoint = SlackEndpoint(
         services,
         make_client(TOKEN, api_url),
         signing_secret=SECRET,
-        ack_budget=settings.slack_ack_seconds,
+        ack_budget=services.settings.slack_ack_seconds,
     )
-    server = HttpServer(endpoint, http_limits(settings), host="127.0.0.1")
+    real_changes = endpoint_module._changes
+    if policy == "before":
+        endpoint.queued_wait = 0.0
+        endpoint_module._changes = lambda text: False  # type: ignore[assignment]
+    server = HttpServer(endpoint, http_limits(services.settings), host="127.0.0.1")
     port = await server.start()
     try:
         client.stdin.write(f"{port}\n".encode())
         await client.stdin.drain()
         out, _ = await client.communicate()
     finally:
+        endpoint_module._changes = real_changes  # type: ignore[assignment]
         await server.stop()
         await endpoint.close()
-    ref += await asyncio.to_thread(reference, services, ref_items[half:])
     result: dict[str, Any] = json.loads(out)
     summary = summarise(result)
     summary["seconds"] = round(result["seconds"], 2)
     summary["commands_run"] = endpoint.commands_run - WARMUP
+    return summary
+
+
+async def serve(db_path: Path, args: argparse.Namespace, topics: list[str]) -> dict[str, Any]:
+    """The load runs (the old policy first, with --compare), between the two halves of
+    the serial reference."""
+    services = make_services(db_path, "http://127.0.0.1/api/")
+    half = args.requests // 2
+    ref_items = commands(args.requests, topics, "CREF", tuple(args.kinds.split(",")))
+    ref = await asyncio.to_thread(reference, services, ref_items[:half])
+    before = await load(db_path, args, topics, "before") if args.compare else None
+    summary = await load(db_path, args, topics, "after")
+    ref += await asyncio.to_thread(reference, services, ref_items[half:])
     summary["reference"] = {
         kind: stats_ms([seconds for k, seconds in ref if k == kind])
         for kind in ("find", "subscribe")
     }
     summary["reference"]["what"] = "same commands in-process, serially: payloads(handle(...))"
     summary["reference"]["seconds"] = round(sum(seconds for _, seconds in ref), 2)
+    if before is not None:
+        summary["before_policy"] = before
     return summary
 
 
@@ -281,11 +313,19 @@ def main() -> int:
     parser.add_argument("--db", type=Path, default=None, help="a ready database (copied)")
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="find,subscribe (in turn)")
+    parser.add_argument(
+        "--compare", action="store_true", help="also run the policy before issue 11, first"
+    )
+    parser.add_argument("--client", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
-        count, concurrency, topics = args.client
-        result = asyncio.run(client_main(int(count), int(concurrency), topics.split(",")))
+        count, concurrency, topics, kinds, prefix = args.client
+        result = asyncio.run(
+            client_main(
+                int(count), int(concurrency), topics.split(","), tuple(kinds.split(",")), prefix
+            )
+        )
         print(json.dumps(result))
         return 0
     from bench import corpus
@@ -301,7 +341,12 @@ def main() -> int:
     topics = [topic.id for topic in load_catalog().topics]
     with tempfile.TemporaryDirectory(dir=os.environ.get("PAPERBOY_BENCH_TMP")) as folder:
         db_path = corpus.copy_db(source, Path(folder) / "commands.db")
-        open_db(db_path).close()  # migrate once, up front, as `paperboy run` does
+        db = open_db(db_path)  # migrate once, up front, as `paperboy run` does
+        with contextlib.suppress(ImportError):  # the search index beside the store, if any
+            from db import text_index
+
+            text_index.ready(db)  # built on the first lookup otherwise: not what we time
+        db.close()
         papers = open_db(db_path).execute("select count(*) from papers").fetchone()[0]
         summary = asyncio.run(serve(db_path, args, topics))
     find_p99 = summary["find"]["answer_ms"].get("p99", 0)
