@@ -212,8 +212,19 @@ def test_the_worker_processes_store_what_this_process_would(
         real(self, *args)
 
     monkeypatch.setattr(bulk.Workers, "__init__", spy)
+    folders = []
+    real_mkstemp = bulk.tempfile.mkstemp
+
+    def spool(**kwargs: Any) -> Any:
+        folders.append(kwargs["dir"])
+        return real_mkstemp(**kwargs)
+
+    monkeypatch.setattr(bulk.tempfile, "mkstemp", spool)
     assert store("workers.db") == here
     assert started == [2]
+    # The spools lie beside the database (TMPDIR is often a tmpfs: memory), and go.
+    assert folders == [str(tmp_path), str(tmp_path)]
+    assert not list(tmp_path.glob(".paperboy-ingest-*"))
 
 
 def test_a_chunk_stores_what_row_by_row_would(tmp_path: Path) -> None:
@@ -263,7 +274,7 @@ def test_workers_that_cannot_start_leave_the_work_to_this_process(
     spawned) is no failure: this process enriches instead."""
 
     def no_processes(self: Any, *args: Any) -> None:
-        self.queues, self.processes = [], []
+        self.queues, self.processes, self.spools = [], [], []
 
     def dead(self: Any, versions: dict[str, str]) -> Any:
         raise bulk.WorkerFailed("an enrichment worker stopped (exit code 1)")

@@ -5,14 +5,16 @@ while this one stores the papers in chunks of batched inserts.
    sizes, secrets, including a secret that Markdown or LaTeX would hide), and its papers
    counted. A bad file stops here with `FILE:LINE: ...`, and nothing is stored: the
    all-or-nothing promise for bad input holds whatever the file's size.
-2. **Enrich.** The files are read again (a file whose bytes differ from the first read is
-   refused: `decode.read_lines`); a paper the store already holds unchanged is skipped
-   (`unchanged.is_absorbed`); the others are enriched (`pipeline.prepare`). For
-   WORKER_MIN_PAPERS papers or more, and a database file, this runs in a worker process
-   that sends batches through a bounded queue, so memory stays bounded and the two cores
-   work at once: enrichment on one, SQLite and FTS5 indexing on the other.
+2. **Enrich.** A worker process reads the files again (a file whose bytes differ from the
+   first read is refused: `decode.read_lines`), skips a paper the store already holds
+   unchanged (`unchanged.is_absorbed`) and enriches the others (`pipeline.prepare`). It
+   starts with the check, so the two cores work at once, and pickles batches of
+   BATCH_PAPERS rows into a spool file beside the database (not TMPDIR, often a tmpfs),
+   which this process reads once the check has passed: memory stays flat whatever the
+   file's size; the spool holds about 3 KB a paper until the ingest ends. Below
+   WORKER_MIN_PAPERS papers (or for an in-memory database) this process enriches.
 3. **Store**, CHUNK_PAPERS papers per write transaction, so the write lock is held for
-   well under a second at a time and other writers (commands, digests) never wait near
+   about a second at most at a time and other writers (commands, digests) never wait near
    their busy timeout. Papers that no stored paper can be (no shared id, fingerprint
    alias, external id or title key, checked for the whole chunk in a few queries) are
    inserted with one `executemany`; the others go through `pipeline.store_row` one by
@@ -29,17 +31,21 @@ skipped, nothing is stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import os
+import pickle
 import queue as queues
 import re
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 from urllib.parse import quote
 
 from sqlite_utils import Database
@@ -70,7 +76,6 @@ log = logging.getLogger(__name__)
 
 CHUNK_PAPERS = 2_000  # per write transaction: about half a second of the write lock
 BATCH_PAPERS = 250  # per message from the worker
-QUEUE_BATCHES = 16  # messages in flight: bounds the memory between the two processes
 WORKER_MIN_PAPERS = 5_000  # fewer: enrich in this process (a worker takes ~0.3 s to start)
 WORKER_POLL_SECONDS = 1.0
 MIN_PAPER_BYTES = 100  # a paper's abstract alone is longer
@@ -178,6 +183,7 @@ def _read_only(path: str) -> Database:
 
 def _worker(
     out: Any,
+    spool_path: str,
     db_path: str,
     paths: list[Path],
     fmt: str | None,
@@ -186,14 +192,21 @@ def _worker(
     now: datetime,
     share: tuple[int, int],
 ) -> None:
-    """A worker process: its share of `prepared_items` into `out`, then ("end", the files'
-    content hashes); an error is sent as ("error", (kind, path, line, message)), anything
+    """A worker process: its share of `prepared_items`, each batch pickled into the spool
+    file and announced on `out` as ("batch", (offset, length)); then ("end", the files'
+    content hashes). An error is sent as ("error", (kind, path, line, message)), anything
     else as ("crash", text)."""
     try:
         db = _read_only(db_path)
         versions: dict[str, str] = {}
-        for batch in prepared_items(db, paths, fmt, venue, limits, versions, now, share):
-            out.put(("batch", batch))
+        offset = 0
+        with open(spool_path, "wb") as spool:
+            for batch in prepared_items(db, paths, fmt, venue, limits, versions, now, share):
+                data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+                spool.write(data)
+                spool.flush()  # in the page cache before the parent hears of it
+                out.put(("batch", (offset, len(data))))
+                offset += len(data)
         out.put(("end", versions))
     except IngestError as exc:
         kind = "changed" if isinstance(exc, FileChanged) else "error"
@@ -207,10 +220,10 @@ class WorkerFailed(RuntimeError):
 
 
 class Workers:
-    """`prepared_items` computed by WORKERS processes ("spawn": no fork of a process that
-    may hold threads and connections), each preparing every n-th batch, read back in file
-    order. They start at once, so they enrich while this process checks the files;
-    bounded queues keep the memory in between small. `stop()` ends them."""
+    """`prepared_items` computed by `count` worker processes ("spawn": no fork of a
+    process that may hold threads and connections), each preparing every n-th batch into
+    its spool file, read back in file order. They start at once, so they enrich while
+    this process checks the files. `stop()` ends them and removes the spools."""
 
     def __init__(
         self,
@@ -223,15 +236,23 @@ class Workers:
         count: int,
     ) -> None:
         context = multiprocessing.get_context("spawn")
-        self.queues = [context.Queue(maxsize=QUEUE_BATCHES) for _ in range(count)]
+        self.queues = [context.Queue() for _ in range(count)]  # small messages only
+        self.spools: list[tuple[str, BinaryIO]] = []
+        for _ in range(count):
+            # Beside the database: it has room for what is about to be stored there, and
+            # TMPDIR is often a tmpfs, which is memory.
+            handle, name = tempfile.mkstemp(
+                prefix=".paperboy-ingest-", suffix=".spool", dir=os.path.dirname(db_path)
+            )
+            self.spools.append((name, os.fdopen(handle, "rb")))
         self.processes = [
             context.Process(
                 target=_worker,
-                args=(out, db_path, list(paths), fmt, venue, limits, now, (k, count)),
+                args=(out, spool, db_path, list(paths), fmt, venue, limits, now, (k, count)),
                 daemon=True,
                 name=f"paperboy-enrich-{k}",
             )
-            for k, out in enumerate(self.queues)
+            for k, (out, (spool, _)) in enumerate(zip(self.queues, self.spools, strict=True))
         ]
         for process in self.processes:
             process.start()
@@ -257,7 +278,10 @@ class Workers:
                 continue
             kind, payload = self._next(k)
             if kind == "batch":
-                yield payload
+                offset, length = payload
+                spool = self.spools[k][1]
+                spool.seek(offset)
+                yield pickle.loads(spool.read(length))  # our own worker's file
             elif kind == "end":
                 ended[k] = True
                 for path, digest in payload.items():
@@ -279,6 +303,10 @@ class Workers:
         for out in self.queues:
             out.close()
             out.cancel_join_thread()
+        for name, spool in self.spools:
+            spool.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
 
 
 class Counted(Sequence[Item]):
