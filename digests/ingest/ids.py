@@ -12,7 +12,10 @@ the new one). An id match is the same paper only when the fingerprints agree:
 A different paper under the id a new paper would get (a collision) is never merged into:
 the new paper goes to the first free id of its probe sequence (`identity.probe_ids`), with
 one warning naming both ids, and every later lookup walks the same sequence. The walk
-stops at the first free id: papers are never deleted, so nothing lies beyond it.
+stops at the first free id: papers are never deleted, so nothing lies beyond it. Code
+that inserts new papers itself (`bulk.store_chunk`) must put a paper under `own_id` of
+its fingerprint, and only when no paper holds that id, including one that `new_id` gave
+to another paper in the same transaction.
 
 An abstract merged into another paper (by external id or title) is found again through
 the alias `fp:` + its fingerprint hash (128 bits: nothing to check). Aliases made from row
