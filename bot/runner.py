@@ -17,26 +17,25 @@ import logging
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import aiohttp
-import discord
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
+from typing import TYPE_CHECKING, Protocol
 
 from bot.delivery import Poster
-from bot.discordbot.client import PaperboyClient, use_api_base
-from bot.discordbot.poster import DiscordPoster
 from bot.local import LocalPoster
 from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
-from bot.slack.app import create_app
-from bot.slack.client import error_code, make_client
-from bot.slack.endpoint import MAX_ACK_SECONDS, SlackEndpoint
-from bot.slack.http import HttpServer, http_limits
-from bot.slack.poster import SlackPoster
 from config.settings import SettingsError
+
+# Start-up (issue 11): Slack's libraries (slack_bolt, slack_sdk) and Discord's (discord.py)
+# are imported by the component that uses them, when it starts, so a Slack-only install
+# never imports discord.py, nor a Discord-only one slack_bolt.
+if TYPE_CHECKING:
+    from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+    from slack_sdk.errors import SlackApiError
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.discordbot.client import PaperboyClient
+    from bot.slack.endpoint import SlackEndpoint
+    from bot.slack.http import HttpServer
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +94,10 @@ def _refused(exc: SlackApiError) -> bool:
 
 
 def _describe(exc: BaseException | None) -> str:
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.client import error_code
+
     if exc is None:
         return "no connection"
     if isinstance(exc, SlackApiError):
@@ -142,6 +145,15 @@ class SlackComponent:
             )
 
     async def start(self) -> str:
+        import aiohttp
+        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+        from slack_sdk.errors import SlackApiError
+
+        from bot.slack.app import create_app
+        from bot.slack.client import error_code, make_client
+        from bot.slack.endpoint import MAX_ACK_SECONDS, SlackEndpoint
+        from bot.slack.http import HttpServer, http_limits
+
         self.check()
         settings = self.services.settings
         assert settings.slack_bot_token is not None
@@ -195,6 +207,10 @@ class SlackComponent:
     async def _connect_socket(self) -> None:
         """One attempt at the Socket Mode connection: Unavailable if it fails (slack_sdk's
         own loop would retry every 10 s for ever, holding up start-up and a stop)."""
+        from slack_sdk.errors import SlackApiError
+
+        from bot.slack.client import error_code
+
         assert self._socket is not None
         watch = _SOCKET_FAILURES
         watch.failed, watch.error = asyncio.Event(), None
@@ -247,6 +263,11 @@ class DiscordComponent:
     _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     async def start(self) -> str:
+        import aiohttp
+        import discord
+
+        from bot.discordbot.client import PaperboyClient, use_api_base
+
         settings = self.services.settings
         assert settings.discord_token is not None
         use_api_base(settings.discord_api_url)
@@ -331,8 +352,12 @@ class SchedulerComponent:
         }
         for part in self.platforms:
             if isinstance(part, SlackComponent) and (slack := part.client) is not None:
+                from bot.slack.poster import SlackPoster
+
                 found["slack"] = self._poster("slack", slack, lambda: SlackPoster(slack))
             if isinstance(part, DiscordComponent) and (bot := part.client) is not None:
+                from bot.discordbot.poster import DiscordPoster
+
                 found["discord"] = self._poster("discord", bot, lambda: DiscordPoster(bot))
         return found
 

@@ -64,3 +64,9 @@ def test_the_ingest_formats_offered_are_the_pipeline_s() -> None:
     from digests.ingest.detect import FORMATS
 
     assert INGEST_FORMATS == FORMATS
+
+
+def test_the_runner_imports_a_platform_s_library_only_to_start_it() -> None:
+    """`paperboy run` imported slack_bolt and discord.py (0.7 s here) whatever was configured:
+    a Slack-only install never needs discord.py, nor a Discord-only one slack_bolt."""
+    assert not imported_after("import bot.runner") & {"slack_bolt", "discord"}
