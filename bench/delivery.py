@@ -4,7 +4,7 @@
 
 For each platform, in a fresh database: 1,000 channels, each with one recorded digest of
 `--parts` messages (real papers of the synthetic corpus, rendered by Paperboy's own
-renderers: about 100 items make 3 Slack messages, about 25 make 3 Discord ones), queued in
+renderers: 96 items make 3 Slack messages, 21 make 3 Discord ones), queued in
 the outbox. Then the real delivery path delivers them: `DigestScheduler.deliver_due` (the
 outbox loop of `paperboy run`: `bot/delivery.py` through the real `SlackPoster` on
 slack_sdk, or `DiscordPoster` on discord.py), called again whenever messages wait to retry,
@@ -34,7 +34,8 @@ ratio, the share of the allowed rate achieved. The 429s the fake answered (total
 the most any one channel got); lost (a message queued but never posted, given up, or
 recorded as sent without reaching the fake) and duplicates (a message posted more than
 once: Slack by channel and content, Discord by nonce and by channel and content); peak RSS
-of this process while delivering.
+of this process while delivering; how late its event loop woke a 50 ms sleeper (p50, p99,
+max: the outbox bookkeeping runs on the loop).
 """
 
 from __future__ import annotations
@@ -234,6 +235,15 @@ async def drive(scheduler: Any, db: Any) -> None:
         await asyncio.sleep(wait)
 
 
+async def loop_lag(lags: list[float], every: float = 0.05) -> None:
+    """How late the event loop wakes a sleeper (SQLite bookkeeping runs on the loop)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(every)
+        lags.append(loop.time() - start - every)
+
+
 async def make_poster(platform: str, services: Any, url: str) -> tuple[Any, Any]:
     """The platform's real poster on the fake, and something to close after."""
     if platform == "slack":
@@ -294,6 +304,8 @@ async def run_platform(
     poster, closer = await make_poster(platform, services, url)
     scheduler = DigestScheduler(services, {platform: poster})
     _reset_peak_rss()
+    lags: list[float] = []
+    probe = asyncio.ensure_future(loop_lag(lags))
     start = time.perf_counter()
     task = asyncio.ensure_future(drive(scheduler, services.db()))
     try:
@@ -304,7 +316,9 @@ async def run_platform(
         scheduler.halt()  # no new send starts; those under way finish
         await task
     elapsed = time.perf_counter() - start
+    probe.cancel()
     peak = _peak_rss_mb()
+    lags.sort()
     if closer is not None:
         await closer.close()
     parent.send("stats")
@@ -347,6 +361,11 @@ async def run_platform(
         "outbox": dict(states),
         "requests": seen["requests"],
         "peak_rss_mb": peak,
+        "loop_lag_ms": {
+            "p50": round(1000 * lags[len(lags) // 2], 1) if lags else None,
+            "p99": round(1000 * lags[int(len(lags) * 0.99)], 1) if lags else None,
+            "max": round(1000 * lags[-1], 1) if lags else None,
+        },
         "concurrency": settings.delivery_concurrency,
         "limits": limits,
     }
