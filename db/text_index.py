@@ -35,6 +35,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,11 +59,16 @@ TEXT = "text"
 KEYS = "keys"  # a method name's lookup keys (`papers.name_keys`), for exact-name matches
 SYNC_HEAP = 64_000_000
 REBUILD_BATCH = 5_000
+BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
 
 
 class IndexUnavailable(Exception):
     """The index cannot answer now (busy writer elsewhere, read-only, open transaction);
     the caller falls back to FTS5."""
+
+
+class WriterBusy(IndexUnavailable):
+    """Another process holds the index's writer."""
 
 
 def _analyzer() -> Any:
@@ -260,22 +266,35 @@ def ready(db: Database) -> TextIndex:
         raise IndexUnavailable("inside a transaction")
     if not writable:
         raise IndexUnavailable("the search index is not current, and may not be updated here")
-    with handle.lock:
-        disk_seq = _disk_seq(handle)
-        last = _last_seq(db)
-        if disk_seq < 0:
-            rebuild(db, handle)
-        elif disk_seq > last:
-            # The index holds changes this store never made: a store restored from a
-            # backup, or replaced, under the same path.
-            log.warning("search index is ahead of the store (%d > %d): rebuilding", disk_seq, last)
-            rebuild(db, handle)
-        elif disk_seq < last:
-            _sync(db, handle, disk_seq)
-        elif disk_seq != handle.seq:
-            handle.index.reload()
-            handle.seq = disk_seq
-    return handle
+    # Another process updating the index holds its writer: wait a little for it (a sync
+    # of new papers takes well under a second) rather than answer from slow FTS5.
+    deadline = time.monotonic() + BUSY_WAIT_S
+    while True:
+        try:
+            with handle.lock:
+                _catch_up(db, handle)
+            return handle
+        except WriterBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _catch_up(db: Database, handle: TextIndex) -> None:
+    disk_seq = _disk_seq(handle)
+    last = _last_seq(db)
+    if disk_seq < 0:
+        rebuild(db, handle)
+    elif disk_seq > last:
+        # The index holds changes this store never made: a store restored from a
+        # backup, or replaced, under the same path.
+        log.warning("search index is ahead of the store (%d > %d): rebuilding", disk_seq, last)
+        rebuild(db, handle)
+    elif disk_seq < last:
+        _sync(db, handle, disk_seq)
+    elif disk_seq != handle.seq:  # another process caught it up meanwhile
+        handle.index.reload()
+        handle.seq = disk_seq
 
 
 @contextlib.contextmanager
@@ -283,7 +302,7 @@ def _writer(handle: TextIndex, heap: int = SYNC_HEAP) -> Iterator[Any]:
     try:
         writer = handle.index.writer(heap, 1)
     except (OSError, ValueError) as exc:  # LockBusy: another process is writing it
-        raise IndexUnavailable(f"index writer busy: {exc}") from exc
+        raise WriterBusy(f"index writer busy: {exc}") from exc
     try:
         yield writer
     except BaseException:

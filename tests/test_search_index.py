@@ -193,7 +193,10 @@ def test_inside_a_transaction_the_lookup_uses_fts5_and_indexes_nothing_uncommitt
     assert text_index.ready(db).searcher().num_docs == 38
 
 
-def test_a_busy_index_writer_falls_back_to_fts5(file_db: Database, tmp_path: Path) -> None:
+def test_a_busy_index_writer_falls_back_to_fts5(
+    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
     search_papers(file_db, "LoMAP", 1)
     ingest_files(
         file_db, [write_papers(tmp_path, ("o1", "Okapi stripes", "Okapis hide. " * 5))], now=NOW
@@ -201,11 +204,29 @@ def test_a_busy_index_writer_falls_back_to_fts5(file_db: Database, tmp_path: Pat
     handle = text_index._handle(file_db, writable=True)
     writer = handle.index.writer(15_000_000, 1)  # another process would hold this lock
     try:
-        assert titles(file_db, "okapi") == ["Okapi stripes"]
+        assert titles(file_db, "okapi") == ["Okapi stripes"]  # from FTS5
+        assert text_index._disk_seq(handle) < text_index._last_seq(file_db)
     finally:
         del writer
     assert titles(file_db, "okapi") == ["Okapi stripes"]
-    assert text_index.ready(file_db).searcher().num_docs == 39
+    assert text_index._disk_seq(handle) == text_index._last_seq(file_db)
+
+
+def test_a_lookup_waits_briefly_for_another_writer_of_the_index(
+    file_db: Database, tmp_path: Path
+) -> None:
+    import threading
+
+    search_papers(file_db, "LoMAP", 1)
+    ingest_files(
+        file_db, [write_papers(tmp_path, ("e1", "Echidna spines", "Echidnas roll. " * 5))], now=NOW
+    )
+    handle = text_index._handle(file_db, writable=True)
+    held = [handle.index.writer(15_000_000, 1)]
+    threading.Timer(0.3, held.clear).start()  # the other writer finishes
+    assert titles(file_db, "echidna") == ["Echidna spines"]
+    assert not held
+    assert text_index._disk_seq(handle) == text_index._last_seq(file_db)  # not FTS5
 
 
 def test_the_index_does_not_stem_continual_into_continuous(tmp_path: Path) -> None:
