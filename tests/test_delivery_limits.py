@@ -288,3 +288,56 @@ async def test_the_limiter_pauses_slows_down_and_recovers() -> None:
 async def _turn(limits: SendLimits, channel: str) -> ChannelResult:
     await limits.wait_turn(channel)
     return ChannelResult(channel)
+
+
+async def test_the_slack_client_leaves_post_429s_to_the_limiter_and_retries_the_rest(
+    fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """A chat.postMessage retried by the client itself would skip the limiter (and every
+    other channel's pause); other calls (users.info) are still retried after Retry-After."""
+    from slack_sdk.errors import SlackApiError
+
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=time.sleep)
+    for method in ("chat.postMessage", "users.info"):
+        fake_slack.queue(method, {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "2"})
+    with pytest.raises(SlackApiError):
+        await client.chat_postMessage(channel="C0001", text="hello")
+    assert len(fake_slack.posted()) == 1
+    answer = await client.users_info(user="U1")
+    assert answer["ok"] and len(fake_slack.posted("users.info")) == 2
+
+
+async def test_a_discord_global_429_pauses_every_channel(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """discord.py retries a 429 itself up to 5 times; when those run out, the error says it
+    was the global limit, and the poster's limiter pauses every channel, not just that one:
+    the other channel, whose turn was next, posts only after the pause too."""
+    from tests.discord_helpers import logged_in, make_services
+
+    posts: list[float] = []
+
+    class Recorded(RateLimits):
+        def admit(self, channel: str) -> Any:
+            posts.append(time.now)
+            return super().admit(channel)
+
+    bot: PaperboyClient = await logged_in(
+        make_services(tmp_path, [], catalog, fake_discord), fake_discord
+    )
+    fake_discord.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
+    body = {"message": "You are being rate limited.", "retry_after": 0.01, "global": True}
+    headers = {"Via": "1.1 google", "Retry-After": "9", "X-RateLimit-Global": "true"}
+    for _ in range(5):
+        fake_discord.queue("/messages", body, 429, headers)
+    channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(2)]
+    queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
+    poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
+    start = time.now
+    try:
+        results = await deliver_all(db, poster, channels, time)
+    finally:
+        await bot.close()
+    assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
+    assert len(fake_discord.created) == 2
+    assert len(posts) == 2 and all(at >= start + 9 for at in posts)
