@@ -323,7 +323,10 @@ def _read_transaction(db: Database) -> Iterator[None]:
 
 
 def _sync(db: Database, handle: TextIndex, since: int) -> int:
-    with _read_transaction(db):
+    """Apply the changes after `since`: each changed paper deleted, then added again as
+    it is now (unless it is gone). Streams in chunks, so a big ingest's backlog is never
+    all in memory; one tantivy commit at the end."""
+    with _writer(handle) as writer, _read_transaction(db):
         seq = _last_seq(db)
         changed = [
             row[0]
@@ -332,17 +335,13 @@ def _sync(db: Database, handle: TextIndex, since: int) -> int:
                 [since, seq],
             ).fetchall()
         ]
-        rows = {}
         for start in range(0, len(changed), 500):
             chunk = changed[start : start + 500]
             marks = ", ".join("?" * len(chunk))
+            for paper_id in chunk:
+                writer.delete_documents_by_term("id", paper_id)
             for row in db.query(f"select {_COLUMNS} from papers where id in ({marks})", chunk):
-                rows[row["id"]] = row
-    with _writer(handle) as writer:
-        for paper_id in changed:
-            writer.delete_documents_by_term("id", paper_id)
-            if paper_id in rows:
-                writer.add_document(_document(rows[paper_id]))
+                writer.add_document(_document(row))
         writer.commit()
     _committed(handle, seq)
     log.info("search index: %d changed papers applied (up to change %d)", len(changed), seq)
