@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.lookup --papers 100000 [--per-kind 80] [--db PATH]
 
-On `bench.corpus.ready_db(N)` (or `--db`), times `db.search.search_papers(db, q, 10)` over
+On `bench.corpus.ready_db(N)` (or `--db`, or with `--quick` a database made in minutes
+with only the columns a lookup reads: `quick_db`), times `db.search.search_papers(db, q, 10)` over
 4 x `--per-kind` deterministic queries of four kinds, all derived from the ICLR 2021
 source the corpus is generated from (`bench.corpus.load_source()`), so the same queries
 run at every size:
@@ -148,6 +149,52 @@ def percentiles(times: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(ms), 2), "p95": at(0.95), "p99": at(0.99)}
 
 
+def quick_db(count: int) -> Path:
+    """A database of the corpus' `count` papers for lookups only, made in minutes rather
+    than by Paperboy's ingest: the columns a lookup reads (title; method name and its forms
+    from the title prefix, as ingest derives them; the abstract as its plain text, with no
+    LaTeX cleanup, derived TL;DR or links), FTS5 filled by one 'rebuild'. Cached."""
+    import hashlib
+
+    from bench.corpus import GENERATOR_VERSION, SEED, _schema_version, cache_dir, jsonl_path
+    from db import open_db
+    from digests.enrich.paper import _names, _title_prefix_name
+
+    path = cache_dir() / f"quick-{count}-s{SEED}-g{GENERATOR_VERSION}-{_schema_version()}.db"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".part.db")
+    for leftover in partial.parent.glob(partial.name + "*"):
+        leftover.unlink()
+    db = open_db(partial)
+    for trigger in ("papers_ai", "papers_au", "papers_ad"):  # FTS5 is rebuilt once below
+        db.execute(f"drop trigger {trigger}")
+    columns = "id, title, method, names, name_keys, abstract, abstract_text, url, venue, year"
+    sql = f"insert into papers ({columns}, added_at) values ({', '.join('?' * 10)}, ?)"
+    with jsonl_path(count).open(encoding="utf-8") as lines, db.conn:
+        batch = []
+        for line in lines:
+            paper = json.loads(line)
+            method = _title_prefix_name(paper["title"])
+            names, keys = _names(method, None)
+            abstract = paper["abstract"]
+            digest = hashlib.blake2b(abstract.encode(), digest_size=8).hexdigest()
+            batch.append(
+                ("p" + digest, paper["title"], method, names or None, keys or None, abstract,
+                 abstract, paper["url"], paper["venue"], paper["year"], "2026-01-05T09:00:00Z")
+            )  # fmt: skip
+            if len(batch) == 20_000:
+                db.conn.executemany(sql, batch)
+                batch = []
+        db.conn.executemany(sql, batch)
+    with db.conn:
+        db.execute("insert into papers_fts (papers_fts) values ('rebuild')")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    partial.replace(path)
+    return path
+
+
 def prepare(db: Any) -> float:
     """Brings the search index beside the store up to date (built in full the first time
     on a database: `prepare_s` then is the build); seconds it took."""
@@ -164,6 +211,11 @@ def main() -> int:
     parser.add_argument("--per-kind", type=int, default=80, help="queries of each kind")
     parser.add_argument("--brute-max", type=int, default=100_000)
     parser.add_argument("--db", type=Path, help="a ready database (default: ready_db(N))")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="use quick_db(N) (lookup columns only), not ready_db(N)",
+    )
     args = parser.parse_args()
     from bench.corpus import available, ready_db
 
@@ -174,7 +226,7 @@ def main() -> int:
     from db import open_db
     from db.search import search_papers
 
-    path = args.db or ready_db(args.papers)
+    path = args.db or (quick_db(args.papers) if args.quick else ready_db(args.papers))
     db = open_db(path, create=False)
     papers = db.execute("select count(*) from papers").fetchone()[0]
     prepared = prepare(db)
