@@ -8,8 +8,10 @@ week of new papers (`--new`, papers N+1.. of the same corpus) three days later, 
 free-text ones (ICLR keywords: a shared pool most channels pick from, some unique), a
 share of them with the backlog on. Each channel has a previous digest that reached it (one
 `sent` message carrying two old papers), built an hour after the store was loaded. Then, a
-week after the store, every channel's digest is built and recorded (`build_digests`, the
-scheduler's path), in a child process: total seconds, ms per channel, peak RSS.
+week after the store, every channel's digest is built and recorded in one batch
+(`build_digests`), in a child process: total seconds, ms per channel, peak RSS. Then, on a
+fresh copy, the first `--single` channels one at a time (`build_digest`, as the scheduler
+calls it): ms per channel.
 
 Reference, in the same run: the naive per-channel loop (the digest code of before issue 11,
 kept here: read every candidate row, and with the backlog every stored paper, and score
@@ -263,10 +265,20 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 time.perf_counter() - start
             )
         result |= {"times": times, "picks": picks}
+    elif args.worker == "single":  # the scheduler's path: one `build_digest` per channel
+        sample = channels[: args.single]
+        start = time.perf_counter()
+        for channel in sample:
+            digest_module.build_digest(db, channel, NOW, catalog=catalog, settings=settings)
+        result["seconds"] = time.perf_counter() - start
+        result["built"] = len(sample)
     else:
         start = time.perf_counter()
         if hasattr(digest_module, "build_digests"):
-            digest_module.build_digests(db, channels, NOW, catalog=catalog, settings=settings)
+            for _ in digest_module.build_digests(
+                db, channels, NOW, catalog=catalog, settings=settings
+            ):
+                pass
         else:  # before issue 11: one channel at a time
             for channel in channels:
                 digest_module.build_digest(db, channel, NOW, catalog=catalog, settings=settings)
@@ -294,6 +306,7 @@ def _child(kind: str, db: Path, args: argparse.Namespace) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "bench.digest", "--worker", kind, "--db", str(db),
         "--sample", str(args.sample), "--backlog-sample", str(args.backlog_sample),
+        "--single", str(args.single),
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -309,7 +322,10 @@ def main() -> int:
     parser.add_argument("--backlog-share", type=float, default=0.01)
     parser.add_argument("--sample", type=int, default=20, help="naive: regular channels")
     parser.add_argument("--backlog-sample", type=int, default=1, help="naive: backlog channels")
-    parser.add_argument("--worker", choices=["build", "naive"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--single", type=int, default=500, help="channels built one at a time (0: none)"
+    )
+    parser.add_argument("--worker", choices=["build", "naive", "single"], help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -322,14 +338,16 @@ def main() -> int:
     prepared = prepare(args.papers, args.channels, args.new, args.backlog_share)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as folder:
         runs = []
-        for kind in ("naive", "build", "naive"):
+        kinds = ["naive", "build", *(["single"] if args.single else []), "naive"]
+        for kind in kinds:
             # A fresh copy each time: the build records digests, the naive loop must not see them.
             copy = copy_db(prepared, Path(folder) / f"{kind}-{len(runs)}.db")
             runs.append(_child(kind, copy, args))
             copy.unlink()
             for suffix in ("-wal", "-shm"):
                 Path(str(copy) + suffix).unlink(missing_ok=True)
-    naive_runs, built = [runs[0], runs[2]], runs[1]
+    naive_runs, built = [runs[0], runs[-1]], runs[1]
+    single = runs[2] if args.single else None
     channels = built["channels"]
     backlog_channels = round(channels * args.backlog_share)
     regular = statistics.median(t for r in naive_runs for t in r["times"]["regular"])
@@ -361,6 +379,14 @@ def main() -> int:
         "same_picks": all(same),
         "sampled_channels": len(same),
         "backlog_archive_overlap": round(statistics.mean(overlap), 3) if overlap else None,
+        "one_at_a_time": {
+            "what": "build_digest per channel (the scheduler's path), the first channels",
+            "channels": single["built"],
+            "ms_per_channel": round(1000 * single["seconds"] / single["built"], 2),
+            "peak_rss_mb": single["rss_mb"],
+        }
+        if single
+        else None,
         "reference": {
             "what": "naive per-channel loop (pre-issue-11 code), previews on a sample, "
             "extrapolated to all channels",

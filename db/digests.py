@@ -75,28 +75,29 @@ def _insert(
     items: list[Row],
     since: str | None,
 ) -> None:
-    db.table("digests").insert(
-        {
-            "channel": channel,
-            "week": week,
-            "built_at": built_at,
-            "topics": json.dumps(topics),
-            "empty": 0 if items else 1,
-            "since": since,
-        }
+    # Plain SQL: sqlite-utils' insert reads the table's schema on every call, which was
+    # most of the cost of recording a digest when ten thousand are built in one go.
+    cursor = db.execute(
+        "insert into digests (channel, week, built_at, topics, empty, since) "
+        "values (?, ?, ?, ?, ?, ?)",
+        [channel, week, built_at, json.dumps(topics), 0 if items else 1, since],
     )
-    digest_id = db.execute("select last_insert_rowid()").fetchone()[0]
-    db.table("digest_items").insert_all(
-        {
-            "digest_id": digest_id,
-            "channel": channel,
-            "paper_id": item["paper_id"],
-            "rank": rank,
-            "topics": json.dumps(item["topics"]),
-            "score": item["score"],
-            "from_archive": 1 if item.get("from_archive") else 0,
-        }
-        for rank, item in enumerate(items, start=1)
+    digest_id = cursor.lastrowid
+    db.conn.executemany(
+        "insert into digest_items (digest_id, channel, paper_id, rank, topics, score, "
+        "from_archive) values (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                digest_id,
+                channel,
+                item["paper_id"],
+                rank,
+                json.dumps(item["topics"]),
+                item["score"],
+                1 if item.get("from_archive") else 0,
+            )
+            for rank, item in enumerate(items, start=1)
+        ],
     )
 
 

@@ -33,8 +33,12 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 
 from __future__ import annotations
 
+import heapq
 import logging
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -45,8 +49,9 @@ from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
 from db.papers import decode
+from db.transactions import write_transaction
 from digests.channels import parse_channel
-from digests.matching import PaperText
+from digests.matching import Matcher, PaperText, Term
 from digests.schedule import Schedule, parse_cadence, period_label, week_start
 from digests.timestamps import stamp
 from digests.topics import Catalog, Topic, custom_topic
@@ -140,32 +145,61 @@ def select_items(
     """Top `per_topic` papers per topic at or above `threshold`, merged, best first.
     `archive` papers only fill the slots of a topic that `papers` leave empty; they come
     after the new ones, marked `from_archive`."""
-    scores: dict[str, dict[str, float]] = {}
     old = {str(paper["id"]) for paper in archive or []}
     by_id = {str(paper["id"]): paper for paper in [*(archive or []), *papers]}
-    for paper in by_id.values():
-        text = PaperText.of(paper)
-        for topic in topics:
-            value = topic.score(text)
+    scores = _score_all(by_id.values(), topics, threshold)
+    return _pick(scores, by_id, old, topics, per_topic)
+
+
+def _score_all(
+    papers: Iterable[Mapping[str, Any]], topics: Sequence[Topic], threshold: float
+) -> dict[str, dict[str, float]]:
+    """{topic id: {paper id: score}} for the scores at or above `threshold`."""
+    papers = list(papers)
+    if not papers:
+        return {}
+    matcher = Matcher({topic.id: topic.terms for topic in topics})
+    scores: dict[str, dict[str, float]] = {}
+    for paper in papers:
+        for topic_id, value in matcher.scores(PaperText.of(paper)).items():
             if value >= threshold:
-                scores.setdefault(topic.id, {})[str(paper["id"])] = value
+                scores.setdefault(topic_id, {})[str(paper["id"])] = value
+    return scores
+
+
+def _pick(
+    scores: Mapping[str, Mapping[str, float]],
+    papers: Mapping[str, Mapping[str, Any]],
+    old: Container[str],
+    topics: Sequence[Topic],
+    per_topic: int,
+    reached: Callable[[str, Topic], bool] | None = None,
+) -> list[DigestItem]:
+    """The items: each topic's top `per_topic` of `scores` by (new before archive, score,
+    first stored, id), merged, each paper once with all the subscribed topics it reached
+    (`reached`, when `scores` holds only each topic's contenders: by default, in `scores`)."""
     picked: dict[str, float] = {}
     for topic in topics:
-        ranked = sorted(
+        ranked = heapq.nsmallest(  # = sorted(...)[:per_topic], without sorting them all
+            per_topic,
             scores.get(topic.id, {}).items(),
             key=lambda pair: (
                 pair[0] in old,
                 -pair[1],
-                str(by_id[pair[0]].get("added_at") or ""),
+                str(papers[pair[0]].get("added_at") or ""),
                 pair[0],
             ),
         )
-        for paper_id, value in ranked[:per_topic]:
+        for paper_id, value in ranked:
             picked[paper_id] = max(value, picked.get(paper_id, 0.0))
     items = [
         DigestItem(
-            paper=by_id[paper_id],
-            topics=tuple(topic for topic in topics if paper_id in scores.get(topic.id, {})),
+            paper=dict(papers[paper_id]),
+            topics=tuple(
+                topic
+                for topic in topics
+                if (reached(paper_id, topic) if reached else paper_id in scores.get(topic.id, {}))
+            ),
             score=best,
             from_archive=paper_id in old,
         )
@@ -175,17 +209,29 @@ def select_items(
     return items
 
 
-def _recorded(db: Database, row: dict[str, Any], topics: list[Topic], catalog: Catalog) -> Digest:
+def _recorded(
+    db: Database,
+    row: dict[str, Any],
+    topics: list[Topic],
+    catalog: Catalog,
+    papers: Mapping[str, dict[str, Any]] | None = None,
+) -> Digest:
+    """The digest as recorded. `papers`: rows read for building it (a window's, read by
+    this build or checked unchanged since: same ids, stamps and `updated_at`, which every
+    change of what a digest shows sets), not read again."""
     known = {topic.id: topic for topic in [*topics, *catalog.topics]}
     items = []
     for item in row["items"]:
-        paper_rows = list(db.query("select * from papers where id = ?", [item["paper_id"]]))
-        if not paper_rows:
-            continue
+        paper = (papers or {}).get(str(item["paper_id"]))
+        if paper is None:
+            paper_rows = list(db.query("select * from papers where id = ?", [item["paper_id"]]))
+            if not paper_rows:
+                continue
+            paper = decode(paper_rows[0])
         item_topics = tuple(known[t] for t in item["topics"] if t in known)
         items.append(
             DigestItem(
-                decode(paper_rows[0]),
+                paper,
                 item_topics,
                 float(item["score"]),
                 from_archive=bool(item.get("from_archive")),
@@ -226,38 +272,256 @@ def new_since(db: Database, channel: str, now: datetime, settings: Settings) -> 
     return stamp(since), stamp(since - lookback)
 
 
-def candidates(
-    db: Database, channel: str, now: datetime, settings: Settings, backlog: bool
-) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
-    """(since, new papers, archive papers): those stored by `now` never claimed by the
-    channel; archive papers only with the backlog on. Papers an earlier digest picked that
-    never reached the channel (only printed, or given up) count as new again."""
-    since, stale = new_since(db, channel, now, settings)
-    already = outbox.claimed_paper_ids(db, channel)
-    built_at = stamp(now)
-    fresh = [
-        decode(row)
-        for row in db.query(NEW_PAPERS, {"now": built_at, "since": since, "stale": stale})
-        if row["id"] not in already
-    ]
-    fresh_ids = {paper["id"] for paper in fresh}
-    carried = digest_store.picked_paper_ids(db, channel, built_at) - already - fresh_ids
-    for paper_id in sorted(carried):
-        rows = list(
-            db.query("select * from papers where id = ? and added_at <= ?", [paper_id, built_at])
-        )
-        fresh += [decode(row) for row in rows]
-    archive: list[dict[str, Any]] = []
-    if backlog:
-        fresh_ids = {paper["id"] for paper in fresh}
-        archive = [
-            decode(row)
-            for row in db.query(
-                "select * from papers where added_at <= ? order by added_at", [built_at]
+# The backlog looks for archive papers among the best this many full-text matches of a
+# topic's terms (bm25), not in the whole store: its cost stays bounded as the store grows.
+ARCHIVE_LIMIT = 500
+
+
+# The columns that make a window: which papers are in it, and the version of each (a
+# paper's text only changes with its `updated_at`: a merge stamps it).
+WINDOW_KEYS = NEW_PAPERS.replace("select *", "select id, updated_at, added_at, published_at")
+
+
+@dataclass
+class _Window:
+    """The papers new in one window (since, stale, now), read and scored once for all the
+    channels that share it: `hits[terms]` lists (paper id, score) at or above the
+    threshold, for each distinct topic (by its terms) scored so far, and `ranked[terms]`
+    the same best first, as a digest ranks new papers. `fingerprint` is
+    what the window's query returned (ids and versions): a cached window is used again
+    only while the store still returns exactly that."""
+
+    built_at: str
+    threshold: float
+    fingerprint: tuple[tuple[Any, ...], ...]
+    papers: dict[str, dict[str, Any]]
+    texts: dict[str, PaperText]
+    hits: dict[tuple[Term, ...], dict[str, float]] = field(default_factory=dict)
+    ranked: dict[tuple[Term, ...], list[tuple[str, float]]] = field(default_factory=dict)
+
+    @classmethod
+    def read(
+        cls,
+        db: Database,
+        now: datetime,
+        since: str,
+        stale: str,
+        threshold: float,
+        fingerprint: tuple[tuple[Any, ...], ...],
+    ) -> _Window:
+        query = {"now": stamp(now), "since": since, "stale": stale}
+        papers = {str(row["id"]): decode(row) for row in db.query(NEW_PAPERS, query)}
+        texts = {paper_id: PaperText.of(paper) for paper_id, paper in papers.items()}
+        return cls(stamp(now), threshold, fingerprint, papers, texts)
+
+    def score(self, topics: Iterable[Topic]) -> None:
+        """Score the window's papers for the topics (by their terms) not scored yet."""
+        missing = {topic.terms: topic for topic in topics if topic.terms not in self.hits}
+        if not missing:
+            return
+        keys = {f"t{index}": terms for index, terms in enumerate(missing)}
+        matcher = Matcher(keys)
+        found: dict[tuple[Term, ...], list[tuple[str, float]]] = {terms: [] for terms in missing}
+        for paper_id, text in self.texts.items():
+            for key, value in matcher.scores(text).items():
+                if value >= self.threshold:
+                    found[keys[key]].append((paper_id, value))
+        for terms, pairs in found.items():
+            self.hits[terms] = dict(pairs)
+            self.ranked[terms] = sorted(
+                pairs, key=lambda pair: (-pair[1], str(self.papers[pair[0]]["added_at"]), pair[0])
             )
-            if row["id"] not in already and row["id"] not in fresh_ids
-        ]
-    return since, fresh, archive
+
+
+class _Windows:
+    """Windows read and scored lately, for the next digests with the same window: the
+    scheduler builds channels one at a time, and ten thousand channels due on Monday at
+    09:00 all share last Monday's window. A window is used again only if the store still
+    returns the same papers in the same versions for it (one indexed query of ids and
+    stamps, no text), so a paper stored, merged or restamped meanwhile is never missed;
+    a database in memory (tests) is never cached."""
+
+    SIZE = 2
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cached: OrderedDict[tuple[str, ...], _Window] = OrderedDict()
+
+    def get(
+        self,
+        db: Database,
+        now: datetime,
+        since: str,
+        stale: str,
+        topics: Iterable[Topic],
+        threshold: float,
+    ) -> _Window:
+        query = {"now": stamp(now), "since": since, "stale": stale}
+        fingerprint = tuple(tuple(row) for row in db.execute(WINDOW_KEYS, query).fetchall())
+        path = _database_file(db)
+        key = (path, stamp(now), since, stale, str(threshold))
+        with self._lock:
+            window = self._cached.get(key) if path else None
+            if window is None or window.fingerprint != fingerprint:
+                window = _Window.read(db, now, since, stale, threshold, fingerprint)
+                if path:
+                    self._cached[key] = window
+                    while len(self._cached) > self.SIZE:
+                        self._cached.popitem(last=False)
+            self._cached.move_to_end(key) if path else None
+            window.score(topics)
+        return window
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cached.clear()
+
+
+WINDOWS = _Windows()
+
+
+def _database_file(db: Database) -> str:
+    """The main database's file, or "" for one in memory."""
+    for row in db.execute("pragma database_list").fetchall():
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
+
+
+@dataclass
+class _Archive:
+    """Archive candidates of each distinct topic, sought once per build (for all the
+    channels with the backlog on that follow it): among the ARCHIVE_LIMIT best full-text
+    matches of its terms (bm25) stored by `built_at`, those scoring at or above the
+    threshold, as (paper id, score, added_at). A paper no term matches scores 0, so the
+    full-text search leaves out none that could be picked, up to the limit."""
+
+    built_at: str
+    threshold: float
+    found: dict[tuple[Term, ...], list[tuple[str, float, str]]] = field(default_factory=dict)
+
+    def hits(self, db: Database, topic: Topic) -> list[tuple[str, float, str]]:
+        if topic.terms not in self.found:
+            self.found[topic.terms] = self._search(db, topic)
+        return self.found[topic.terms]
+
+    def _search(self, db: Database, topic: Topic) -> list[tuple[str, float, str]]:
+        phrases = dict.fromkeys(t.phrase.strip() for t in topic.terms if t.phrase.strip())
+        if not phrases:
+            return []
+        expression = " OR ".join(f'"{phrase}"' for phrase in phrases)
+        rows = db.query(
+            f"select {ARCHIVE_COLUMNS} from papers where rowid in (select rowid from "
+            "papers_fts where papers_fts match ? order by rank limit ?) and added_at <= ?",
+            [expression, ARCHIVE_LIMIT, self.built_at],
+        )
+        found = []
+        for row in rows:
+            value = topic.score(PaperText.of(decode(row)))
+            if value >= self.threshold:
+                found.append((str(row["id"]), value, str(row["added_at"] or "")))
+        return found
+
+
+# What scoring reads (and the cache key): the full row is read only for papers picked.
+ARCHIVE_COLUMNS = "id, title, names, keywords, abstract, abstract_text, added_at, updated_at"
+
+
+def _select(
+    db: Database,
+    channel: str,
+    topics: list[Topic],
+    window: _Window,
+    archive: _Archive | None,
+    *,
+    threshold: float,
+    per_topic: int,
+) -> list[DigestItem]:
+    """The channel's items from its window: the new papers it never claimed, papers an
+    earlier digest picked that never reached it (new again), and with the backlog
+    (`archive`), archive papers (stored by the build, not new) to fill empty slots.
+    """
+    already = outbox.claimed_paper_ids(db, channel)
+    built_at = window.built_at
+    # Each topic's contenders: its best `per_topic` new papers the channel never had (a
+    # paper further down the window's ranking cannot make the top), then the others below.
+    scores: dict[str, dict[str, float]] = {}
+    for topic in topics:
+        contenders = scores.setdefault(topic.id, {})
+        for paper_id, value in window.ranked.get(topic.terms, []):
+            if len(contenders) == per_topic:
+                break
+            if paper_id not in already:
+                contenders[paper_id] = value
+    carried = {
+        paper_id
+        for paper_id in digest_store.picked_paper_ids(db, channel, built_at) - already
+        if paper_id not in window.papers
+    }
+    extra: dict[str, dict[str, Any]] = {}
+    for paper_id in sorted(carried):
+        rows = db.query("select * from papers where id = ? and added_at <= ?", [paper_id, built_at])
+        extra.update((str(row["id"]), decode(row)) for row in rows)
+    for topic_id, found in _score_all(extra.values(), topics, threshold).items():
+        scores.setdefault(topic_id, {}).update(found)
+    old: dict[str, dict[str, Any]] = {}  # archive papers: id and added_at, for ranking
+    # Archive papers only fill the slots new papers leave empty: a topic with enough new
+    # papers never picks one, so its archive is not sought.
+    short = [topic for topic in topics if len(scores.get(topic.id, {})) < per_topic]
+    for topic in short if archive is not None else ():
+        assert archive is not None
+        for paper_id, value, added_at in archive.hits(db, topic):
+            if paper_id in already or paper_id in window.papers or paper_id in extra:
+                continue
+            scores.setdefault(topic.id, {})[paper_id] = value
+            old[paper_id] = {"id": paper_id, "added_at": added_at}
+
+    new_hits = {topic.id: window.hits.get(topic.terms, {}) for topic in topics}
+
+    def reached(paper_id: str, topic: Topic) -> bool:
+        return paper_id in new_hits[topic.id] or paper_id in scores[topic.id]
+
+    papers = _Union(_Union(extra, old), window.papers)
+    items = _pick(scores, papers, old, topics, per_topic, reached)
+    for index, item in enumerate(items):
+        if item.from_archive:
+            # Only its id and date were read, and its score for the topics it was sought
+            # for: now its row, and every subscribed topic it reaches, as for a new paper.
+            full = decode(
+                next(iter(db.query("select * from papers where id = ?", [item.paper["id"]])))
+            )
+            text = PaperText.of(full)
+            its_topics = tuple(
+                topic
+                for topic in topics
+                if reached(item.paper["id"], topic) or topic.score(text) >= threshold
+            )
+            items[index] = replace(item, paper=full, topics=its_topics)
+    return items
+
+
+class _Union(Mapping[str, dict[str, Any]]):
+    """Two mappings read as one, without copying either (a window is shared)."""
+
+    def __init__(
+        self, first: Mapping[str, dict[str, Any]], second: Mapping[str, dict[str, Any]]
+    ) -> None:
+        self.first, self.second = first, second
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        if key in self.first:
+            return self.first[key]
+        return self.second[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.first or key in self.second
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.first
+        yield from (key for key in self.second if key not in self.first)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _covering(
@@ -287,23 +551,102 @@ def build_digest(
 ) -> Digest:
     """This period's digest for `channel` (the period of `now` in the channel's timezone:
     its ISO week, or its date for a daily or weekdays channel)."""
-    row = ensure_channel(db, channel, settings, now)
-    schedule = schedule_of(row)
-    week = schedule.key(now)
-    topics = subscribed_topics(db, channel, catalog)
-    existing = _covering(db, channel, schedule, now)
-    if existing is not None:
-        return _recorded(db, existing, topics, catalog)
-    built_at = stamp(now)
-    since, fresh, archive = candidates(db, channel, now, settings, bool(row.get("backlog")))
-    items = select_items(
-        fresh, topics, threshold=catalog.threshold, per_topic=settings.digest_size, archive=archive
-    )
-    if preview:
-        return Digest(
-            channel, week, tuple(topics), tuple(items), built_at, recorded=False, since=since
-        )
-    row = digest_store.insert_digest(
+    built = build_digests(db, [channel], now, catalog=catalog, settings=settings, preview=preview)
+    return next(built)
+
+
+def build_digests(
+    db: Database,
+    channels: Iterable[str],
+    now: datetime,
+    *,
+    catalog: Catalog,
+    settings: Settings,
+    preview: bool = False,
+) -> Iterator[Digest]:
+    """Each channel's digest for the period of `now`, exactly as `build_digest` builds it
+    alone, as they are built (not in the order given: `Digest.channel` says whose).
+
+    The work channels share is done once: the papers new in a window (channels whose
+    previous digests were built together share one) are read and scored once, each
+    distinct topic once, however many channels follow it. So the cost grows with the new
+    papers and the distinct topics, then a few indexed reads per channel, never with the
+    size of the store (the backlog reads at most ARCHIVE_LIMIT full-text matches per
+    topic). Digests are recorded CHUNK channels to a transaction and yielded once
+    committed; none is kept here, so memory does not grow with the channels. An error
+    stops the batch: the digests of the chunk under way are not recorded (those before
+    it are), and building the rest again records each channel's once."""
+    waiting: dict[tuple[str, str], list[tuple[dict[str, Any], str, list[Topic]]]] = {}
+    for channel in channels:
+        row = ensure_channel(db, channel, settings, now)
+        schedule = schedule_of(row)
+        topics = subscribed_topics(db, channel, catalog)
+        existing = _covering(db, channel, schedule, now)
+        if existing is not None:
+            yield _recorded(db, existing, topics, catalog)
+            continue
+        since, stale = new_since(db, channel, now, settings)
+        waiting.setdefault((since, stale), []).append((row, schedule.key(now), topics))
+    archive = _Archive(stamp(now), catalog.threshold)
+    for (since, stale), plans in waiting.items():
+        every = [topic for _, _, topics in plans for topic in topics]
+        window = WINDOWS.get(db, now, since, stale, every, catalog.threshold)
+        for start in range(0, len(plans), CHUNK):
+            chosen = [
+                (row, week, topics, _select(
+                    db,
+                    str(row["id"]),
+                    topics,
+                    window,
+                    archive if row.get("backlog") else None,
+                    threshold=catalog.threshold,
+                    per_topic=settings.digest_size,
+                ))
+                for row, week, topics in plans[start : start + CHUNK]
+            ]  # fmt: skip
+            if preview:
+                for row, week, topics, items in chosen:
+                    yield Digest(
+                        str(row["id"]),
+                        week,
+                        tuple(topics),
+                        tuple(items),
+                        window.built_at,
+                        recorded=False,
+                        since=since,
+                    )
+                continue
+            # One transaction per chunk of channels, not one per digest: a commit waits
+            # for the disk, and was most of a digest's cost once the scoring was shared.
+            # The papers are chosen before it (the write lock is held for the inserts
+            # only), and the digests yielded after it (a caller that stops early never
+            # rolls one back).
+            with write_transaction(db):
+                recorded = [
+                    _record(db, str(row["id"]), week, topics, items, window.built_at, since)
+                    for row, week, topics, items in chosen
+                ]
+            for (_, _, topics, items), stored in zip(chosen, recorded, strict=True):
+                yield _recorded(
+                    db, stored, topics, catalog, {str(i.paper["id"]): i.paper for i in items}
+                )
+
+
+# Digests recorded per transaction in a batch (see `build_digests`).
+CHUNK = 200
+
+
+def _record(
+    db: Database,
+    channel: str,
+    week: str,
+    topics: list[Topic],
+    items: list[DigestItem],
+    built_at: str,
+    since: str,
+) -> dict[str, Any]:
+    """Record a digest (or take the one another process recorded meanwhile)."""
+    recorded = digest_store.insert_digest(
         db,
         channel,
         week,
@@ -328,4 +671,4 @@ def build_digest(
         sum(item.from_archive for item in items),
         since,
     )
-    return _recorded(db, row, topics, catalog)
+    return recorded

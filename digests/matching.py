@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +44,25 @@ def _stem(token: str) -> str:
     return token
 
 
+# Stems of the tokens seen so far: a vocabulary is small, and stemming each token of each
+# abstract again was most of the cost of normalising a paper (issue 11).
+_STEMS: dict[str, str] = {}
+STEMS_SIZE = 200_000
+
+
 @functools.lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
     """Space-padded token string: " offline reinforcement learning " style."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return " " + " ".join(_stem(token) for token in _TOKEN.findall(folded)) + " "
+    stems = _STEMS
+    tokens = _TOKEN.findall(folded)
+    try:
+        return " " + " ".join([stems[token] for token in tokens]) + " "
+    except KeyError:
+        if len(stems) > STEMS_SIZE:
+            stems.clear()
+        stems.update((token, _stem(token)) for token in tokens if token not in stems)
+        return " " + " ".join([stems[token] for token in tokens]) + " "
 
 
 @dataclass(frozen=True)
@@ -109,7 +123,9 @@ def _occurrences(text: str, phrase: str) -> int:
 
 
 def score(paper: PaperText, terms: tuple[Term, ...]) -> float:
-    """The paper's score for a topic's terms (0 when nothing matches)."""
+    """The paper's score for a topic's terms (0 when nothing matches).
+
+    The reference definition; `Matcher` gives the same scores for many topics at once."""
     total = 0.0
     for term in terms:
         count = _occurrences(paper.abstract, term.phrase)
@@ -120,3 +136,109 @@ def score(paper: PaperText, terms: tuple[Term, ...]) -> float:
         if term.phrase in paper.keywords:
             total += term.weight
     return round(total, 3)
+
+
+def _tokens(text: str) -> tuple[str, ...] | None:
+    """A normalised text's tokens, or None for a text not in normalised form (tests build
+    PaperText by hand): `Matcher` then falls back to `score`."""
+    if not text.strip(" "):
+        return ()  # no tokens: no phrase of words can be in it
+    tokens = text.split(" ")
+    if len(tokens) < 3 or tokens[0] or tokens[-1] or "" in tokens[1:-1]:
+        return None
+    return tuple(tokens[1:-1])
+
+
+def _count(tokens: tuple[str, ...], starts: list[int], phrase: tuple[str, ...]) -> int:
+    """Occurrences of `phrase` at the token positions `starts` (where its first token is),
+    left to right without overlap: what `_occurrences` counts in the padded string."""
+    count, free, size = 0, 0, len(phrase)
+    for start in starts:
+        if start >= free and tokens[start : start + size] == phrase:
+            count += 1
+            free = start + size  # `_occurrences` resumes at the match's closing space
+    return count
+
+
+class Matcher:
+    """Scores papers against many topics at once, with exactly `score`'s results.
+
+    `score` searches the padded text once per term (`str.find`); over thousands of topics
+    that is thousands of scans per paper. The matcher indexes the terms by their first
+    token instead: a paper's text is split once, and only the terms whose first token it
+    contains are checked, so its cost grows with the paper's words, not with the number
+    of topics. Terms of several words are indexed by their first two ("offline rl"), so
+    thousands of topics' phrases starting with a common word ("learning ...") are not all
+    checked. Scores are summed term by term in each topic's order, as `score` does, so
+    the floats (and their rounding) are the same."""
+
+    def __init__(self, topics: Mapping[str, tuple[Term, ...]]) -> None:
+        self.keys = list(topics)
+        self._terms = [topics[key] for key in self.keys]
+        # lead ("word" or "two words") -> phrases starting so -> (topic, term index) using it
+        self._lead: dict[str, dict[tuple[str, ...], list[tuple[int, int]]]] = {}
+        self._pair_firsts: set[str] = set()  # first words of phrases of several words
+        self._odd: set[int] = set()  # topics with a term of no tokens: scored by `score`
+        for index, terms in enumerate(self._terms):
+            for position, term in enumerate(terms):
+                tokens = _tokens(term.phrase)
+                if not tokens:
+                    self._odd.add(index)
+                    continue
+                if len(tokens) > 1:
+                    self._pair_firsts.add(tokens[0])
+                users = self._lead.setdefault(" ".join(tokens[:2]), {}).setdefault(tokens, [])
+                users.append((index, position))
+
+    def scores(self, paper: PaperText) -> dict[str, float]:
+        """{topic key: score} for the topics with some term in the paper (others score 0)."""
+        abstract, title, keywords = (
+            _tokens(x) for x in (paper.abstract, paper.title, paper.keywords)
+        )
+        if abstract is None or title is None or keywords is None:
+            return self._slow(paper, range(len(self.keys)))
+        fields = (abstract, title, keywords)
+        lead, pair_firsts = self._lead, self._pair_firsts
+        starts: dict[str, list[list[int]]] = {}
+        for field, tokens in enumerate(fields):
+            previous = ""
+            for position, token in enumerate(tokens):
+                if token in lead:
+                    starts.setdefault(token, [[], [], []])[field].append(position)
+                if previous in pair_firsts and (pair := f"{previous} {token}") in lead:
+                    starts.setdefault(pair, [[], [], []])[field].append(position - 1)
+                previous = token
+        hits: dict[int, list[tuple[int, int, bool, bool]]] = {}
+        for key, (in_abstract, in_title, in_keywords) in starts.items():
+            for phrase, users in lead[key].items():
+                count = _count(abstract, in_abstract, phrase) if in_abstract else 0
+                titled = bool(in_title) and _count(title, in_title, phrase) > 0
+                keyed = bool(in_keywords) and _count(keywords, in_keywords, phrase) > 0
+                if count or titled or keyed:
+                    for index, position in users:
+                        hits.setdefault(index, []).append((position, count, titled, keyed))
+        found = {}
+        for index, matched in hits.items():
+            if index in self._odd:
+                continue
+            terms = self._terms[index]
+            total = 0.0
+            for position, count, titled, keyed in sorted(matched):
+                weight = terms[position].weight
+                if count:
+                    total += weight * (1.0 + math.log(count))
+                if titled:
+                    total += weight
+                if keyed:
+                    total += weight
+            found[self.keys[index]] = round(total, 3)
+        found.update(self._slow(paper, self._odd))
+        return found
+
+    def _slow(self, paper: PaperText, indexes: Iterable[int]) -> dict[str, float]:
+        found = {}
+        for index in indexes:
+            value = score(paper, self._terms[index])
+            if value:
+                found[self.keys[index]] = value
+        return found
