@@ -220,10 +220,20 @@ def test_the_worker_processes_store_what_this_process_would(
         return real_mkstemp(**kwargs)
 
     monkeypatch.setattr(bulk.tempfile, "mkstemp", spool)
+    named: list[list[Path]] = []
+    real_add = bulk.Writer.add
+
+    def add(self: Any, item: Any) -> None:
+        named[:] = [list(tmp_path.glob(".paperboy-ingest-*"))]  # by the last, all are open
+        real_add(self, item)
+
+    monkeypatch.setattr(bulk.Writer, "add", add)
     assert store("workers.db") == here
     assert started == [2]
-    # The spools lie beside the database (TMPDIR is often a tmpfs: memory), and go.
+    # The spools lie beside the database (TMPDIR is often a tmpfs: memory); their names
+    # go once both processes hold them, so a killed ingest leaves none behind.
     assert folders == [str(tmp_path), str(tmp_path)]
+    assert named == [[]]
     assert not list(tmp_path.glob(".paperboy-ingest-*"))
 
 

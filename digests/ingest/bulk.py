@@ -11,7 +11,8 @@ while this one stores the papers in chunks of batched inserts.
    starts with the check, so the two cores work at once, and pickles batches of
    BATCH_PAPERS rows into a spool file beside the database (not TMPDIR, often a tmpfs),
    which this process reads once the check has passed: memory stays flat whatever the
-   file's size; the spool holds about 3 KB a paper until the ingest ends. Below
+   file's size; the spool holds about 3.3 KB a paper until the ingest ends (its name is
+   removed as soon as both processes hold it open, so a killed ingest leaves none). Below
    WORKER_MIN_PAPERS papers (or for an in-memory database) this process enriches.
 3. **Store**, CHUNK_PAPERS papers per write transaction, so the write lock is held for
    about a second at most at a time and other writers (commands, digests) never wait near
@@ -201,6 +202,9 @@ def _worker(
         versions: dict[str, str] = {}
         offset = 0
         with open(spool_path, "wb") as spool:
+            # Both processes hold the spool open now: its name can go, so that a killed
+            # ingest leaves no spool behind (the system frees it with the last handle).
+            os.unlink(spool_path)
             for batch in prepared_items(db, paths, fmt, venue, limits, versions, now, share):
                 data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
                 spool.write(data)
