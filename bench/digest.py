@@ -323,6 +323,9 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=20, help="naive: regular channels")
     parser.add_argument("--backlog-sample", type=int, default=1, help="naive: backlog channels")
     parser.add_argument(
+        "--naive-runs", type=int, choices=[1, 2], default=2, help="reference: before, after"
+    )
+    parser.add_argument(
         "--single", type=int, default=500, help="channels built one at a time (0: none)"
     )
     parser.add_argument("--worker", choices=["build", "naive", "single"], help=argparse.SUPPRESS)
@@ -339,6 +342,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir=cache_dir()) as folder:
         runs = []
         kinds = ["naive", "build", *(["single"] if args.single else []), "naive"]
+        kinds = kinds if args.naive_runs == 2 else kinds[:-1]
         for kind in kinds:
             # A fresh copy each time: the build records digests, the naive loop must not see them.
             copy = copy_db(prepared, Path(folder) / f"{kind}-{len(runs)}.db")
@@ -346,7 +350,7 @@ def main() -> int:
             copy.unlink()
             for suffix in ("-wal", "-shm"):
                 Path(str(copy) + suffix).unlink(missing_ok=True)
-    naive_runs, built = [runs[0], runs[-1]], runs[1]
+    naive_runs, built = [runs[0], runs[-1]] if args.naive_runs == 2 else [runs[0]], runs[1]
     single = runs[2] if args.single else None
     channels = built["channels"]
     backlog_channels = round(channels * args.backlog_share)
