@@ -10,7 +10,7 @@ from typing import Any
 from digests.enrich.links import classify, code_url, extract_links
 from digests.enrich.text import name_key, plain_text, split_camel
 from digests.enrich.titles import derive, is_name_like
-from digests.identity import ID_HEX_DIGITS, ID_PREFIX, fingerprint_hash, title_key
+from digests.identity import fingerprint_hash, own_id, title_key
 from digests.records import PaperRecord
 from digests.timestamps import stamp
 
@@ -60,7 +60,7 @@ def build_row(record: PaperRecord, now: datetime, fingerprint: str | None = None
     at = stamp(now)
     fingerprint = fingerprint or fingerprint_hash(record.abstract)
     return {
-        "id": ID_PREFIX + fingerprint[:ID_HEX_DIGITS],  # identity.paper_id, hashed once
+        "id": own_id(fingerprint),  # identity.paper_id, hashed once
         "fingerprint": fingerprint,
         "venue": record.venue,
         "year": record.year,

@@ -56,7 +56,7 @@ from db.connection import BUSY_TIMEOUT_MS
 from db.transactions import write_transaction
 from digests.enrich.paper import Row
 from digests.enrich.text import plain_text
-from digests.identity import ID_HEX_DIGITS, ID_PREFIX, fingerprint_hash, legacy_id
+from digests.identity import fingerprint_hash, legacy_id, own_id
 from digests.ingest.decode import CHANGED, CHANGED_PART, Limits
 from digests.ingest.errors import FileChanged, IngestError
 from digests.ingest.ids import FINGERPRINT_ALIAS
@@ -128,7 +128,7 @@ def _prepare_batch(
     for a record whose id, legacy id or external id is stored (one query for the batch):
     without any of those it finds no stored paper, so it could only say no."""
     fingerprints = [fingerprint_hash(r.abstract) if r.abstract.strip() else "" for r in records]
-    keys = [[ID_PREFIX + fp[:ID_HEX_DIGITS], legacy_id(fp)] if fp else [] for fp in fingerprints]
+    keys = [[own_id(fp), legacy_id(fp)] if fp else [] for fp in fingerprints]
     externals = [r.external_id for r in records if r.external_id]
     stored = papers.existing_ids(db, [key for pair in keys for key in pair])
     stored |= papers.existing_aliases(db, externals)
@@ -374,7 +374,8 @@ def store_chunk(
     for (row, external_id), keys in zip(rows, claims, strict=True):
         if any(key in stored or key in seen for key in keys):
             flush()
-            store_row(db, row, external_id, now, summary)
+            # Its id may be a probe id (its own was taken): a later row must not take it.
+            seen.add(store_row(db, row, external_id, now, summary))
         else:
             new.append(row)
             if external_id:
