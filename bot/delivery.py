@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from sqlite_utils import Database
 
-from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled
+from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled, pause_seconds
 from config.settings import Settings
 from db import channels as channel_store
 from db import outbox
@@ -266,7 +266,10 @@ async def deliver_channel(
                     return ChannelResult(
                         channel, sent, "retrying" if sent else "nothing", "stopping"
                     )
-            until = stamp(now + timedelta(seconds=CLAIM_SECONDS))
+            # From the clock, not `now`: the wait for a turn (and, in the scheduler, for a
+            # delivery slot) can be longer than the claim, which would then have expired
+            # before the send and let a second sender take the message as abandoned.
+            until = stamp(clock() + timedelta(seconds=CLAIM_SECONDS))
             if not outbox.claim(db, message, SENDER, until):
                 return ChannelResult(
                     channel, sent, "nothing" if not sent else "done", "sent elsewhere"
@@ -291,7 +294,7 @@ async def deliver_channel(
                     channel,
                     message,
                     outcome.reason,
-                    outcome.retry_after,
+                    pause_seconds(outcome.retry_after),
                     sent,
                     max_attempts,
                     clock,
@@ -299,10 +302,10 @@ async def deliver_channel(
             # Refused with a 429: not posted, so no attempt (the claim's is given back).
             outbox.release(db, message["id"], refund=True)
             message = {**message, "state": "pending", "claimed_by": None}
+            wait = pause_seconds(outcome.retry_after)
             if limits is not None:
-                limits.limited(ref.name, outcome.retry_after, outcome.scope)
+                limits.limited(ref.name, wait, outcome.scope)
             refused += 1
-            wait = outcome.retry_after
             if limits is None or refused > MAX_RATE_LIMIT_RETRIES or (wait or 0) > MAX_WAIT_SECONDS:
                 retry_at = stamp(clock() + timedelta(seconds=backoff(0, wait)))
                 outbox.mark_retry(db, message["id"], outcome.reason, retry_at)
@@ -314,7 +317,7 @@ async def deliver_channel(
                 )
                 return ChannelResult(channel, sent, "retrying", outcome.reason)
             log.info("delivery to %s rate limited; sending again after the wait", channel)
-        await _record_sent(db, message["id"], platform_id, at)
+        await _record_sent(db, message["id"], platform_id, stamp(clock()))
         sent += 1
         week, parts = outbox.digest_parts(db, message["digest_id"])
         log.info(

@@ -36,11 +36,26 @@ Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
 MAX_WAIT_SECONDS = 60.0
+# The longest pause a 429 is taken at its word for (an hour, the outbox's longest backoff): a
+# Retry-After beyond it, infinite or not a number is taken as this long.
+MAX_PAUSE_SECONDS = 3600.0
 DEFAULT_PAUSE_SECONDS = 1.0  # a 429 that does not say for how long
 SLOW_DOWN = 0.8  # the rate after a platform-wide 429, as a share of what it was
 RECOVERY_PER_SECOND = 0.01  # of the configured rate, regained per second without a 429
-MIN_RATE = 0.5  # messages a second: the floor the rate never goes below
+MIN_RATE = 0.5  # messages a second: a 429 lowers no rate below it (nor lifts one to it)
 MAX_CHANNELS_REMEMBERED = 10_000
+
+
+def pause_seconds(retry_after: float | None) -> float | None:
+    """A platform's Retry-After as a wait we can keep: None stays None (no figure given);
+    negative is 0; infinite, not a number, or over `MAX_PAUSE_SECONDS` is
+    `MAX_PAUSE_SECONDS` (a longer one only means another 429 then, which costs no attempt;
+    taken as given, it overflowed the date of the retry, or paused every send for good)."""
+    if retry_after is None:
+        return None
+    if not retry_after < MAX_PAUSE_SECONDS:  # also nan and inf
+        return MAX_PAUSE_SECONDS
+    return max(retry_after, 0.0)
 
 
 class Throttled(Exception):
@@ -121,13 +136,16 @@ class SendLimits:
         `retry_after` seconds; a platform-wide one also lowers the rate, once per pause
         (the sends already under way when the limit was hit come back 429 together)."""
         now = self.monotonic()
-        until = now + (DEFAULT_PAUSE_SECONDS if retry_after is None else max(retry_after, 0.0))
+        pause = pause_seconds(retry_after)
+        until = now + (DEFAULT_PAUSE_SECONDS if pause is None else pause)
         if scope != "global":
             self._remember(channel, until)
             return
         if self._paused_until <= now and self.rate is not None:
             self._recover(now)
-            self.rate = max(self.rate * SLOW_DOWN, MIN_RATE)
+            # The floor never lifts a rate configured below it above the setting.
+            floor = min(MIN_RATE, self.ceiling) if self.ceiling is not None else MIN_RATE
+            self.rate = max(self.rate * SLOW_DOWN, floor)
             log.info(
                 "platform-wide rate limit: pausing every send for %.2f s, then %.1f messages/s",
                 until - now,

@@ -1,0 +1,115 @@
+"""Delivery under rate limits, the cases a review found (issue 11, delivery): claims taken
+after a long wait for a turn, Retry-After values no platform should send, and a configured
+rate below the limiter's floor."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from bot.delivery import BACKOFF_MAX_SECONDS, TransientError, deliver_channel
+from bot.ratelimits import MAX_PAUSE_SECONDS, SendLimits
+from db import open_db, outbox
+from digests.channels import ChannelRef
+from digests.timestamps import stamp
+from tests.conftest import NOW
+from tests.test_delivery_limits import VirtualTime, queue, slack_payload, states
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_db(tmp_path / "outbox.db")
+
+
+class Poster:
+    """A Slack-like poster on the virtual clock that answers each send with the next of
+    `answers` (an exception to raise), or posts."""
+
+    platform = "slack"
+
+    def __init__(self, limits: SendLimits, answers: list[Exception] | None = None) -> None:
+        self.limits = limits
+        self.answers = list(answers or [])
+        self.posted: list[str] = []
+        self.during_send: list[Any] = []
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        if self.answers:
+            raise self.answers.pop(0)
+        self.posted.append(payload["text"])
+        self.during_send.append(self.watch(channel))
+        return f"ts{len(self.posted)}"
+
+    def watch(self, channel: ChannelRef) -> Any:  # replaced by the test
+        return None
+
+
+async def test_a_claim_taken_after_a_long_wait_for_a_turn_is_not_already_expired(
+    db: Database,
+) -> None:
+    """70 channels at 0.1 message a second: the last ones wait about 700 s for their turn.
+    Their claim must run from when it is taken, not from when the delivery began (600 s
+    after that, it had expired before the send: a second sender looking at the outbox
+    during the send, `paperboy digest --send` or another worker, took the message as
+    abandoned and sent it too)."""
+    time = VirtualTime()
+    start = time.now
+    clock = lambda: NOW + timedelta(seconds=time.now - start)  # noqa: E731
+    channels = [f"slack:T0001/C{n:04d}" for n in range(70)]
+    queue(db, channels, 1, slack_payload)
+    poster = Poster(SendLimits(0.1, monotonic=time.monotonic, sleep=time.sleep))
+    # Another sender, on this host but another process, reading the outbox mid-send.
+    poster.watch = lambda ref: outbox.due(db, str(ref), stamp(clock()), lambda _: True)
+    results = await time.run(
+        [deliver_channel(db, poster, c, NOW, clock=clock, rate=0.1) for c in channels]
+    )
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 70}
+    assert time.now - start >= 600  # the case under test happened
+    assert [seen for seen in poster.during_send if seen] == []
+
+
+def limited(seconds: float) -> TransientError:
+    return TransientError("ratelimited", seconds, rate_limited=True, scope="global")
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 1e12, -5.0])
+async def test_an_absurd_retry_after_is_bounded_and_breaks_nothing(
+    db: Database, seconds: float
+) -> None:
+    """Retry-After infinite, not a number, 30,000 years or negative: the message waits at
+    most an hour (an infinite one raised OverflowError from every later delivery, a NaN
+    ValueError, and the limiter stayed paused for the life of the process), and every
+    channel still delivers once the pause is over."""
+    time = VirtualTime()
+    start = time.now
+    clock = lambda: NOW + timedelta(seconds=time.now - start)  # noqa: E731
+    channels = ["slack:T0001/C0001", "slack:T0001/C0002"]
+    queue(db, channels, 1, slack_payload)
+    poster = Poster(SendLimits(5.0, monotonic=time.monotonic, sleep=time.sleep), [limited(seconds)])
+    [first] = await time.run([deliver_channel(db, poster, channels[0], NOW, clock=clock)])
+    assert first.state in ("retrying", "done")
+    [second] = await time.run([deliver_channel(db, poster, channels[1], clock(), clock=clock)])
+    assert second.state in ("retrying", "done")
+    for row in db.query("select * from outbox where state = 'pending'"):
+        held = datetime.fromisoformat(row["next_attempt_at"]) - clock()
+        assert held <= timedelta(seconds=BACKOFF_MAX_SECONDS)
+    time.now += MAX_PAUSE_SECONDS + 1  # the pause is over
+    later = clock()
+    results = await time.run([deliver_channel(db, poster, c, later, clock=clock) for c in channels])
+    assert states(db) == {"sent": 2}, results
+    assert sorted(poster.posted) == sorted(slack_payload(c, 1)["text"] for c in channels)
+
+
+def test_a_platform_wide_429_never_raises_the_rate_above_the_setting() -> None:
+    """Configured at 0.2 a second (the settings allow 0.1): a 429 lowers the rate, never
+    lifts it to the limiter's floor of 0.5 a second (it did: a 429 made it post faster)."""
+    limits = SendLimits(0.2)
+    limits.limited("a", 1.0, "global")
+    assert limits.rate is not None and limits.rate <= 0.2
