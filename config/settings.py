@@ -52,9 +52,13 @@ def _positive_seconds(value: str) -> float:
 
 
 def _positive_rate(value: str) -> float:
-    number = float(value)
+    problem = "must be a number of messages a second, from 0.1 to 10000"
+    try:
+        number = float(value)
+    except ValueError:  # float's own message ("could not convert string to float")
+        raise ValueError(problem) from None
     if not 0.1 <= number <= 10_000:  # also refuses nan and inf
-        raise ValueError("must be a number of messages a second, from 0.1 to 10000")
+        raise ValueError(problem)
     return number
 
 

@@ -14,6 +14,7 @@ from sqlite_utils import Database
 
 from bot.delivery import BACKOFF_MAX_SECONDS, TransientError, deliver_channel
 from bot.ratelimits import MAX_PAUSE_SECONDS, SendLimits
+from config.settings import SettingsError, load_settings
 from db import open_db, outbox
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
@@ -113,3 +114,23 @@ def test_a_platform_wide_429_never_raises_the_rate_above_the_setting() -> None:
     limits = SendLimits(0.2)
     limits.limited("a", 1.0, "global")
     assert limits.rate is not None and limits.rate <= 0.2
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PAPERBOY_SLACK_POSTS_PER_SECOND", "fast"),
+        ("PAPERBOY_DISCORD_POSTS_PER_SECOND", "0"),
+        ("PAPERBOY_SLACK_POSTS_PER_SECOND", "-2"),
+        ("PAPERBOY_DISCORD_POSTS_PER_SECOND", "1e9"),
+        ("PAPERBOY_SLACK_POSTS_PER_SECOND", "nan"),
+    ],
+)
+def test_a_bad_posting_rate_is_one_clear_line_naming_the_setting(name: str, value: str) -> None:
+    """Text said "could not convert string to float: 'fast'" (Python's words, not the
+    setting's range)."""
+    with pytest.raises(SettingsError) as caught:
+        load_settings({name: value}, dotenv=None)
+    message = str(caught.value)
+    assert "\n" not in message and name in message
+    assert message.endswith("must be a number of messages a second, from 0.1 to 10000")
