@@ -266,18 +266,22 @@ def ready(db: Database) -> TextIndex:
         raise IndexUnavailable("inside a transaction")
     if not writable:
         raise IndexUnavailable("the search index is not current, and may not be updated here")
-    # Another process updating the index holds its writer: wait a little for it (a sync
-    # of new papers takes well under a second) rather than answer from slow FTS5.
+    # Another thread or process updating the index: wait a little for it (a sync of new
+    # papers takes well under a second) rather than answer from slow FTS5, but not for a
+    # whole rebuild (minutes at 1M papers).
     deadline = time.monotonic() + BUSY_WAIT_S
     while True:
+        if not handle.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise WriterBusy("another thread is updating the search index")
         try:
-            with handle.lock:
-                _catch_up(db, handle)
+            _catch_up(db, handle)
             return handle
         except WriterBusy:
             if time.monotonic() >= deadline:
                 raise
-            time.sleep(0.05)
+        finally:
+            handle.lock.release()
+        time.sleep(0.05)
 
 
 def _catch_up(db: Database, handle: TextIndex) -> None:

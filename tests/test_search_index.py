@@ -229,6 +229,22 @@ def test_a_lookup_waits_briefly_for_another_writer_of_the_index(
     assert text_index._disk_seq(handle) == text_index._last_seq(file_db)  # not FTS5
 
 
+def test_a_lookup_does_not_wait_for_a_whole_rebuild_in_another_thread(
+    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
+    search_papers(file_db, "LoMAP", 1)
+    ingest_files(
+        file_db, [write_papers(tmp_path, ("t1", "Tapir snouts", "Tapirs browse. " * 5))], now=NOW
+    )
+    handle = text_index._handle(file_db, writable=True)
+    with handle.lock:  # another thread is rebuilding the index
+        assert titles(file_db, "tapir") == ["Tapir snouts"]  # from FTS5, without waiting
+    assert text_index._disk_seq(handle) < text_index._last_seq(file_db)
+    assert titles(file_db, "tapir") == ["Tapir snouts"]
+    assert text_index._disk_seq(handle) == text_index._last_seq(file_db)
+
+
 def test_the_index_does_not_stem_continual_into_continuous(tmp_path: Path) -> None:
     db = open_db(":memory:")
     ingest_files(
