@@ -13,13 +13,18 @@ import pytest
 from sqlite_utils import Database
 
 from bot.delivery import BACKOFF_MAX_SECONDS, TransientError, deliver_channel
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.poster import DiscordPoster
 from bot.ratelimits import MAX_PAUSE_SECONDS, SendLimits
 from config.settings import SettingsError, load_settings
 from db import open_db, outbox
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
-from tests.test_delivery_limits import VirtualTime, queue, slack_payload, states
+from tests.discord_helpers import GUILD
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.rate_limits import RateLimits
+from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
 
 
 @pytest.fixture
@@ -134,3 +139,38 @@ def test_a_bad_posting_rate_is_one_clear_line_naming_the_setting(name: str, valu
     message = str(caught.value)
     assert "\n" not in message and name in message
     assert message.endswith("must be a number of messages a second, from 0.1 to 10000")
+
+
+async def test_a_discord_cloudflare_429_pauses_every_channel(
+    db: Database, fake_discord: FakeDiscord, tmp_path: Path, catalog: Any
+) -> None:
+    """A 429 without Discord's `Via` header (a text body: "error code: 1015") is Cloudflare
+    refusing the bot's address, every request alike; discord.py raises it at once. It
+    paused only the channel that got it, for the default second, while every other channel
+    went on posting into the ban (which lengthens it). Now every channel waits a minute."""
+    from tests.discord_helpers import logged_in, make_services
+
+    time = VirtualTime()
+    posts: list[float] = []
+
+    class Recorded(RateLimits):
+        def admit(self, channel: str) -> Any:
+            posts.append(time.now)
+            return super().admit(channel)
+
+    bot: PaperboyClient = await logged_in(
+        make_services(tmp_path, [], catalog, fake_discord), fake_discord
+    )
+    fake_discord.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
+    fake_discord.queue("/messages", "error code: 1015", 429, {})
+    channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(2)]
+    queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
+    poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
+    start = time.now
+    try:
+        results = await deliver_all(db, poster, channels, time)
+    finally:
+        await bot.close()
+    assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
+    assert len(fake_discord.created) == 2
+    assert len(posts) == 2 and all(at >= start + 60 for at in posts)

@@ -25,7 +25,7 @@ import aiohttp
 import discord
 
 from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
-from bot.ratelimits import SendLimits
+from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits
 from digests.channels import ChannelRef
 
 log = logging.getLogger(__name__)
@@ -90,15 +90,23 @@ class DiscordPoster:
 
 
 def _rate_limited(exc: discord.HTTPException) -> TransientError:
-    """A 429 as a rate-limited transient error: its `retry_after` (the body's, in seconds)
-    and whether the limit was the bot's global one."""
+    """A 429 as a rate-limited transient error: its `Retry-After` header (seconds) and
+    whether the limit was the bot's global one. A 429 without Discord's `Via` header is
+    Cloudflare refusing this address (discord.py raises it at once, as "banned by
+    Cloudflare"): every request alike, so it is global too, and waited out for a minute
+    when it does not say how long (more requests meanwhile only lengthen the ban)."""
     response: Any = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     retry_after = None
     with contextlib.suppress(TypeError, ValueError):
         retry_after = max(float(headers.get("Retry-After")), 0.0)
-    is_global = str(headers.get("X-RateLimit-Global", "")).lower() == "true" or (
-        str(headers.get("X-RateLimit-Scope", "")).lower() == "global"
+    banned = not headers.get("Via")
+    if banned and retry_after is None:
+        retry_after = MAX_WAIT_SECONDS
+    is_global = (
+        banned
+        or str(headers.get("X-RateLimit-Global", "")).lower() == "true"
+        or str(headers.get("X-RateLimit-Scope", "")).lower() == "global"
     )
     return TransientError(
         "rate limited",
