@@ -251,8 +251,30 @@ def ready(db: Database) -> TextIndex:
 
     Raises `IndexUnavailable` when it cannot be brought up to date now: the connection
     is inside a transaction (uncommitted rows must not enter the index), another process
-    holds the index's writer, or this connection may not write (`may_write`).
+    holds the index's writer, or this connection may not write (`may_write`), or the
+    index failed (its folder removed under a running process, a full disk): the handle is
+    then dropped, so the next lookup opens or rebuilds it afresh.
     """
+    try:
+        return _ready(db)
+    except IndexUnavailable:
+        raise
+    except (OSError, ValueError) as exc:  # tantivy reports its I/O errors as these
+        log.warning("search index failed, lookups use FTS5 until it is rebuilt: %s", exc)
+        _drop(db)
+        raise IndexUnavailable(f"search index failed: {exc}") from exc
+
+
+def _drop(db: Database) -> None:
+    file = database_file(db)
+    with _registry_lock:
+        if file is None:
+            _memory.pop(db, None)
+        else:
+            _open.pop(str(file.resolve()), None)
+
+
+def _ready(db: Database) -> TextIndex:
     writable = may_write(db)
     handle = _handle(db, writable)
     disk_seq = _disk_seq(handle)
@@ -303,6 +325,8 @@ def _catch_up(db: Database, handle: TextIndex) -> None:
 
 @contextlib.contextmanager
 def _writer(handle: TextIndex, heap: int = SYNC_HEAP) -> Iterator[Any]:
+    if handle.folder is not None and not handle.folder.is_dir():
+        raise OSError(f"the search index folder {handle.folder} is gone")
     try:
         writer = handle.index.writer(heap, 1)
     except (OSError, ValueError) as exc:  # LockBusy: another process is writing it

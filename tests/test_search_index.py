@@ -146,6 +146,23 @@ def test_a_missing_index_is_rebuilt_from_the_store(file_db: Database) -> None:
     assert search_papers(file_db, "LoMAP", 1)[0].paper["method"] == "LoMAP"
 
 
+def test_an_index_folder_removed_under_a_running_process_is_made_again(
+    file_db: Database, tmp_path: Path
+) -> None:
+    import shutil
+
+    search_papers(file_db, "LoMAP", 1)
+    shutil.rmtree(text_index.index_folder(db_path(file_db)))
+    ingest_files(
+        file_db, [write_papers(tmp_path, ("m1", "Marmot calls", "Marmots whistle. " * 5))], now=NOW
+    )
+    assert titles(file_db, "marmot") == ["Marmot calls"]
+    assert titles(file_db, "marmot") == ["Marmot calls"]
+    handle = text_index.ready(file_db)
+    assert handle.searcher().num_docs == 39
+    assert text_index._disk_seq(handle) == text_index._last_seq(file_db)
+
+
 def test_a_copied_database_gets_its_own_full_index(file_db: Database, tmp_path: Path) -> None:
     search_papers(file_db, "LoMAP", 1)
     text_index.trim(file_db)
