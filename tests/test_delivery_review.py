@@ -174,3 +174,33 @@ async def test_a_discord_cloudflare_429_pauses_every_channel(
     assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
     assert len(fake_discord.created) == 2
     assert len(posts) == 2 and all(at >= start + 60 for at in posts)
+
+
+async def test_paperboy_run_keeps_to_the_configured_posting_rate(
+    tmp_path: Path, catalog: Any
+) -> None:
+    """PAPERBOY_SLACK_POSTS_PER_SECOND reaches the poster through the scheduler: the poster
+    is made with its default (here 100/s) and told the setting (2/s) by each delivery.
+    (Nothing checked it: without `limits.configure`, every test still passed.)"""
+    from bot.scheduler import DigestScheduler
+    from bot.services import Services
+
+    time = VirtualTime()
+    start = time.now
+    db_path = tmp_path / "paperboy.db"
+    db = open_db(db_path)
+    channels = [f"slack:T0001/C{n:04d}" for n in range(6)]
+    queue(db, channels, 1, slack_payload)
+    settings = load_settings({"PAPERBOY_SLACK_POSTS_PER_SECOND": "2"}, dotenv=None)
+    clock = lambda: NOW + timedelta(seconds=time.now - start)  # noqa: E731
+    services = Services(db_path, settings, catalog, clock=clock)
+    poster = Poster(SendLimits(100.0, monotonic=time.monotonic, sleep=time.sleep))
+    scheduler = DigestScheduler(services, {"slack": poster})
+
+    async def deliver() -> Any:
+        return await scheduler.deliver_due(NOW)
+
+    await time.run([deliver()])
+    assert states(db) == {"sent": 6}
+    assert poster.limits.ceiling == 2.0
+    assert time.now - start >= 5 / 2.0  # 6 posts, 0.5 s apart
