@@ -4,6 +4,7 @@ rate below the limiter's floor."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -204,3 +205,40 @@ async def test_paperboy_run_keeps_to_the_configured_posting_rate(
     assert states(db) == {"sent": 6}
     assert poster.limits.ceiling == 2.0
     assert time.now - start >= 5 / 2.0  # 6 posts, 0.5 s apart
+
+
+async def test_a_stop_cuts_off_deliveries_waiting_for_their_turn_and_loses_nothing(
+    tmp_path: Path, catalog: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGTERM while 20 channels wait in the limiter at 0.5 message a second (their turns
+    up to 40 s away): the stop ends within its grace, each waiting message stays pending
+    and unclaimed for the next start, none was posted twice, and nothing is logged as an
+    error. (The 5 s grace of `paperboy run`'s stop is shortened here.)"""
+    from bot.scheduler import DigestScheduler
+    from bot.services import Services
+
+    db_path = tmp_path / "paperboy.db"
+    db = open_db(db_path)
+    channels = [f"slack:T0001/C{n:04d}" for n in range(20)]
+    queue(db, channels, 1, slack_payload)
+    settings = load_settings({"PAPERBOY_SLACK_POSTS_PER_SECOND": "0.5"}, dotenv=None)
+    services = Services(db_path, settings, catalog, clock=lambda: NOW)
+    poster = Poster(SendLimits(0.5))
+    scheduler = DigestScheduler(services, {"slack": poster})
+    assert scheduler.start_due_deliveries() == 20
+    for _ in range(200):
+        if poster.posted:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(scheduler.stop(timeout=0.1), 5)
+    waiting = [t for t in asyncio.all_tasks() if t.get_name().startswith("deliver:")]
+    assert all(task.done() for task in waiting)  # none left sleeping in the limiter
+    rows = list(db.query("select * from outbox"))
+    assert 1 <= len(poster.posted) < 20 and len(set(poster.posted)) == len(poster.posted)
+    assert sum(row["state"] == "sent" for row in rows) == len(poster.posted)
+    assert all(
+        row["state"] == "pending" and row["claimed_by"] is None and row["attempts"] == 0
+        for row in rows
+        if row["state"] != "sent"
+    )
+    assert [r for r in caplog.records if r.levelno >= 40] == []
