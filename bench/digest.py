@@ -106,6 +106,8 @@ def _grown(count: int) -> Path:
                 _insert_papers(db, batch)
                 batch = []
         _insert_papers(db, batch)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()  # before the rename: its -wal and -shm files carry the old name
     partial.replace(path)
     return path
 
@@ -395,7 +397,7 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     prepared = prepare(args.papers, args.channels, args.new, args.backlog_share, args.grow)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as folder:
-        runs = []
+        runs: list[dict[str, Any]] = []
         kinds = ["naive", "build", *(["single"] if args.single else []), "naive"]
         kinds = kinds if args.naive_runs == 2 else kinds[:-1]
         for kind in kinds:
