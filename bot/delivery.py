@@ -29,6 +29,7 @@ import os
 import random
 import socket
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -180,6 +181,9 @@ def _machine() -> str:
     return f"{socket.gethostname()}/{namespace}"
 
 
+_monotonic = time.monotonic  # tests replace it
+
+
 MACHINE = _machine()
 SENDER = f"{MACHINE}:{os.getpid()}"
 CLAIM_SECONDS = 600  # longer than any one send, retries of rate limits included
@@ -249,6 +253,7 @@ async def deliver_channel(
     if limits is not None and rate is not None:
         limits.configure(rate)
     clock = clock or (lambda: now)
+    started = _monotonic()
     sent = 0
     for message in messages:
         refused = 0  # 429s for this message in this delivery
@@ -268,8 +273,10 @@ async def deliver_channel(
                     )
             # From the clock, not `now`: the wait for a turn (and, in the scheduler, for a
             # delivery slot) can be longer than the claim, which would then have expired
-            # before the send and let a second sender take the message as abandoned.
-            until = stamp(clock() + timedelta(seconds=CLAIM_SECONDS))
+            # before the send and let a second sender take the message as abandoned. And
+            # never from before the time spent here (a caller without a clock: `--send`).
+            taken = max(clock(), now + timedelta(seconds=_monotonic() - started))
+            until = stamp(taken + timedelta(seconds=CLAIM_SECONDS))
             if not outbox.claim(db, message, SENDER, until):
                 return ChannelResult(
                     channel, sent, "nothing" if not sent else "done", "sent elsewhere"

@@ -242,3 +242,25 @@ async def test_a_stop_cuts_off_deliveries_waiting_for_their_turn_and_loses_nothi
         if row["state"] != "sent"
     )
     assert [r for r in caplog.records if r.levelno >= 40] == []
+
+
+async def test_without_a_clock_a_claim_still_runs_from_when_it_is_taken(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`paperboy digest --send` delivers with no clock, only the `now` it started at: a
+    claim taken after the time spent meanwhile (turns, earlier parts' sends) counted from
+    `now` may have expired already. The claim counts that time in."""
+    import bot.delivery
+
+    time = VirtualTime()
+    start = time.now
+    monkeypatch.setattr(bot.delivery, "_monotonic", time.monotonic)
+    clock = lambda: NOW + timedelta(seconds=time.now - start)  # noqa: E731
+    channels = [f"slack:T0001/C{n:04d}" for n in range(70)]
+    queue(db, channels, 1, slack_payload)
+    poster = Poster(SendLimits(0.1, monotonic=time.monotonic, sleep=time.sleep))
+    poster.watch = lambda ref: outbox.due(db, str(ref), stamp(clock()), lambda _: True)
+    results = await time.run([deliver_channel(db, poster, c, NOW, rate=0.1) for c in channels])
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 70}
+    assert time.now - start >= 600
+    assert [seen for seen in poster.during_send if seen] == []
