@@ -17,6 +17,8 @@ from bot.delivery import BACKOFF_MAX_SECONDS, TransientError, deliver_channel
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.poster import DiscordPoster
 from bot.ratelimits import MAX_PAUSE_SECONDS, SendLimits
+from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
 from config.settings import SettingsError, load_settings
 from db import open_db, outbox
 from digests.channels import ChannelRef
@@ -25,6 +27,8 @@ from tests.conftest import NOW
 from tests.discord_helpers import GUILD
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.rate_limits import RateLimits
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN
 from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
 
 
@@ -264,3 +268,23 @@ async def test_without_a_clock_a_claim_still_runs_from_when_it_is_taken(
     assert {r.state for r in results} == {"done"} and states(db) == {"sent": 70}
     assert time.now - start >= 600
     assert [seen for seen in poster.during_send if seen] == []
+
+
+async def test_slacks_rate_limited_error_is_a_rate_limit_not_an_attempt(
+    db: Database, fake_slack: FakeSlack
+) -> None:
+    """chat.postMessage's own `rate_limited` error ("Application has posted too many
+    messages", an HTTP 200 answer) refuses the message like a 429's `ratelimited`: it was
+    counted as an attempt, so with 2 attempts allowed the second one gave the message up."""
+    time = VirtualTime()
+    for _ in range(3):
+        fake_slack.queue("chat.postMessage", {"ok": False, "error": "rate_limited"})
+    channel = "slack:T0001/C0001"
+    queue(db, [channel], 1, slack_payload)
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=time.sleep)
+    poster = SlackPoster(client, rate=5.0, monotonic=time.monotonic, sleep=time.sleep)
+    [result] = await time.run([deliver_channel(db, poster, channel, NOW, max_attempts=2)])
+    assert result.state == "done" and states(db) == {"sent": 1}
+    [row] = db.query("select * from outbox")
+    assert row["attempts"] == 1  # the post that went through
+    assert len(fake_slack.posted()) == 4

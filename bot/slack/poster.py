@@ -87,7 +87,9 @@ class SlackPoster:
             error = error_code(exc)
             if error in PERMANENT_ERRORS:
                 raise PermanentError(error) from None
-            limited = exc.response.status_code == 429 or error == "ratelimited"
+            # "ratelimited": a 429's body; "rate_limited": chat.postMessage's own error
+            # ("Application has posted too many messages"). Neither posted anything.
+            limited = exc.response.status_code == 429 or error in ("ratelimited", "rate_limited")
             raise TransientError(
                 error, _retry_after(exc), rate_limited=limited, scope="global"
             ) from None
