@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -51,6 +52,7 @@ TOKEN = "xoxb-1234567890-bench-token"
 WARMUP = 20
 ANSWER_WAIT = 30.0
 KINDS = ("find", "subscribe")
+RUNS = itertools.count()
 # Four kinds, as the lookup benchmark: method names, 2-3-word topics, common, rare words.
 QUERIES = [
     "graph neural networks", "offline reinforcement learning", "contrastive learning",
@@ -96,7 +98,12 @@ def commands(
 
 
 async def client_main(
-    count: int, concurrency: int, topics: list[str], kinds: tuple[str, ...], prefix: str
+    count: int,
+    concurrency: int,
+    topics: list[str],
+    kinds: tuple[str, ...],
+    prefix: str,
+    mode: str = "users",
 ) -> dict[str, Any]:
     import aiohttp
     from aiohttp import web
@@ -153,8 +160,13 @@ async def client_main(
                     "status": status, "raw": raw}  # fmt: skip
 
         async def run(work: list[tuple[int, str, str, str]]) -> list[dict[str, Any]]:
-            queue = list(reversed(work))
             done: list[dict[str, Any]] = []
+            if mode == "burst":  # rounds of `concurrency` sent at once, each answered whole
+                for start in range(0, len(work), concurrency):
+                    round_ = work[start : start + concurrency]
+                    done += await asyncio.gather(*(one(*item) for item in round_))
+                return done
+            queue = list(reversed(work))
 
             async def worker() -> None:
                 while queue:
@@ -165,14 +177,15 @@ async def client_main(
 
         warm = commands(WARMUP, topics, f"{prefix}W", kinds)
         await run([(-1 - n, *item) for n, item in enumerate(warm)])
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         results = await run(
             [(n, *item) for n, item in enumerate(commands(count, topics, f"{prefix}L", kinds))]
         )
-        loaded = time.perf_counter() - began
+        loaded, cpu = time.perf_counter() - began, time.process_time() - cpu
     texts = [str(call.get("text", ""))[:120] for call in fake.responses]
     await fake.stop()
-    return {"results": results, "arrived": arrived, "seconds": loaded, "response_texts": texts}
+    return {"results": results, "arrived": arrived, "seconds": loaded, "cpu": cpu,
+            "response_texts": texts}  # fmt: skip
 
 
 # The server, in this process.
@@ -243,8 +256,11 @@ def make_services(db_path: Path, api_url: str) -> Any:
 async def load(
     db_path: Path, args: argparse.Namespace, topics: list[str], policy: str
 ) -> dict[str, Any]:
-    """One load run against a fresh endpoint. `policy` "before" emulates, in today's code,
-    the policy before issue 11: one pool for every command, and a command that has to queue
+    """One load run against a fresh endpoint. `policy` "after" is today's endpoint;
+    "nowait" the same with a queued command acknowledged at once (QUEUED_WAIT 0); "fifo"
+    one pool for every command (no lane, no group commit) with QUEUED_WAIT; "before"
+    emulates, in today's code, the policy before issue 11: one pool for every command, and
+    a command that has to queue
     acknowledged at once ("Working on it…")."""
     from bot.slack import endpoint as endpoint_module
     from bot.slack.client import make_client
@@ -253,7 +269,7 @@ async def load(
 
     client = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.commands", "--client", str(args.requests),
-        str(args.concurrency), ",".join(topics), args.kinds, f"C{policy}",
+        str(args.concurrency), ",".join(topics), args.kinds, f"C{policy}{next(RUNS)}", args.mode,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
     )  # fmt: skip
     assert client.stdout is not None and client.stdin is not None
@@ -266,15 +282,20 @@ async def load(
         ack_budget=services.settings.slack_ack_seconds,
     )
     real_changes = endpoint_module._changes
-    if policy == "before":
+    if args.queued_wait is not None:
+        endpoint.queued_wait = args.queued_wait
+    if policy in ("before", "nowait"):
         endpoint.queued_wait = 0.0
+    if policy in ("before", "fifo"):
         endpoint_module._changes = lambda text: False  # type: ignore[assignment]
     server = HttpServer(endpoint, http_limits(services.settings), host="127.0.0.1")
     port = await server.start()
+    cpu = time.process_time()  # this process, every thread: the loop and the commands
     try:
         client.stdin.write(f"{port}\n".encode())
         await client.stdin.drain()
         out, _ = await client.communicate()
+        cpu = time.process_time() - cpu
     finally:
         endpoint_module._changes = real_changes  # type: ignore[assignment]
         await server.stop()
@@ -283,6 +304,13 @@ async def load(
     summary = summarise(result)
     summary["seconds"] = round(result["seconds"], 2)
     summary["commands_run"] = endpoint.commands_run - WARMUP
+    # CPU per request, of the server (this process) and of the client (the other one,
+    # which shares this machine's cores; Slack's side would not). Warm-up included.
+    total = args.requests + WARMUP
+    summary["cpu_ms_per_request"] = {
+        "server": round(cpu * 1000 / total, 2),
+        "client": round(result["cpu"] * 1000 / args.requests, 2),
+    }
     return summary
 
 
@@ -293,9 +321,17 @@ async def serve(db_path: Path, args: argparse.Namespace, topics: list[str]) -> d
     half = args.requests // 2
     ref_items = commands(args.requests, topics, "CREF", tuple(args.kinds.split(",")))
     ref = await asyncio.to_thread(reference, services, ref_items[:half])
-    before = await load(db_path, args, topics, "before") if args.compare else None
-    summary = await load(db_path, args, topics, "after")
+    policies = args.policies.split(",") if args.policies else ["after"]
+    if args.compare and not args.policies:
+        policies = ["before", "after"]
+    runs = []
+    for _ in range(args.repeat):
+        for policy in policies:
+            runs.append((policy, await load(db_path, args, topics, policy)))
     ref += await asyncio.to_thread(reference, services, ref_items[half:])
+    mine = [summary for policy, summary in runs if policy == "after"] or [runs[-1][1]]
+    summary = mine[-1]
+    before = next((summary for policy, summary in runs if policy == "before"), None)
     summary["reference"] = {
         kind: stats_ms([seconds for k, seconds in ref if k == kind])
         for kind in ("find", "subscribe")
@@ -304,6 +340,13 @@ async def serve(db_path: Path, args: argparse.Namespace, topics: list[str]) -> d
     summary["reference"]["seconds"] = round(sum(seconds for _, seconds in ref), 2)
     if before is not None:
         summary["before_policy"] = before
+    if len(runs) > 2:
+        summary["runs"] = [
+            {"policy": policy, "seconds": run["seconds"],
+             **{f"{kind}_answer_p99": run[kind]["answer_ms"].get("p99") for kind in KINDS},
+             **{f"{kind}_answer_p50": run[kind]["answer_ms"].get("p50") for kind in KINDS}}
+            for policy, run in runs
+        ]  # fmt: skip
     return summary
 
 
@@ -317,13 +360,28 @@ def main() -> int:
     parser.add_argument(
         "--compare", action="store_true", help="also run the policy before issue 11, first"
     )
-    parser.add_argument("--client", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--queued-wait", type=float, default=None, help="override QUEUED_WAIT")
+    parser.add_argument("--policies", default="", help="after,before,nowait,fifo: load runs")
+    parser.add_argument("--repeat", type=int, default=1, help="run the policies this often")
+    parser.add_argument(
+        "--mode",
+        choices=["users", "burst"],
+        default="users",
+        help="users: each of --concurrency users sends its next command when answered; "
+        "burst: rounds of --concurrency commands sent at once",
+    )
+    parser.add_argument("--client", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
-        count, concurrency, topics, kinds, prefix = args.client
+        count, concurrency, topics, kinds, prefix, mode = args.client
         result = asyncio.run(
             client_main(
-                int(count), int(concurrency), topics.split(","), tuple(kinds.split(",")), prefix
+                int(count),
+                int(concurrency),
+                topics.split(","),
+                tuple(kinds.split(",")),
+                prefix,
+                mode,
             )
         )
         print(json.dumps(result))
@@ -360,6 +418,7 @@ def main() -> int:
         "papers": papers,
         "requests": args.requests,
         "concurrency": args.concurrency,
+        "mode": args.mode,
         "p99_what": "ms from POST to the user having the answer (the ack if it carries "
         "it, else its arrival at response_url); ack_ms is the HTTP answer alone",
         **summary,
