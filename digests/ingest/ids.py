@@ -8,7 +8,8 @@ the new one). An id match is the same paper only when the fingerprints agree:
 - a row without one (stored before) by the fingerprint of its stored abstract. When that
   abstract no longer gives the row's id (a newer arXiv version replaced it), the original
   is unknown: the id match is then taken only if the two papers share an author surname
-  or one has no authors (`_plausible`).
+  or one has no authors (`_plausible`), and a warning says so (40 bits and a surname
+  make it likely, not certain); the merge leaves the `fp:` alias, found first next time.
 A different paper under the id a new paper would get (a collision) is never merged into:
 the new paper goes to the first free id of its probe sequence (`identity.probe_ids`), with
 one warning naming both ids, and every later lookup walks the same sequence. The walk
@@ -20,7 +21,8 @@ to another paper in the same transaction.
 An abstract merged into another paper (by external id or title) is found again through
 the alias `fp:` + its fingerprint hash (128 bits: nothing to check). Aliases made from row
 ids before issue 11 (`p` + 10 hex digits) name no fingerprint: they are followed under the
-same author rule as unverifiable legacy rows.
+same author rule as unverifiable legacy rows (logged too), unless the paper they name
+holds that very abstract now.
 """
 
 from __future__ import annotations
@@ -90,38 +92,73 @@ def stored_under_id(
 ) -> Row | None:
     """The paper stored under an id of this fingerprint: its probe sequence, then its
     legacy 10-digit id (reads only). `authors`: the incoming record's, for legacy rows
-    that cannot be checked. `warn`: log a legacy id held by a different paper (off for
-    a look before enrichment: the store that follows says it once)."""
+    that cannot be checked. `warn`: log what only the author rule decided, and a legacy
+    id held by a different paper (off for a look before enrichment: the store that
+    follows says it once)."""
     found = locate(db, fingerprint).paper
     if found is not None:
         return found
     old = legacy_id(fingerprint)
-    stored = papers.get_paper(db, old)
+    return _legacy_match(papers.get_paper(db, old), fingerprint, authors, warn=warn)
+
+
+def _legacy_match(
+    stored: Row | None, fingerprint: str, authors: list[str], *, warn: bool
+) -> Row | None:
+    """`stored` (the row under this fingerprint's legacy id, if any) if it is this paper:
+    by its stored abstract, or, when that was replaced, by the author rule (logged)."""
     if stored is None:
         return None
     same = same_fingerprint(stored, fingerprint)
-    if same or (same is None and _plausible(stored, authors)):
+    if same:
+        return stored
+    if same is None and _plausible(stored, authors):
+        if warn:  # 40 bits and an author rule: likely, not certain; never silent
+            log.warning(
+                "paper id %s: its abstract was replaced since it got that id, so only the "
+                "id (40 bits) and the authors say this abstract is that paper: merged into it",
+                stored["id"],
+            )
         return stored
     if warn:
-        log.warning("paper id %s is held by a paper with a different abstract: not merged", old)
+        log.warning(
+            "paper id %s is held by a paper with a different abstract: not merged", stored["id"]
+        )
     return None
 
 
 def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> Row | None:
-    """The stored paper with this fingerprint: under one of its ids (`stored_under_id`),
-    or the paper it was merged into (its `fp:` alias, or a legacy id alias)."""
-    found = stored_under_id(db, fingerprint, authors)
+    """The stored paper with this fingerprint: under its probe sequence or its legacy id
+    when the fingerprint confirms it, else the paper it was merged into (its `fp:` alias,
+    128 bits), else what only the author rule accepts: a legacy row whose abstract was
+    replaced, or a legacy id alias (both logged; the merge then leaves the `fp:` alias,
+    so the next lookup of this abstract is certain and silent)."""
+    found = locate(db, fingerprint).paper
     if found is not None:
         return found
+    old = legacy_id(fingerprint)
+    legacy = papers.get_paper(db, old)
+    if legacy is not None and same_fingerprint(legacy, fingerprint):
+        return legacy
     target = papers.paper_id_for_alias(db, FINGERPRINT_ALIAS + fingerprint)
     if target:
         return papers.get_paper(db, target)
-    old = legacy_id(fingerprint)
+    found = _legacy_match(legacy, fingerprint, authors, warn=True)
+    if found is not None:
+        return found
     target = papers.paper_id_for_alias(db, old)
     stored = papers.get_paper(db, target) if target else None
     if stored is None:
         return None
+    if same_fingerprint(stored, fingerprint):
+        return stored  # the abstract the alias was made from is the paper's abstract now
     if _plausible(stored, authors):
+        log.warning(
+            "paper id %s was merged into %s before issue 11: only the id (40 bits) and the "
+            "authors say this abstract is that paper's: merged into it",
+            old,
+            target,
+        )
         return stored
     log.warning(
         "paper id %s was merged into %s, whose authors are all different: not merged", old, target

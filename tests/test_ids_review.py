@@ -1,0 +1,86 @@
+"""Paper ids under attack (issue 11 review): papers stored before issue 11 whose abstract
+was replaced, and the aliases the old code made from row ids. Nothing may merge two
+papers silently, and the same paper must not be stored twice."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from db.papers import add_alias, count_papers, get_paper
+from digests.identity import fingerprint_hash, legacy_id
+from digests.ingest import ingest_files
+from tests.conftest import NOW
+from tests.test_ids import TWIN_B, insert_legacy, write_jsonl
+
+V1 = "Version one: we bound the spectral gap of sparsified random walks on graphs."
+V2 = "Version two: tight spectral bounds for sparsifiers of random walks, with proofs."
+
+
+def replaced_legacy_paper(db: Database, authors: list[str]) -> str:
+    """As the code before issue 11 left a paper whose arXiv v2 replaced its abstract: the
+    row keeps the id of v1 (10 digits), holds v2's text, and v2's old id is its alias."""
+    old = insert_legacy(db, V1, authors=authors)
+    db.execute("update papers set abstract = ? where id = ?", [V2, old])
+    add_alias(db, legacy_id(fingerprint_hash(V2)), old)
+    return old
+
+
+def id_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "digests.ingest.ids"]
+
+
+def test_the_text_a_legacy_paper_holds_now_is_found_whatever_its_authors_look_like(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """v2's text again, its authors written surname first: the alias's paper holds that
+    very text, so it is that paper (the author rule is for what cannot be checked)."""
+    old = replaced_legacy_paper(fresh_db, ["Wei Zhang", "Min Li"])
+    path = write_jsonl(tmp_path / "v2.jsonl", [V2], authors=["Zhang Wei", "Li Min"])
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (0, 1)
+    assert get_paper(fresh_db, old)["authors"] == [  # type: ignore[index]
+        "Wei Zhang", "Min Li", "Zhang Wei", "Li Min",
+    ]  # fmt: skip
+
+
+def test_a_merge_only_the_author_rule_allows_is_logged_once_then_certain(
+    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """v1's text again: the stored row no longer holds it, so its 40-bit id and a shared
+    surname decide. That is said (never silent), once: the merge leaves v1's `fp:`
+    alias, which the next ingest of v1 finds first."""
+    old = replaced_legacy_paper(fresh_db, ["Ada Lovelace"])
+    path = write_jsonl(tmp_path / "v1.jsonl", [V1], authors=["A. Lovelace"])
+    with caplog.at_level(logging.WARNING):
+        first = ingest_files(fresh_db, [path], now=NOW)
+    assert (first.added, first.merged, count_papers(fresh_db)) == (0, 1, 1)
+    [line] = id_warnings(caplog)
+    assert old in line and "merged" in line and "not merged" not in line
+    caplog.clear()
+    more = write_jsonl(tmp_path / "v1b.jsonl", [V1], authors=["A. Lovelace"], keywords=["x"])
+    with caplog.at_level(logging.WARNING):
+        again = ingest_files(fresh_db, [more], now=NOW + timedelta(days=1))
+    assert (again.added, again.merged, count_papers(fresh_db)) == (0, 1, 1)
+    assert id_warnings(caplog) == []
+
+
+def test_a_merge_through_an_old_alias_that_only_authors_allow_is_logged(
+    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """TWIN_B's old id is an alias (the old code merged TWIN_B into a titled paper, whose
+    text is another now): TWIN_B's text again can only be matched by id and authors."""
+    target = insert_legacy(
+        fresh_db, "A different abstract of the titled paper.", authors=["Ada Lovelace"]
+    )
+    add_alias(fresh_db, legacy_id(fingerprint_hash(TWIN_B)), target)
+    path = write_jsonl(tmp_path / "b.jsonl", [TWIN_B], authors=["Ada Lovelace"])
+    with caplog.at_level(logging.WARNING):
+        summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (0, 1)
+    [line] = id_warnings(caplog)
+    assert target in line and legacy_id(fingerprint_hash(TWIN_B)) in line
