@@ -76,10 +76,12 @@ def _grown(count: int) -> Path:
     """A stand-in for the ready database of `count` papers while Paperboy's ingest of that
     many is too slow to wait for: the 100k ready database, then papers 100,001..`count` of
     the same corpus appended by plain INSERTs of the columns a digest reads (title,
-    abstract and its text, authors, url, stamps at INGESTED_AT), the full-text index kept
-    by its triggers. No enrichment (derived titles, names, links): a digest scores
-    title, names, keywords and abstract, and these papers have no names or keywords."""
+    abstract and its text, authors, url, stamps at INGESTED_AT) and the title key (else the
+    next ingest backfills it, row by row), the full-text index kept by its triggers. No
+    enrichment (derived titles, names, links): a digest scores title, names, keywords and
+    abstract, and these papers have no names or keywords."""
     from bench.corpus import jsonl_path
+    from digests.identity import title_key
     from digests.timestamps import stamp
 
     path = cache_dir() / f"papers-{count}-s2021-g1-grown.db"
@@ -101,6 +103,7 @@ def _grown(count: int) -> Path:
             batch.append((
                 f"p{key}", paper["venue"], paper["year"], paper["title"], paper["abstract"],
                 paper["abstract"], paper["url"], json.dumps(paper["authors"]), at, at,
+                title_key(paper["title"]),
             ))  # fmt: skip
             if len(batch) == 20_000:
                 _insert_papers(db, batch)
@@ -115,7 +118,7 @@ def _grown(count: int) -> Path:
 def _insert_papers(db: Any, rows: list[tuple[Any, ...]]) -> None:
     db.executemany(
         "insert or ignore into papers (id, venue, year, title, abstract, abstract_text, url, "
-        "authors, added_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "authors, added_at, updated_at, title_key) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     db.commit()

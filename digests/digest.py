@@ -24,7 +24,8 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 - For each subscribed topic, the top N new papers (N from the settings) whose score
   reaches the calibrated threshold, best first. With the channel's backlog on, archive
   papers (stored by `now`, not new) fill the slots new papers leave empty, and are marked
-  `from_archive`.
+  `from_archive`; they are sought among the topic's ARCHIVE_LIMIT best full-text matches
+  (a paper no term matches scores 0), so a backlog never reads the whole store.
 - Never a paper twice in a channel: papers delivered to the channel, or queued to be
   (`db.outbox.claimed_paper_ids`), are never picked again.
 - A paper picked for several topics appears once, with all its subscribed topics.
