@@ -119,14 +119,27 @@ def same_authors_enough(key: str, ours: set[str], theirs: set[str]) -> bool:
     return len(shared) >= min(2, len(ours), len(theirs)) and bool(shared)
 
 
+# Words after a surname that are no surname: two papers by "John Smith Jr." and "Mary
+# Jones Jr." share no author, nor do "A. Smith et al." and "B. Jones et al."
+_NOT_SURNAMES = frozenset({"jr", "sr", "ii", "iii", "iv", "phd", "et", "al", "etal"})
+
+
+def _folded(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word).casefold()
+    return "".join(ch for ch in decomposed if ch.isalnum())
+
+
 def surnames(authors: list[str]) -> set[str]:
     """Authors' surnames, case-folded and without accents' marks: "Ada Lovelace",
-    "Lovelace, Ada" and "A. Lovelace" all give "lovelace"."""
+    "Lovelace, Ada", "A. Lovelace", "ADA LOVELACE JR." and "Ada Lovelace et al." all
+    give "lovelace"."""
     found: set[str] = set()
     for author in authors:
-        name = author.split(",", 1)[0] if "," in author else (author.split() or [""])[-1]
-        decomposed = unicodedata.normalize("NFKD", name).casefold()
-        word = "".join(ch for ch in decomposed if ch.isalnum())
+        name = author.split(",", 1)[0] if "," in author else author
+        words = [_folded(word) for word in name.split()]
+        while words and (not words[-1] or words[-1] in _NOT_SURNAMES):
+            words.pop()
+        word = words[-1] if words else ""
         if len(word) >= 2:
             found.add(word)
     return found

@@ -4,6 +4,7 @@ papers silently, and the same paper must not be stored twice."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from pathlib import Path
@@ -84,3 +85,20 @@ def test_a_merge_through_an_old_alias_that_only_authors_allow_is_logged(
     assert (summary.added, count_papers(fresh_db)) == (0, 1)
     [line] = id_warnings(caplog)
     assert target in line and legacy_id(fingerprint_hash(TWIN_B)) in line
+
+
+def test_a_name_suffix_or_et_al_is_no_shared_author(fresh_db: Database, tmp_path: Path) -> None:
+    """ "Jr." and "et al." are no surnames: two papers with one real title and only those
+    in common are two papers (a shared surname lets a title match merge them)."""
+    title = "Learning to Rank Graphs with Spectral Sparsifiers"
+    rows = [
+        {"title": title, "abstract": V1, "authors": ["John Smith Jr.", "B. Brown et al."]},
+        {"title": title, "abstract": V2, "authors": ["Mary Jones Jr.", "C. Green et al."]},
+    ]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (2, 2)
+    same = tmp_path / "same.jsonl"
+    same.write_text(json.dumps({**rows[0], "abstract": "The journal version."}) + "\n")
+    assert ingest_files(fresh_db, [same], now=NOW).added == 0  # "Smith Jr." is still Smith
