@@ -62,7 +62,9 @@ def write_jsonl(path: Path, texts: list[str], **fields: object) -> Path:
 
 
 def count_enrichments(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Records enriched from now on (`is_absorbed` skips the stored ones before)."""
+    """Records enriched from now on (`is_absorbed` skips the stored ones before). Every
+    module's binding of `prepare` is counted: `bulk` imports it by name, so patching
+    `pipeline.prepare` alone counted nothing and these checks could not fail."""
     enriched: list[object] = []
     real = pipeline.prepare
 
@@ -70,7 +72,9 @@ def count_enrichments(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         enriched.append(record)
         return real(record, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "prepare", counting)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("digests") and getattr(module, "prepare", None) is real:
+            monkeypatch.setattr(module, "prepare", counting)
     return enriched
 
 

@@ -102,3 +102,19 @@ def test_a_name_suffix_or_et_al_is_no_shared_author(fresh_db: Database, tmp_path
     same = tmp_path / "same.jsonl"
     same.write_text(json.dumps({**rows[0], "abstract": "The journal version."}) + "\n")
     assert ingest_files(fresh_db, [same], now=NOW).added == 0  # "Smith Jr." is still Smith
+
+
+def test_an_authorless_list_merges_into_its_replaced_legacy_paper_and_says_so(
+    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain list of abstracts (no authors) ingested again: v1's text finds the paper
+    whose arXiv v2 replaced it. Nothing contradicts the 40-bit id, so it merges (a
+    duplicate of every such paper otherwise), with a warning."""
+    old = replaced_legacy_paper(fresh_db, ["Ada Lovelace"])
+    path = tmp_path / "list.txt"
+    path.write_text(f"{V1}\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        summary = ingest_files(fresh_db, [path], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (0, 1)
+    [line] = id_warnings(caplog)
+    assert old in line and "not merged" not in line
