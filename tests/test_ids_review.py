@@ -118,3 +118,26 @@ def test_an_authorless_list_merges_into_its_replaced_legacy_paper_and_says_so(
     assert (summary.added, count_papers(fresh_db)) == (0, 1)
     [line] = id_warnings(caplog)
     assert old in line and "not merged" not in line
+
+
+def test_another_abstract_under_a_known_external_id_is_merged_not_skipped(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """A record that names a stored paper by its external id but brings another abstract
+    is not 'stored unchanged': it merges, leaving its `fp:` alias, so a later title-less
+    list with that abstract finds the paper instead of storing it twice."""
+    base = {
+        "id": "2501.00001",
+        "title": "Spectral Sparsifiers of Random Walks",
+        "authors": ["Ada Lovelace"],
+    }
+    first, second = tmp_path / "a" / "papers.jsonl", tmp_path / "b" / "papers.jsonl"
+    for path in (first, second):  # one source name, so only the abstract differs
+        path.parent.mkdir()
+    first.write_text(json.dumps({**base, "abstract": V1}) + "\n", encoding="utf-8")
+    second.write_text(json.dumps({**base, "abstract": V2}) + "\n", encoding="utf-8")
+    assert ingest_files(fresh_db, [first], now=NOW).added == 1
+    summary = ingest_files(fresh_db, [second], now=NOW)
+    assert (summary.added, count_papers(fresh_db)) == (0, 1)
+    again = ingest_files(fresh_db, [write_jsonl(tmp_path / "list.jsonl", [V2])], now=NOW)
+    assert (again.added, count_papers(fresh_db)) == (0, 1)
