@@ -141,3 +141,39 @@ def test_another_abstract_under_a_known_external_id_is_merged_not_skipped(
     assert (summary.added, count_papers(fresh_db)) == (0, 1)
     again = ingest_files(fresh_db, [write_jsonl(tmp_path / "list.jsonl", [V2])], now=NOW)
     assert (again.added, count_papers(fresh_db)) == (0, 1)
+
+
+def write_tsv(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    lines = ["id\ttitle\tabstract"] + ["\t".join(row) for row in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_files_that_number_their_rows_alike_are_not_merged_by_that_number(
+    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two exports whose `id` column is the row number: "1" of one file is no paper of
+    the other (merged, the second file's abstracts were lost). The number still merges
+    a record that agrees on the title: the same dataset's next version."""
+    first = write_tsv(
+        tmp_path / "a.tsv",
+        [("1", "Alpha Study of Sparse Things", V1), ("2", "Beta Study of Sparse Things", V2)],
+    )
+    other = write_tsv(
+        tmp_path / "b.tsv",
+        [
+            ("1", "Gamma Analysis of Protein Folding", "We fold proteins with a new gamma model."),
+            ("2", "Delta Analysis of Robot Grasping", "We grasp objects with a new delta robot."),
+        ],
+    )
+    ingest_files(fresh_db, [first], now=NOW)
+    with caplog.at_level(logging.WARNING):
+        summary = ingest_files(fresh_db, [other], now=NOW)
+    assert (summary.added, summary.merged, count_papers(fresh_db)) == (2, 0, 4)
+    assert len([line for line in caplog.messages if "'1' names paper" in line]) == 1
+    again = ingest_files(fresh_db, [other], now=NOW)
+    assert (again.added, count_papers(fresh_db)) == (0, 4)
+    edited = write_tsv(
+        tmp_path / "a2.tsv", [("1", "Alpha Study of Sparse Things", "An edited abstract.")]
+    )
+    assert ingest_files(fresh_db, [edited], now=NOW).added == 0  # same id and title

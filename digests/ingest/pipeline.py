@@ -171,23 +171,43 @@ def prepare(
 
 
 ARXIV_ALIAS = "arXiv:"
+# Ids that name one paper wherever they come from (sources give these). A file's own `id`
+# column has no prefix and is often a row number ("1", "2", ...), the same in every file.
+SOURCE_ID_PREFIXES = (ARXIV_ALIAS, "openreview:", "doi:")
+
+
+def _corroborated(found: Row, row: Row) -> bool:
+    """Whether a paper that a file's own id names agrees with `row` on something else:
+    the abstract's fingerprint, the real title's key, or an author surname."""
+    fingerprint = row.get("fingerprint") or fingerprint_hash(row["abstract"])
+    if found.get("fingerprint") == fingerprint:
+        return True
+    if fingerprint_hash(str(found.get("abstract") or "")) == fingerprint:
+        return True
+    if row.get("title_key") and row["title_key"] == found.get("title_key"):
+        return True
+    return bool(surnames(row["authors"]) & surnames(list(found.get("authors") or [])))
 
 
 def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | None:
     """The stored paper that `row` is, if any: by external id first (arXiv id, OpenReview
-    id, DOI), then by its normalised real title and one shared author surname, then by
-    its abstract's fingerprint (`ids.find_by_fingerprint`: its id, checked by the
-    fingerprint so that two papers sharing an id never merge, or an abstract merged into
-    another paper).
+    id, DOI; a file's own id only when the abstract, real title or an author agrees too,
+    since files number their rows alike), then by its normalised real title and one
+    shared author surname, then by its abstract's fingerprint (`ids.find_by_fingerprint`:
+    its id, checked by the fingerprint so that two papers sharing an id never merge, or
+    an abstract merged into another paper).
     The title match is conservative: never for short or generic titles (see
     `identity.title_key`), two shared surnames for a 3-word title, and never between
     papers with different arXiv ids."""
+    refused: tuple[str, str] | None = None  # a file id naming a paper that differs
     for external_id in external_ids:
         target = papers.paper_id_for_alias(db, external_id)
         if target:
             found = papers.get_paper(db, target)
-            if found:
+            if found and (external_id.startswith(SOURCE_ID_PREFIXES) or _corroborated(found, row)):
                 return found
+            if found:
+                refused = refused or (external_id, target)
     if row.get("title_key"):
         names = surnames(row["authors"])
         ours = {i for i in external_ids if i.startswith(ARXIV_ALIAS)}
@@ -201,7 +221,14 @@ def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | Non
                 continue
             return papers.get_paper(db, candidate["id"])
     fingerprint = row.get("fingerprint") or fingerprint_hash(row["abstract"])
-    return find_by_fingerprint(db, fingerprint, row["authors"])
+    found = find_by_fingerprint(db, fingerprint, row["authors"])
+    if found is None and refused:
+        log.warning(
+            "id %r names paper %s, whose abstract, title and authors all differ: "
+            "not merged, stored as another paper",
+            *refused,
+        )
+    return found
 
 
 def store_row(
