@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, InvalidStateError
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +102,10 @@ async def in_daemon_thread(func: Callable[..., T], *args: object) -> T:
 _Work = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
+class ChangeLost(RuntimeError):
+    """A change that ran, but whose transaction another change's failure rolled back."""
+
+
 class ChangeWriter(Executor):
     """An executor for commands that write: one thread, and group commit.
 
@@ -110,7 +114,10 @@ class ChangeWriter(Executor):
     its own writes only, and fails its own future), then one COMMIT, so one fsync for the
     whole batch instead of one per command. Futures are settled only after that COMMIT:
     nobody is told "done" about a write that could still be lost. A failed COMMIT fails
-    every future of the batch (and stores none of it).
+    every future of the batch (and stores none of it). A failure that ends the whole
+    transaction (SQLite rolls back on a full disk or an I/O error) fails the changes
+    before it in that transaction too (`ChangeLost`); the rest run in a new one. A bug in
+    the writer itself fails its batch's futures and the thread goes on with the next.
 
     `connect()` gives the database of the calling thread (`Services.db`): the work reaches
     the same connection through the same call, as it runs in this executor's thread.
@@ -173,7 +180,16 @@ class ChangeWriter(Executor):
                     stop = True
                     break
                 batch.append(more)
-            self._run(batch)
+            try:
+                self._run(batch)
+            except BaseException as exc:  # a bug: the thread must live on for the next ones
+                log.exception("the change writer failed on a batch of %d", len(batch))
+                with contextlib.suppress(Exception):
+                    self._connect().conn.rollback()
+                for future, *_ in batch:
+                    if not future.done():
+                        with contextlib.suppress(InvalidStateError):
+                            future.set_exception(exc)
             if stop:
                 return
 
@@ -181,12 +197,13 @@ class ChangeWriter(Executor):
         live = [work for work in batch if work[0].set_running_or_notify_cancel()]
         if not live:
             return
-        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        settled: list[tuple[Future[Any], bool, Any]] = []  # known outcomes, in order
+        pending: list[tuple[Future[Any], Any]] = []  # done, but only once the COMMIT is
         try:
             conn = self._connect().conn
-            if not conn.in_transaction:
-                conn.execute("BEGIN IMMEDIATE")
             for future, fn, args, kwargs in live:
+                if not conn.in_transaction:  # the first, or the one before ended it
+                    conn.execute("BEGIN IMMEDIATE")
                 conn.execute("SAVEPOINT change")
                 try:
                     value = fn(*args, **kwargs)
@@ -194,22 +211,35 @@ class ChangeWriter(Executor):
                     if conn.in_transaction:
                         conn.execute("ROLLBACK TO SAVEPOINT change")
                         conn.execute("RELEASE SAVEPOINT change")
-                    outcomes.append((future, False, exc))
+                    elif pending:
+                        # SQLite rolled the whole transaction back (a full disk, an I/O
+                        # error, a trigger's RAISE(ROLLBACK)): the changes before this one
+                        # went with it, so they are not done either.
+                        log.warning("a failed change undid %d others: %s", len(pending), exc)
+                        lost = ChangeLost(f"undone by another change's failure: {exc}")
+                        settled += [(done, False, lost) for done, _ in pending]
+                        pending.clear()
+                    settled.append((future, False, exc))
                     continue
                 if conn.in_transaction:
                     conn.execute("RELEASE SAVEPOINT change")
-                outcomes.append((future, True, value))
+                    pending.append((future, value))
+                else:  # it committed the transaction itself, and the changes before it
+                    settled += [(done, True, result) for done, result in pending]
+                    settled.append((future, True, value))
+                    pending.clear()
             if conn.in_transaction:
                 conn.commit()
-        except BaseException as exc:  # BEGIN or COMMIT failed: nothing of the batch stays
+        except BaseException as exc:  # BEGIN or COMMIT failed: nothing uncommitted stays
             log.warning("a batch of %d changes failed: %s", len(live), exc)
             with contextlib.suppress(Exception):
                 self._connect().conn.rollback()
-            for future, *_ in live:
-                future.set_exception(exc)
-            return
-        self.batches += 1
-        for future, ok, value in outcomes:
+            known = {id(future) for future, _, _ in settled}
+            settled += [(work[0], False, exc) for work in live if id(work[0]) not in known]
+            pending.clear()
+        else:
+            self.batches += 1
+        for future, ok, value in [*settled, *((future, True, value) for future, value in pending)]:
             if ok:
                 future.set_result(value)
             else:

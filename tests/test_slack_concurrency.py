@@ -242,3 +242,127 @@ def test_a_writer_shut_down_cancels_what_is_queued(store: Path) -> None:
         writer.submit(hold)
     writer.shutdown()
     assert rows(store) == []
+
+
+def held_batch(writer: ChangeWriter, *work: Any) -> list[Any]:
+    """Submit `work` (functions) so that they run as one batch: behind a held first one."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def hold() -> str:
+        entered.set()
+        gate.wait(30)
+        return "held"
+
+    first = writer.submit(hold)
+    assert entered.wait(30)
+    futures = [writer.submit(fn) for fn in work]
+    gate.set()
+    assert first.result(30) == "held"
+    return futures
+
+
+def outcome(future: Any) -> Any:
+    try:
+        return future.result(30)
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def test_a_failure_that_rolls_back_the_whole_transaction_fails_the_changes_before_it(
+    store: Path,
+) -> None:
+    """SQLite ends the whole transaction on some failures (a full disk, an I/O error, a
+    trigger's RAISE(ROLLBACK)). The changes of the batch before it were told "done" and
+    lost, and the ones after it ran in a deferred transaction of their own."""
+    db = open_db(store)
+    db.execute(
+        "create trigger no13 before insert on t when new.n = 13 "
+        "begin select raise(rollback, 'thirteen'); end"
+    )
+    db.conn.commit()
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+    probes: list[str] = []
+
+    def insert(n: int) -> Any:
+        def work() -> int:
+            if n == 2:  # does the writer hold the write lock before writing (IMMEDIATE)?
+                other = sqlite3.connect(store, timeout=0)
+                try:
+                    other.execute("begin immediate")
+                    probes.append("free")
+                    other.rollback()
+                except sqlite3.OperationalError:
+                    probes.append("held")
+                finally:
+                    other.close()
+            connect().execute("insert into t (n) values (?)", [n])
+            return n
+
+        return work
+
+    try:
+        futures = held_batch(writer, insert(1), insert(13), insert(2))
+        assert [outcome(future) for future in futures] == ["ChangeLost", "IntegrityError", 2]
+        assert probes == ["held"]
+        assert rows(store) == [2]
+    finally:
+        writer.shutdown()
+
+
+def test_a_change_that_commits_by_itself_is_done_with_those_before_it(store: Path) -> None:
+    db = open_db(store)
+    db.execute(
+        "create trigger no13 before insert on t when new.n = 13 "
+        "begin select raise(rollback, 'thirteen'); end"
+    )
+    db.conn.commit()
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+
+    def insert(n: int, commit: bool = False) -> Any:
+        def work() -> int:
+            connect().execute("insert into t (n) values (?)", [n])
+            if commit:
+                connect().conn.commit()
+            return n
+
+        return work
+
+    try:
+        futures = held_batch(writer, insert(1), insert(5, commit=True), insert(13))
+        assert [outcome(future) for future in futures] == [1, 5, "IntegrityError"]
+        assert rows(store) == [1, 5]
+    finally:
+        writer.shutdown()
+
+
+def test_a_writer_that_fails_on_a_batch_answers_it_and_runs_the_next(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected failure in the writer's own code ended its thread: that batch's askers,
+    and everyone's changes after them, waited for ever."""
+    connect = per_thread(store)
+    writer = ChangeWriter(connect)
+    real_run, calls = writer._run, []
+
+    def run_failing_once(batch: Any) -> None:
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the writer")
+        real_run(batch)
+
+    monkeypatch.setattr(writer, "_run", run_failing_once)
+    try:
+        first = writer.submit(lambda: connect().execute("insert into t (n) values (1)"))
+        with pytest.raises(RuntimeError, match="a bug in the writer"):
+            first.result(30)
+
+        def second() -> int:
+            connect().execute("insert into t (n) values (2)")
+            return 2
+
+        assert writer.submit(second).result(30) == 2
+        assert rows(store) == [2]
+    finally:
+        writer.shutdown()
