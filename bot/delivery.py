@@ -307,15 +307,24 @@ async def deliver_channel(
                     clock,
                 )
             # Refused with a 429: not posted, so no attempt (the claim's is given back).
-            outbox.release(db, message["id"], refund=True)
-            message = {**message, "state": "pending", "claimed_by": None}
             wait = pause_seconds(outcome.retry_after)
             if limits is not None:
                 limits.limited(ref.name, wait, outcome.scope)
             refused += 1
+            retry_at = None  # None: sent again here after the wait; else by the outbox
             if limits is None or refused > MAX_RATE_LIMIT_RETRIES or (wait or 0) > MAX_WAIT_SECONDS:
                 retry_at = stamp(clock() + timedelta(seconds=backoff(0, wait)))
-                outbox.mark_retry(db, message["id"], outcome.reason, retry_at)
+            if not outbox.release(
+                db,
+                message["id"],
+                refund=True,
+                sender=SENDER,
+                error=outcome.reason,
+                next_attempt_at=retry_at,
+            ):  # another sender took it over meanwhile: it is theirs now
+                return ChannelResult(channel, sent, "retrying", "sent elsewhere")
+            message = {**message, "state": "pending", "claimed_by": None}
+            if retry_at is not None:
                 log.info(
                     "delivery to %s rate limited (%s); retrying after %s",
                     channel,
@@ -354,7 +363,7 @@ async def _send_one(
         except TimeoutError:
             raise TransientError(f"no answer within {send_timeout:.0f} s") from None
     except asyncio.CancelledError:
-        outbox.release(db, message["id"])  # cut off by a stop: pending again
+        outbox.release(db, message["id"], sender=SENDER)  # cut off by a stop: pending again
         raise
     except (PermanentError, TransientError) as exc:
         return exc
@@ -380,8 +389,11 @@ def _retry_later(
         return _give_up(db, channel, {**message, "attempts": attempts}, reason, sent)
     # From the time of the error, not of the run: the run may have waited long.
     retry_at = stamp(clock() + timedelta(seconds=backoff(attempts - 1, retry_after)))
-    outbox.mark_retry(db, message["id"], reason, retry_at)
-    log.info("delivery to %s failed (%s); retrying after %s", channel, reason, retry_at)
+    if not outbox.mark_retry(db, message["id"], reason, retry_at, sender=SENDER):
+        # Taken over by another sender meanwhile (our claim had run out): theirs now.
+        log.info("delivery to %s failed (%s); another sender has it now", channel, reason)
+    else:
+        log.info("delivery to %s failed (%s); retrying after %s", channel, reason, retry_at)
     return ChannelResult(channel, sent, "retrying", reason)
 
 

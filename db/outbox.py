@@ -169,16 +169,36 @@ def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None
     )
 
 
-def release(db: Database, message_id: int, refund: bool = False) -> None:
+def release(
+    db: Database,
+    message_id: int,
+    refund: bool = False,
+    *,
+    sender: str | None = None,
+    error: str | None = None,
+    next_attempt_at: str | None = None,
+) -> bool:
     """Give a claimed message back (its send was cut off): pending, for any sender. With
     `refund`, the platform refused it (a 429), so it was not posted: its claim's attempt is
-    taken back, since `attempts` counts the sends that may have posted it."""
-    db.execute(
-        "update outbox set state = 'pending', claimed_by = null, claimed_until = null"
-        f"{', attempts = max(attempts - 1, 0)' if refund else ''} "
-        "where id = ? and state = 'sending'",
-        [message_id],
-    )
+    taken back, since `attempts` counts the sends that may have posted it. With `sender`,
+    only while that sender's claim holds it (another may have taken it over since: handed
+    back, a third could send it while that one does). With `next_attempt_at`, held until
+    then, with `error`, in the same statement (no sender can claim it in between). False
+    if nothing was given back."""
+    sets = ["state = 'pending'", "claimed_by = null", "claimed_until = null"]
+    values: list[Any] = []
+    if refund:
+        sets.append("attempts = max(attempts - 1, 0)")
+    if next_attempt_at is not None:
+        sets += ["last_error = ?", "next_attempt_at = ?"]
+        values += [error, next_attempt_at]
+    where = "id = ? and state = 'sending'"
+    values.append(message_id)
+    if sender is not None:
+        where += " and claimed_by = ?"
+        values.append(sender)
+    cursor = db.execute(f"update outbox set {', '.join(sets)} where {where}", values)
+    return cursor.rowcount == 1
 
 
 def defer(db: Database, message_id: int, next_attempt_at: str) -> None:
@@ -190,13 +210,21 @@ def defer(db: Database, message_id: int, next_attempt_at: str) -> None:
     )
 
 
-def mark_retry(db: Database, message_id: int, error: str, next_attempt_at: str) -> None:
-    """A transient error: stay pending, try again from `next_attempt_at`."""
-    db.execute(
+def mark_retry(
+    db: Database, message_id: int, error: str, next_attempt_at: str, *, sender: str | None = None
+) -> bool:
+    """A transient error: stay pending, try again from `next_attempt_at`. With `sender`,
+    only while that sender's claim holds the message (see `release`); False if not."""
+    where, values = "id = ?", [error, next_attempt_at, message_id]
+    if sender is not None:
+        where += " and state = 'sending' and claimed_by = ?"
+        values.append(sender)
+    cursor = db.execute(
         "update outbox set state = 'pending', last_error = ?, next_attempt_at = ?, "
-        "claimed_by = null, claimed_until = null where id = ?",
-        [error, next_attempt_at, message_id],
+        f"claimed_by = null, claimed_until = null where {where}",
+        values,
     )
+    return cursor.rowcount == 1
 
 
 def mark_failed(db: Database, message_id: int, error: str) -> int:

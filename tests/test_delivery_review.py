@@ -288,3 +288,46 @@ async def test_slacks_rate_limited_error_is_a_rate_limit_not_an_attempt(
     [row] = db.query("select * from outbox")
     assert row["attempts"] == 1  # the post that went through
     assert len(fake_slack.posted()) == 4
+
+
+class TakenOverPoster(Poster):
+    """While this send is under way, another sender takes the message over (its claim
+    had run out: a clock stepped forward, a stalled process), then the send fails."""
+
+    def __init__(self, limits: SendLimits, db: Database, error: Exception) -> None:
+        super().__init__(limits, [error])
+        self.db = db
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        self.db.execute(
+            "update outbox set claimed_by = 'elsewhere:1', attempts = attempts + 1, "
+            "claimed_until = '2999-01-01T00:00:00+00:00'"
+        )
+        return await super().send(channel, payload, thread_of)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        limited(1.0),  # sent again after the wait, if it were still ours
+        limited(3600.0),  # left to the outbox
+        TransientError("HTTP 500: error"),  # an attempt, retried with backoff
+    ],
+    ids=["429", "long 429", "server error"],
+)
+async def test_a_failed_send_leaves_a_claim_another_sender_took_alone(
+    db: Database, error: TransientError
+) -> None:
+    """The failure of our send must not hand back the other sender's claim: made pending
+    again (with an attempt taken off, for a 429), a third sender could send the message
+    while the other one is still sending it."""
+    time = VirtualTime()
+    channel = "slack:T0001/C0001"
+    queue(db, [channel], 1, slack_payload)
+    poster = TakenOverPoster(SendLimits(5.0, monotonic=time.monotonic, sleep=time.sleep), db, error)
+    [result] = await time.run([deliver_channel(db, poster, channel, NOW)])
+    assert result.state != "done" and poster.posted == []
+    [row] = db.query("select * from outbox")
+    assert (row["state"], row["claimed_by"], row["attempts"]) == ("sending", "elsewhere:1", 2)
