@@ -18,6 +18,7 @@ import pytest
 
 from bot.services import ChangeWriter
 from bot.slack import app as slack_app
+from bot.slack import endpoint as slack_endpoint
 from bot.slack.app import WORKING
 from db import open_db
 from db.channels import active_subscriptions
@@ -366,3 +367,35 @@ def test_a_writer_that_fails_on_a_batch_answers_it_and_runs_the_next(
         assert rows(store) == [2]
     finally:
         writer.shutdown()
+
+
+async def test_a_stop_tells_queued_changes_they_did_not_run(
+    client: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change queued in the writer when the stop begins is cancelled and its asker told
+    so (not run during the stop, nor "done"); the one running finishes and is answered."""
+    release, started = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def holding(text: str, ctx: Any) -> Any:
+        started.append(text)
+        release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", holding)
+    try:
+        client.endpoint.ack_budget = client.endpoint.queued_wait = 0.01
+        assert (await post(client, "subscribe offline-rl", "r1", fake_slack))["text"] == WORKING
+        assert await eventually(lambda: started == ["subscribe offline-rl"])
+        assert (await post(client, "subscribe rlhf", "r2", fake_slack))["text"] == WORKING
+        closing = asyncio.ensure_future(client.endpoint.close(grace=20))
+        assert await eventually(lambda: fake_slack.responses)  # the queued one, told at once
+        assert fake_slack.responses[0]["text"] == slack_endpoint.STOPPED
+    finally:
+        release.set()
+    await asyncio.wait_for(closing, 30)
+    assert started == ["subscribe offline-rl"]
+    assert len(fake_slack.responses) == 2
+    assert "subscribed this channel" in fake_slack.responses[1]["text"]
+    db = open_db(client.services.db_path)
+    assert [row["topic_id"] for row in active_subscriptions(db, CHANNEL)] == ["offline-rl"]
