@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from db.papers import add_alias, count_papers, get_paper
-from digests.identity import fingerprint_hash, legacy_id
+from db.papers import add_alias, count_papers, get_paper, resolve_paper
+from digests.identity import fingerprint_hash, legacy_id, paper_id
 from digests.ingest import ingest_files
+from digests.ingest.fetched import prepare_page, store_page
+from digests.sources.records import FetchedPaper
 from tests.conftest import NOW
 from tests.test_ids import TWIN_B, insert_legacy, write_jsonl
 
@@ -177,3 +179,26 @@ def test_files_that_number_their_rows_alike_are_not_merged_by_that_number(
         tmp_path / "a2.tsv", [("1", "Alpha Study of Sparse Things", "An edited abstract.")]
     )
     assert ingest_files(fresh_db, [edited], now=NOW).added == 0  # same id and title
+
+
+def test_one_boilerplate_abstract_under_two_arxiv_ids_is_two_papers(
+    fresh_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Withdrawn arXiv papers can share their whole abstract: the same words under two
+    arXiv ids are two papers (as two titles are), the second under its next probe id."""
+    text = "This paper has been withdrawn by the author."
+    page = [
+        FetchedPaper(
+            source="arxiv", title=title, abstract=text, authors=["Ada Lovelace"],
+            arxiv_id=arxiv_id, arxiv_version=2,
+        )
+        for arxiv_id, title in (("2401.00001", "Sparse Walks"), ("2401.00002", "Dense Walks"))
+    ]  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        first = store_page(fresh_db, prepare_page(page, NOW)[0], NOW)
+    assert (first.added, count_papers(fresh_db)) == (2, 2)
+    assert any("2401.00001" in line and "2401.00002" in line for line in caplog.messages)
+    ids = {resolve_paper(fresh_db, f"arXiv:2401.0000{n}")["id"] for n in (1, 2)}  # type: ignore[index]
+    assert len(ids) == 2 and paper_id(text) in ids
+    again = store_page(fresh_db, prepare_page(page, NOW)[0], NOW + timedelta(hours=1))
+    assert (again.added, again.merged, count_papers(fresh_db)) == (0, 0, 2)

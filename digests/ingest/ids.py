@@ -167,18 +167,26 @@ def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> R
 
 
 def new_id(db: Database, fingerprint: str, source: str) -> str:
-    """The id a new paper with this fingerprint is stored under: its own, or after a
-    collision the first free one of its probe sequence (one warning naming both).
-    Raises IngestError when every id of the sequence is taken (never at 64 bits)."""
-    place = locate(db, fingerprint)
-    if place.paper is not None:  # the caller looked it up first: a programming error
-        raise ValueError(f"a paper with fingerprint {fingerprint} is stored already")
-    if place.free is None:
-        raise IngestError(source, None, f"no free paper id after {len(place.taken)} tries")
-    if place.taken:
-        log.warning(
-            "paper id %s is held by a paper with a different abstract: stored this one as %s",
-            place.taken[0],
-            place.free,
-        )
-    return place.free
+    """The id a new paper with this fingerprint is stored under: its own, or the first
+    free one of its probe sequence when another paper holds it (one warning naming both):
+    a collision, or a paper with the same abstract that `find_paper` ruled is another
+    paper (another arXiv id). Raises IngestError when every id of the sequence is taken
+    (never at 64 bits)."""
+    taken: list[Row] = []
+    for candidate in probe_ids(fingerprint):
+        holder = papers.get_paper(db, candidate)
+        if holder is not None:
+            taken.append(holder)
+            continue
+        if taken:
+            same = same_fingerprint(taken[0], fingerprint)
+            log.warning(
+                "paper id %s is held by %s: stored this one as %s",
+                taken[0]["id"],
+                "another paper with the same abstract"
+                if same
+                else "a paper with a different abstract",
+                candidate,
+            )
+        return candidate
+    raise IngestError(source, None, f"no free paper id after {len(taken)} tries")

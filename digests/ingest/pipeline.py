@@ -222,6 +222,19 @@ def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | Non
             return papers.get_paper(db, candidate["id"])
     fingerprint = row.get("fingerprint") or fingerprint_hash(row["abstract"])
     found = find_by_fingerprint(db, fingerprint, row["authors"])
+    ours = {i for i in external_ids if i.startswith(ARXIV_ALIAS)}
+    if found is not None and ours:
+        # The same words under two arXiv ids are two papers ("This paper has been
+        # withdrawn.", a feed's title-only entries), as for titles: stored apart.
+        theirs = set(papers.aliases_of(db, found["id"], ARXIV_ALIAS))
+        if theirs and not ours & theirs:
+            log.warning(
+                "paper %s (%s) has the same abstract as %s: not merged, stored as another paper",
+                found["id"],
+                min(theirs),
+                min(ours),
+            )
+            return None
     if found is None and refused:
         log.warning(
             "id %r names paper %s, whose abstract, title and authors all differ: "
