@@ -201,8 +201,15 @@ def prepare(db: Any) -> float:
     from db import text_index
 
     start = time.perf_counter()
-    text_index.ready(db)
-    return time.perf_counter() - start
+    while True:
+        try:
+            text_index.ready(db)
+            return time.perf_counter() - start
+        except text_index.IndexUnavailable as exc:  # another process is building it
+            if time.perf_counter() - start > 1800:
+                raise
+            log.warning("waiting for the search index: %s", exc)
+            time.sleep(5)
 
 
 def main() -> int:
