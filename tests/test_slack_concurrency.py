@@ -8,6 +8,7 @@ acknowledgement. No timings: events hold handlers where a test needs them held.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
@@ -399,3 +400,33 @@ async def test_a_stop_tells_queued_changes_they_did_not_run(
     assert "subscribed this channel" in fake_slack.responses[1]["text"]
     db = open_db(client.services.db_path)
     assert [row["topic_id"] for row in active_subscriptions(db, CHANNEL)] == ["offline-rl"]
+
+
+async def test_a_change_still_in_its_permission_check_at_a_stop_is_told_it_did_not_run(
+    client: HttpClient,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The check (users.info, for PAPERBOY_SLACK_MANAGERS=admins) awaits Slack; a stop
+    meanwhile shut the writer down, so the change then met a closed executor: its asker was
+    told "something went wrong on my side", and the log had an ERROR traceback."""
+    checking, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_check(*args: Any) -> bool:
+        checking.set()
+        await release.wait()
+        return True
+
+    monkeypatch.setattr(slack_app, "may_change", slow_check)
+    client.endpoint.ack_budget = 0.01
+    assert (await post(client, "subscribe offline-rl", "r1", fake_slack))["text"] == WORKING
+    await asyncio.wait_for(checking.wait(), 20)
+    closing = asyncio.ensure_future(client.endpoint.close(grace=20))
+    assert await eventually(lambda: client.endpoint._closing)
+    release.set()
+    await asyncio.wait_for(closing, 30)
+    assert [answer["text"] for answer in fake_slack.responses] == [slack_endpoint.STOPPED]
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    db = open_db(client.services.db_path)
+    assert active_subscriptions(db, CHANNEL) == []

@@ -23,8 +23,8 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
@@ -38,6 +38,8 @@ from digests.commands.grammar import ParseError, parse
 from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 PATH = "/slack/events"
 MAX_FIELDS = 64  # a slash command has about 15 form fields
@@ -218,7 +220,7 @@ class SlackEndpoint:
         return _message({"response_type": "ephemeral", "text": WORKING})
 
     async def _answer(self, form: dict[str, str], changes: bool) -> list[dict[str, Any]]:
-        executor = self._change_executor if changes else self._executor
+        executor = _Lane(self._change_executor if changes else self._executor, self)
         try:
             return await answer_payloads(self.services, self.client, form, executor)
         finally:
@@ -269,6 +271,25 @@ class SlackEndpoint:
                 task.cancel()
             if self._session is not None:
                 await self._session.close()
+
+
+class _Lane(Executor):
+    """A lane's executor that takes no work once the endpoint is stopping: what is
+    submitted then comes back cancelled, so its asker is told Paperboy is restarting, as
+    for the commands queued at the stop. (A change still in its permission check when the
+    stop began reached the shut-down executor, and its asker was told "something went
+    wrong", with an ERROR traceback in the log.)"""
+
+    def __init__(self, executor: Executor, endpoint: SlackEndpoint) -> None:
+        self._executor = executor
+        self._endpoint = endpoint
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if self._endpoint._closing:
+            future: Future[T] = Future()
+            future.cancel()
+            return future
+        return self._executor.submit(fn, *args, **kwargs)
 
 
 def _changes(text: str) -> bool:
