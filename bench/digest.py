@@ -63,8 +63,9 @@ def _ready(count: int, grow: bool = False) -> Path:
     else, with `grow`, the 100k one grown to `count` (`_grown`), else built now."""
     from bench.corpus import ready_db
 
-    found = sorted(
-        cache_dir().glob(f"papers-{count}-s2021-g1-*.db"), key=lambda p: p.stat().st_mtime
+    found = sorted(  # a real one (Paperboy's ingest) before a grown one, then the newest
+        cache_dir().glob(f"papers-{count}-s2021-g1-*.db"),
+        key=lambda p: (not p.name.endswith("-grown.db"), p.stat().st_mtime),
     )
     found = [path for path in found if not path.name.endswith(".part.db")]
     if found:
@@ -161,13 +162,15 @@ def prepare(papers: int, channels: int, new: int, backlog_share: float, grow: bo
     from digests.ingest import ingest_files
     from digests.timestamps import stamp
 
-    name = f"digest-{papers}-{channels}-{new}-{backlog_share}-{_schema()}.db"
+    store = _ready(papers, grow)
+    kind = "grown" if store.name.endswith("-grown.db") else "ready"
+    name = f"digest-{papers}-{channels}-{new}-{backlog_share}-{kind}-{_schema()}.db"
     path = cache_dir() / name
     if path.exists():
         return path
     partial = path.with_suffix(".part.db")
     partial.unlink(missing_ok=True)
-    copy_db(_ready(papers, grow), partial)
+    copy_db(store, partial)
     db = open_db(partial)
     with tempfile.TemporaryDirectory() as folder:
         week = Path(folder) / "week.jsonl"
@@ -388,17 +391,27 @@ def main() -> int:
     parser.add_argument(
         "--single", type=int, default=500, help="channels built one at a time (0: none)"
     )
-    parser.add_argument("--worker", choices=["build", "naive", "single"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["prepare", "build", "naive", "single"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker == "prepare":
+        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+        prepared = prepare(args.papers, args.channels, args.new, args.backlog_share, args.grow)
+        print(json.dumps({"db": str(prepared)}))
+        return 0
     if args.worker:
         print(json.dumps(worker(args)))
         return 0
     if not available():
         print("skipped: ../shared/corpora is not here", file=sys.stderr)
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    prepared = prepare(args.papers, args.channels, args.new, args.backlog_share, args.grow)
+    # In a child of its own: Linux keeps a process's peak RSS across fork and exec, so the
+    # workers started by a parent that had grown the store would report its peak as theirs.
+    command = [sys.executable, "-m", "bench.digest", "--worker", "prepare", *sys.argv[1:]]
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    prepared = Path(json.loads(done.stdout.strip().splitlines()[-1])["db"])
     with tempfile.TemporaryDirectory(dir=cache_dir()) as folder:
         runs: list[dict[str, Any]] = []
         kinds = ["naive", "build", *(["single"] if args.single else []), "naive"]
