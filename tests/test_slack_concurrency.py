@@ -8,6 +8,7 @@ acknowledgement. No timings: events hold handlers where a test needs them held.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -430,3 +431,37 @@ async def test_a_change_still_in_its_permission_check_at_a_stop_is_told_it_did_n
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     db = open_db(client.services.db_path)
     assert active_subscriptions(db, CHANNEL) == []
+
+
+async def test_a_command_cut_off_before_its_ack_by_the_stop_is_still_answered(
+    client: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`paperboy run` stops the HTTP server first (2 s for requests in flight) and then the
+    endpoint. With PAPERBOY_SLACK_ACK_SECONDS up to 2.5 a command can still be waiting for
+    its acknowledgement when the server cuts its request off: its answer (here a change that
+    is stored) went nowhere, the asker saw Slack's failure for a change that was made."""
+    release, started = threading.Event(), []
+    real_handle = slack_app.handle
+
+    def holding(text: str, ctx: Any) -> Any:
+        started.append(text)
+        release.wait(30)
+        return real_handle(text, ctx)
+
+    monkeypatch.setattr(slack_app, "handle", holding)
+    client.endpoint.ack_budget = 60  # still waiting for its acknowledgement at the stop
+    asking = asyncio.ensure_future(post(client, "subscribe offline-rl", "r1", fake_slack))
+    try:
+        assert await eventually(lambda: started == ["subscribe offline-rl"])
+        await client.server.stop(grace=0.01)  # cuts the request off
+        closing = asyncio.ensure_future(client.endpoint.close(grace=20))
+    finally:
+        release.set()
+    await asyncio.wait_for(closing, 30)
+    with contextlib.suppress(Exception):
+        await asking  # the connection was closed: no acknowledgement
+    assert [answer["text"] for answer in fake_slack.responses] == [
+        "@alice subscribed this channel to Offline RL (`offline-rl`)."
+    ]
+    db = open_db(client.services.db_path)
+    assert [row["topic_id"] for row in active_subscriptions(db, CHANNEL)] == ["offline-rl"]

@@ -208,7 +208,14 @@ class SlackEndpoint:
             # Waiting the whole budget behind a queue would only make the acknowledgements
             # late too (see docs/benchmarks.md, issue 9), so a little at most.
             budget = min(budget, self.queued_wait)
-        done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)
+        except asyncio.CancelledError:
+            # The server's stop cut the request off before its acknowledgement (its grace
+            # can be shorter than the ack budget): the answer still goes to response_url,
+            # not nowhere, and the stop's grace waits for it.
+            self._follow_up(form["response_url"], task)
+            raise
         if done and task.cancelled():  # a stop cancelled it before it started
             return _message({"response_type": "ephemeral", "text": STOPPED})
         if done:
