@@ -1,0 +1,167 @@
+"""A large ingest killed with SIGKILL part-way (issue 11): a real process, a real worker.
+
+What a kill -9 leaves must say so (`paperboy status`), hold only whole chunks, and a
+re-run must finish it with nothing duplicated and nothing lost: the store then equals
+one ingest that was never interrupted. Also: the enrichment worker of a killed ingest
+must not run on alone (it would enrich the whole file into its spool, gigabytes at 1M).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from db import open_db
+from db.papers import count_papers, last_ingest
+from digests.ingest import ingest_files
+from tests.conftest import NOW
+
+PAPERS = 6_000
+CHILD = """
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from db import open_db
+from digests.ingest import ingest_files
+db = open_db(Path(sys.argv[1]))
+ingest_files(db, [Path(sys.argv[2])], now=datetime(2026, 11, 30, 9, tzinfo=timezone.utc))
+"""
+
+
+def big_file(path: Path) -> Path:
+    """PAPERS papers with distinct abstracts and titles, ~300 bytes each (enough for the
+    worker process: `bulk.WORKER_MIN_PAPERS`)."""
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(PAPERS):
+            paper = {
+                "id": f"2502.{n:05d}",
+                "title": f"Model{n} Learns Task {n} From Sparse Signals",
+                "abstract": (
+                    f"We propose Model{n}, a method for task {n} with sparse rewards. "
+                    f"It beats the strongest baseline by {n % 97} points on {n % 13} suites."
+                ),
+                "authors": [f"Ann Writer{n}", "Bo Common"],
+            }
+            out.write(json.dumps(paper) + "\n")
+    return path
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def snapshot(db: Any) -> tuple[list[Any], list[Any]]:
+    rows = [dict(r) for r in db.query("select * from papers order by id")]
+    aliases = [dict(r) for r in db.query("select * from paper_aliases order by alias")]
+    return rows, aliases
+
+
+def test_an_ingest_killed_after_a_chunk_is_said_and_a_rerun_finishes_it(
+    tmp_path: Path, run: Any
+) -> None:
+    source = big_file(tmp_path / "big.jsonl")
+    db_path = tmp_path / "killed.db"
+    open_db(db_path).conn.close()  # migrated before the child starts
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db_path), str(source)], cwd=tmp_path, env=env
+    )
+    watcher = open_db(db_path)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and child.poll() is None:
+            workers.update(children(child.pid))
+            row = last_ingest(watcher)
+            if row is not None and row["done"] >= 2_000:
+                break
+            time.sleep(0.02)
+        assert child.poll() is None, "the ingest ended before it could be killed"
+        workers.update(children(child.pid))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert workers, "the ingest started no worker process"
+
+    # The worker notices that its ingest is gone and stops, instead of enriching on.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.1)
+    orphans = [pid for pid in workers if alive(pid)]
+    for pid in orphans:
+        os.kill(pid, signal.SIGKILL)
+    assert not orphans, "the enrichment worker ran on after its ingest was killed"
+    assert not list(tmp_path.glob(".paperboy-ingest-*")), "a spool file was left behind"
+
+    # Only whole chunks are stored, and the status says the ingest did not finish.
+    db = open_db(db_path)
+    row = last_ingest(db)
+    assert row is not None and row["status"] == "running"
+    assert 2_000 <= row["done"] < PAPERS and row["done"] % 2_000 == 0
+    assert count_papers(db) == row["done"] == row["added"]
+    status = run("status", "--db", str(db_path)).output
+    assert f"has not finished: {row['done']} of 6000 papers done" in status
+    assert "run the same ingest again to finish" in status
+
+    # A re-run finishes it: the store equals one uninterrupted ingest of the file.
+    summary = ingest_files(db, [source], now=NOW)
+    assert (summary.added, summary.skipped) == (PAPERS - row["done"], row["done"])
+    assert count_papers(db) == PAPERS
+    assert "has not finished" not in run("status", "--db", str(db_path)).output
+    whole = open_db(tmp_path / "whole.db")
+    ingest_files(whole, [source], now=NOW)
+    assert snapshot(db) == snapshot(whole)
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, Any]] = []
+
+    def put(self, message: tuple[str, Any]) -> None:
+        self.messages.append(message)
+
+
+def test_a_worker_whose_ingest_was_killed_stops_enriching(tmp_path: Path, monkeypatch: Any) -> None:
+    from digests.ingest import bulk
+    from digests.ingest.decode import Limits
+
+    class Dead:
+        def is_alive(self) -> bool:
+            return False
+
+    source = big_file(tmp_path / "big.jsonl")
+    db_path = tmp_path / "w.db"
+    open_db(db_path).conn.close()
+    spool = tmp_path / "w.spool"
+    spool.touch()
+    monkeypatch.setattr(bulk.multiprocessing, "parent_process", Dead)
+    out = Outbox()
+    bulk._worker(out, str(spool), str(db_path), [source], None, None, Limits(), NOW, (0, 1))
+    assert out.messages == []  # neither a batch nor "end": it stopped at once
