@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -16,16 +17,28 @@ from digests.records import PaperRecord
 log = logging.getLogger(__name__)
 
 
-def _record(value: Any, *, source: str, path: str, line: int) -> PaperRecord:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise IngestError(
-            path, line, "has an invalid character (a lone surrogate \\ud8xx)"
-        ) from None
+# Files repeat the same few keys on every line: normalised once each.
+_normalise_key = functools.lru_cache(maxsize=1024)(normalise_key)
+
+
+def _may_escape(text: str) -> bool:
+    """Whether JSON `text` may decode to a lone surrogate (see `_record`)."""
+    return "\\u" in text or not text.isascii()
+
+
+def _record(value: Any, *, source: str, path: str, line: int, escapes: bool = True) -> PaperRecord:
+    """`escapes`: whether the JSON text may make a lone surrogate: it holds a `\\u`
+    escape or a character that is not ASCII (the check costs more than parsing)."""
+    if escapes:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise IngestError(
+                path, line, "has an invalid character (a lone surrogate \\ud8xx)"
+            ) from None
     if not isinstance(value, dict):
         raise IngestError(path, line, f"holds a JSON {type(value).__name__}, not an object")
-    row = {normalise_key(str(key)): item for key, item in value.items()}
+    row = {_normalise_key(str(key)): item for key, item in value.items()}
     if not has_field(set(row), "abstract"):
         raise IngestError(path, line, "has no 'abstract' field")
     return record_from_row(row, source=source, path=path, line=line)
@@ -71,9 +84,10 @@ def parse_json(
             raise IngestError(path, 1, "is JSON nested too deeply to be a paper list") from None
         if not isinstance(values, list):
             raise IngestError(path, 1, "is not a JSON array of papers")
+        escapes = _may_escape(text)
         for value in values:
             found += 1
-            yield _record(value, source=source, path=path, line=1)
+            yield _record(value, source=source, path=path, line=1, escapes=escapes)
     else:
         for number, line in enumerate(chain(head, stream), start=1):
             if not line.strip():
@@ -85,6 +99,6 @@ def parse_json(
             except RecursionError:
                 raise IngestError(path, number, "is JSON nested too deeply") from None
             found += 1
-            yield _record(value, source=source, path=path, line=number)
+            yield _record(value, source=source, path=path, line=number, escapes=_may_escape(line))
     if not found:
         raise IngestError(path, 1, "holds no papers")

@@ -27,7 +27,7 @@ _WEBHOOK = re.compile(
     re.I,
 )
 # Markup that rendering drops: `xox`b`-1...` or `$xoxb$-1...` shows as a whole token.
-_MARKUP = str.maketrans("", "", "`*_~$\\")
+_MARKUP = "`*_~$\\"
 # Slack's signing secret (32 hex), and the base64-ish client and webhook secrets of
 # Slack and Discord: a long run with a digit in it, right after the name.
 _SIGNING_SECRET = re.compile(
@@ -64,11 +64,15 @@ def _decodes_to_an_id(part: str) -> bool:
 
 def secret_kind(line: str) -> str | None:
     """What kind of secret `line` seems to hold ("a Slack token", ...), or None."""
-    bare = line.translate(_MARKUP)
-    if "xox" in bare or "xapp" in bare:  # deleting markup keeps "xox" whole
-        for text in (line, bare):
-            if _SLACK_TOKEN.search(text):
-                return "a Slack token"
+    if "x" in line:  # deleting markup adds no "x": without one, neither text has a token
+        bare = line
+        for char in _MARKUP:  # `replace` is several times faster than `translate`
+            if char in bare:
+                bare = bare.replace(char, "")
+        if "xox" in bare or "xapp" in bare:  # deleting markup keeps "xox" whole
+            for text in (line, bare):
+                if _SLACK_TOKEN.search(text):
+                    return "a Slack token"
     if ("hooks." in line or "webhooks/" in line) and _WEBHOOK.search(line):
         return "a Slack or Discord webhook URL"
     assignment = _ASSIGNMENT.match(line)
