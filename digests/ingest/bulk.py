@@ -121,12 +121,28 @@ def check_files(
     return count
 
 
+# Records looked up together in `_prepare_batch`: few enough that their abstracts' plain
+# text, made for the fingerprints, is still in `plain_text`'s small cache when `prepare`
+# wants it again (it was made twice: 0.37 CPU s per 10k papers).
+LOOKUP_GROUP = 8
+
+
 def _prepare_batch(
     db: Database, records: list[PaperRecord], path: str, now: datetime
 ) -> list[Item]:
-    """Each record skipped (stored unchanged), empty or enriched. `is_absorbed` runs only
-    for a record whose id, legacy id or external id is stored (one query for the batch):
-    without any of those it finds no stored paper, so it could only say no."""
+    """Each record skipped (stored unchanged), empty or enriched, in order."""
+    items: list[Item] = []
+    for start in range(0, len(records), LOOKUP_GROUP):
+        items.extend(_prepare_group(db, records[start : start + LOOKUP_GROUP], path, now))
+    return items
+
+
+def _prepare_group(
+    db: Database, records: list[PaperRecord], path: str, now: datetime
+) -> list[Item]:
+    """`_prepare_batch` for a few records. `is_absorbed` runs only for a record whose id,
+    legacy id or external id is stored (one query for the group): without any of those
+    it finds no stored paper, so it could only say no."""
     fingerprints = [fingerprint_hash(r.abstract) if r.abstract.strip() else "" for r in records]
     keys = [[own_id(fp), legacy_id(fp)] if fp else [] for fp in fingerprints]
     externals = [r.external_id for r in records if r.external_id]
