@@ -341,3 +341,79 @@ async def test_a_discord_global_429_pauses_every_channel(
     assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
     assert len(fake_discord.created) == 2
     assert len(posts) == 2 and all(at >= start + 9 for at in posts)
+
+
+async def _discord_run(
+    fake: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any, db: Database, parts: int
+) -> tuple[list[ChannelResult], list[tuple[str, float]], DiscordPoster]:
+    """Three channels at 20/s through a logged-in bot, each post the fake admits recorded
+    with its channel and (virtual) time."""
+    from tests.discord_helpers import logged_in, make_services
+
+    posts: list[tuple[str, float]] = []
+
+    class Recorded(RateLimits):
+        def admit(self, channel: str) -> Any:
+            posts.append((channel, time.now))
+            return super().admit(channel)
+
+    bot: PaperboyClient = await logged_in(make_services(tmp_path, [], catalog, fake), fake)
+    fake.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
+    channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(3)]
+    queue(db, channels, parts, lambda c, part: {"content": f"{c} part {part}"})
+    poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
+    try:
+        results = await deliver_all(db, poster, channels, time)
+    finally:
+        await bot.close()
+    return results, posts, poster
+
+
+async def test_a_global_429_discord_py_retries_itself_pauses_every_channel_and_slows_down(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """discord.py waits out a 429 of up to 30 s and sends again by itself; the limiter
+    heard nothing of it, so other channels kept posting into the global limit at the same
+    rate (the bench, told 100/s against 50/s: 299 global 429s). Now it pauses every
+    channel for the body's retry_after (0.2 s: discord.py sleeps it for real) and lowers
+    the rate by a fifth."""
+    body = {"message": "You are being rate limited.", "retry_after": 0.2, "global": True}
+    headers = {"Via": "1.1 google", "Retry-After": "1", "X-RateLimit-Global": "true",
+               "X-RateLimit-Scope": "global"}  # fmt: skip
+    fake_discord.queue("/messages", body, 429, headers)
+    start = time.now
+    results, posts, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 1)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 3}
+    assert len(fake_discord.created) == 3 and len(fake_discord.limited) == 0
+    others = posts[1:]  # posts[0] is discord.py's own retry, at once (no turn of ours)
+    assert len(others) == 2 and all(at >= start + 0.2 for _, at in others)
+    assert 16.0 <= poster.limits.rate < 16.1  # 20 x 0.8, and 1% of 20 a second regained
+
+
+async def test_a_channel_429_discord_py_retries_itself_pauses_only_that_channel(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    fake_discord.queue_rate_limit("/messages", retry_after=0.2)  # X-RateLimit-Scope: user
+    start = time.now
+    results, posts, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 2)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 6}
+    assert len(fake_discord.created) == 6
+    refused = posts[0][0]  # the channel that got the 429 (its first post, retried at once)
+    later = [at for channel, at in posts[1:] if channel == refused]
+    assert len(later) == 1 and later[0] >= start + 0.2  # its second message waited
+    assert min(at for channel, at in posts if channel != refused) < start + 0.2
+    assert poster.limits.rate == 20.0
+
+
+async def test_a_long_global_429_discord_py_raises_pauses_every_channel(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """A 429 longer than discord.py waits (30 s) comes back as `discord.RateLimited`, which
+    does not say whether it was global: it paused only its own channel."""
+    body = {"message": "You are being rate limited.", "retry_after": 45.0, "global": True}
+    fake_discord.queue("/messages", body, 429, {"Via": "1.1 google", "Retry-After": "45"})
+    start = time.now
+    results, posts, _ = await _discord_run(fake_discord, time, tmp_path, catalog, db, 1)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 3}
+    assert len(fake_discord.created) == 3
+    assert len(posts) == 3 and all(at >= start + 45 for _, at in posts)

@@ -1,12 +1,19 @@
-"""The Discord client: the /papers group on a CommandTree, synced only when it changed."""
+"""The Discord client: the /papers group on a CommandTree, synced only when it changed.
+
+Every HTTP answer discord.py receives is shown to the client's `response_listeners` first
+(an aiohttp trace, before discord.py reads it): discord.py waits out and retries a 429 of
+up to 30 s by itself, and the poster's limiter (`bot/discordbot/poster.py`) must hear of
+those too, or it never slows down."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import discord
 from discord import app_commands
 
@@ -19,6 +26,8 @@ log = logging.getLogger(__name__)
 
 SYNC_STATE_KEY = "discord.commands.sha256"
 MAX_RATE_LIMIT_WAIT_SECONDS = 30.0  # discord.py's smallest allowed value
+
+ResponseListener = Callable[[aiohttp.ClientResponse], Awaitable[None]]
 
 
 def use_api_base(url: str) -> None:
@@ -35,7 +44,12 @@ class PaperboyClient(discord.Client):
         application_id: int | None = None,
         ack_budget: float = ACK_BUDGET_SECONDS,
     ) -> None:
+        # Told of every answer to a request of this client, before discord.py handles it.
+        self.response_listeners: list[ResponseListener] = []
+        trace = aiohttp.TraceConfig()
+        trace.on_request_end.append(self._answered)
         super().__init__(
+            http_trace=trace,
             intents=discord.Intents(guilds=True),
             application_id=application_id,
             allowed_mentions=discord.AllowedMentions.none(),
@@ -50,6 +64,20 @@ class PaperboyClient(discord.Client):
         self.tree.add_command(self.group)
         # "guild", "global", "unchanged" or "deferred" (rate-limited), after setup
         self.synced: str | None = None
+
+    async def _answered(
+        self,
+        session: aiohttp.ClientSession,
+        context: Any,
+        params: aiohttp.TraceRequestEndParams,
+    ) -> None:
+        """Show an answer to the listeners. A failing listener is logged and skipped: it
+        must never fail the request discord.py is making."""
+        for listener in list(self.response_listeners):
+            try:
+                await listener(params.response)
+            except Exception:
+                log.exception("discord: a response listener failed")
 
     def command_payload(self) -> list[dict[str, Any]]:
         return [command.to_dict(self.tree) for command in self.tree.get_commands()]

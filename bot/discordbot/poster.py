@@ -7,7 +7,13 @@ the bot's global limit (50 requests a second) until it has hit it. So the poster
 `rate` a second (`PAPERBOY_DISCORD_POSTS_PER_SECOND`). discord.py waits out a 429 and
 retries, for waits up to 30 s (a global one pauses all its requests); a longer one, or one
 it gave up on, comes back as a rate-limited transient error with its retry_after and
-scope, so the message stays queued. Errors that retrying cannot fix pause the channel:
+scope, so the message stays queued. The limits hear of every 429 as it arrives, those
+discord.py retries by itself included (through `PaperboyClient.response_listeners`), with
+its scope: a global one pauses every channel and lowers the rate; without that, a rate set
+above Discord's was never lowered (1,000 channels told 100/s against 50/s: 299 global
+429s, up to 8 on one channel). A 429 discord.py gives up on is told again by the delivery,
+which changes nothing: the same pause, and the rate comes down once per pause.
+Errors that retrying cannot fix pause the channel:
 Unknown Channel, Missing Access, Missing Permissions. Every message goes out with
 mentions disabled.
 """
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -41,6 +49,8 @@ PERMANENT_CODES = {
 
 
 DEFAULT_POSTS_PER_SECOND = 50.0  # Discord's global limit per bot
+# The channel a request posts to (`/api/v10/channels/{id}/messages`).
+_CHANNEL_POST = re.compile(r"/channels/(\d+)/messages$")
 
 
 class DiscordPoster:
@@ -56,6 +66,28 @@ class DiscordPoster:
     ) -> None:
         self.client = client
         self.limits = SendLimits(rate, monotonic=monotonic, sleep=sleep)
+        listeners = getattr(client, "response_listeners", None)
+        if listeners is not None:  # a PaperboyClient: hear of every 429 it receives
+            listeners.append(self._answered)
+
+    async def _answered(self, response: aiohttp.ClientResponse) -> None:
+        """Tell the limits of a 429, as soon as it arrives: the pause it asks for, for its
+        channel or (global) for every send. A 429 to any other request than a post
+        (a command sync, an interaction's answer) matters only when it is global."""
+        if response.status != 429:
+            return
+        body: Any = None  # as discord.py reads it: JSON only when it says so, else text
+        with contextlib.suppress(Exception):  # cut off: decided by the headers alone
+            # Read before discord.py does: aiohttp keeps the body for discord.py's read.
+            raw = await response.read()
+            body = raw.decode("utf-8", "replace")
+            if response.headers.get("Content-Type") == "application/json":
+                body = json.loads(raw)
+        retry_after, scope = _limit_of(response.headers, body)
+        channel = _CHANNEL_POST.search(response.url.path)
+        if channel is None and scope != "global":
+            return
+        self.limits.limited(channel.group(1) if channel else "", retry_after, scope)
 
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
@@ -90,27 +122,38 @@ class DiscordPoster:
 
 
 def _rate_limited(exc: discord.HTTPException) -> TransientError:
-    """A 429 as a rate-limited transient error: its `Retry-After` header (seconds) and
-    whether the limit was the bot's global one. A 429 without Discord's `Via` header is
-    Cloudflare refusing this address (discord.py raises it at once, as "banned by
-    Cloudflare"): every request alike, so it is global too, and waited out for a minute
-    when it does not say how long (more requests meanwhile only lengthen the ban)."""
+    """A 429 that discord.py raised (its own retries of it ran out, or Cloudflare's) as a
+    rate-limited transient error, by `_limit_of` its headers."""
     response: Any = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
+    retry_after, scope = _limit_of(headers, None)
+    return TransientError("rate limited", retry_after=retry_after, rate_limited=True, scope=scope)
+
+
+def _limit_of(headers: Any, body: Any) -> tuple[float | None, str]:
+    """A 429's pause in seconds (None: it does not say) and scope ("global" or "channel").
+
+    The pause is the body's `retry_after` (a float), else the `Retry-After` header (whole
+    seconds). Global when the body's `global` is true, `X-RateLimit-Global: true` or
+    `X-RateLimit-Scope: global`. A 429 without Discord's `Via` header, or whose body is not
+    Discord's JSON, is Cloudflare refusing this address (discord.py raises it at once, as
+    "banned by Cloudflare"): every request alike, so it is global too, and waited out for
+    a minute when it does not say how long (more requests meanwhile only lengthen the ban).
+    `body` None: not read (the header alone decides)."""
     retry_after = None
-    with contextlib.suppress(TypeError, ValueError):
-        retry_after = max(float(headers.get("Retry-After")), 0.0)
-    banned = not headers.get("Via")
+    if isinstance(body, dict):
+        with contextlib.suppress(TypeError, ValueError):
+            retry_after = max(float(body["retry_after"]), 0.0)
+    if retry_after is None:
+        with contextlib.suppress(TypeError, ValueError):
+            retry_after = max(float(headers.get("Retry-After")), 0.0)
+    banned = not headers.get("Via") or (body is not None and not isinstance(body, dict))
     if banned and retry_after is None:
         retry_after = MAX_WAIT_SECONDS
     is_global = (
         banned
+        or (isinstance(body, dict) and body.get("global") is True)
         or str(headers.get("X-RateLimit-Global", "")).lower() == "true"
         or str(headers.get("X-RateLimit-Scope", "")).lower() == "global"
     )
-    return TransientError(
-        "rate limited",
-        retry_after=retry_after,
-        rate_limited=True,
-        scope="global" if is_global else "channel",
-    )
+    return retry_after, "global" if is_global else "channel"
