@@ -165,3 +165,100 @@ def test_a_worker_whose_ingest_was_killed_stops_enriching(tmp_path: Path, monkey
     out = Outbox()
     bulk._worker(out, str(spool), str(db_path), [source], None, None, Limits(), NOW, (0, 1))
     assert out.messages == []  # neither a batch nor "end": it stopped at once
+
+
+def test_a_worker_that_hangs_is_given_up_on_not_waited_for_for_ever(monkeypatch: Any) -> None:
+    import queue
+
+    import pytest
+
+    from digests.ingest import bulk
+
+    class Hung:
+        exitcode = None
+
+        def is_alive(self) -> bool:
+            return True  # alive, but sends nothing (stopped, swapping, stuck on a disk)
+
+    workers = bulk.Workers.__new__(bulk.Workers)
+    workers.queues = [queue.Queue()]  # type: ignore[list-item]
+    workers.processes = [Hung()]  # type: ignore[list-item]
+    monkeypatch.setattr(bulk, "WORKER_POLL_SECONDS", 0.01)
+    monkeypatch.setattr(bulk, "WORKER_STALL_SECONDS", 0.1)
+    with pytest.raises(bulk.WorkerFailed, match="sent nothing for"):
+        next(workers.batches({}))
+
+
+def test_a_worker_dying_after_a_chunk_is_one_line_saying_what_was_stored(
+    tmp_path: Path, monkeypatch: Any, run: Any
+) -> None:
+    from digests.ingest import bulk
+
+    monkeypatch.setattr(bulk, "CHUNK_PAPERS", 3)
+    monkeypatch.setattr(bulk, "BATCH_PAPERS", 2)
+    real = bulk.prepared_items
+
+    def dies_after_two_batches(*args: Any, **kwargs: Any) -> Any:
+        for number, batch in enumerate(real(*args, **kwargs)):
+            if number == 2:
+                raise bulk.WorkerFailed("an enrichment worker stopped (exit code -9)")
+            yield batch
+
+    monkeypatch.setattr(bulk, "prepared_items", dies_after_two_batches)
+    lines = [
+        json.dumps({"id": f"2503.{n:05d}", "abstract": f"We study problem {n} with method {n}."})
+        for n in range(10)
+    ]
+    source = tmp_path / "ten.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db_path = tmp_path / "p.db"
+    result = run("ingest", str(source), "--db", str(db_path))
+    assert result.exit_code != 0
+    error = result.output.strip().splitlines()
+    assert error == [
+        f"error: {source}: an enrichment worker stopped (exit code -9); stopped there: 3 of "
+        "10 papers before it were stored (3 added, 0 merged, 0 skipped); run the same "
+        "ingest again to finish (stored papers are skipped)"
+    ]
+    row = last_ingest(open_db(db_path))
+    assert row is not None and (row["status"], row["done"]) == ("stopped", 3)
+    assert "stopped part-way: 3 of 10 papers done" in run("status", "--db", str(db_path)).output
+
+
+def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_error(
+    tmp_path: Path, monkeypatch: Any, run: Any
+) -> None:
+    import sqlite3
+
+    import pytest
+
+    from digests.ingest import bulk
+
+    monkeypatch.setattr(bulk, "CHUNK_PAPERS", 3)
+    monkeypatch.setattr(bulk, "BATCH_PAPERS", 2)
+    real = bulk.papers.insert_papers
+    calls = []
+
+    def fills_the_disk(db: Any, rows: Any) -> None:
+        calls.append(len(rows))
+        if len(calls) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(db, rows)
+
+    monkeypatch.setattr(bulk.papers, "insert_papers", fills_the_disk)
+    lines = [
+        json.dumps({"id": f"2504.{n:05d}", "abstract": f"We study problem {n} with method {n}."})
+        for n in range(10)
+    ]
+    source = tmp_path / "ten.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = open_db(tmp_path / "p.db")
+    # The inbox retries a file whose ingest failed on the database: the kind stays.
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        ingest_files(db, [source], now=NOW)
+    assert str(caught.value) == (
+        "database or disk is full; stopped there: 3 of 10 papers before it were stored "
+        "(3 added, 0 merged, 0 skipped); run the same ingest again to finish (stored papers "
+        "are skipped)"
+    )
+    assert count_papers(db) == 3

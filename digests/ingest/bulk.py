@@ -41,6 +41,7 @@ import queue as queues
 import re
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,6 +80,9 @@ CHUNK_PAPERS = 2_000  # per write transaction: about half a second of the write 
 BATCH_PAPERS = 250  # per message from the worker
 WORKER_MIN_PAPERS = 5_000  # fewer: enrich in this process (a worker takes ~0.3 s to start)
 WORKER_POLL_SECONDS = 1.0
+# A worker alive but silent this long is stuck (stopped, swapping, hung on a disk): a batch
+# takes well under a second, a batch of the largest papers allowed a few seconds.
+WORKER_STALL_SECONDS = 300.0
 MIN_PAPER_BYTES = 100  # a paper's abstract alone is longer
 WORKERS = 1  # enrichment processes: with this one writing, they keep 2 cores busy
 
@@ -244,6 +248,11 @@ class WorkerFailed(RuntimeError):
     """An enrichment worker process stopped without saying why (killed, out of memory)."""
 
 
+class IngestInterrupted(IngestError):
+    """The ingest stopped for a reason that is not the file's (its worker died or hung):
+    the message says what was stored; the same ingest may be run again as it is."""
+
+
 class Workers:
     """`prepared_items` computed by `count` worker processes ("spawn": no fork of a
     process that may hold threads and connections), each preparing every n-th batch into
@@ -283,6 +292,7 @@ class Workers:
             process.start()
 
     def _next(self, k: int) -> tuple[str, Any]:
+        waited_since = time.monotonic()
         while True:
             try:
                 message: tuple[str, Any] = self.queues[k].get(timeout=WORKER_POLL_SECONDS)
@@ -291,6 +301,11 @@ class Workers:
                 if not self.processes[k].is_alive():
                     code = self.processes[k].exitcode
                     raise WorkerFailed(f"an enrichment worker stopped (exit code {code})") from None
+                if time.monotonic() - waited_since > WORKER_STALL_SECONDS:
+                    # Waiting on for ever would leave the ingest "running" with no end.
+                    raise WorkerFailed(
+                        f"an enrichment worker sent nothing for {WORKER_STALL_SECONDS:.0f} s"
+                    ) from None
 
     def batches(self, versions: dict[str, str]) -> Iterator[list[Item]]:
         """The batches in order. Raises IngestError as the worker did, FileChanged when a
@@ -468,8 +483,9 @@ class Writer:
                 papers.update_ingest(
                     self.db, self.ingest_id, {"status": "stopped", "error": error[:500]}
                 )
-        except sqlite3.Error:
-            log.exception("ingest: could not record that ingest %s stopped", self.ingest_id)
+        except sqlite3.Error as exc:
+            # A warning, not a traceback: the failure itself is being reported already.
+            log.warning("ingest: could not record that ingest %s stopped (%s)", self.ingest_id, exc)
 
 
 def partial_note(summary: IngestSummary, done: int, total: int) -> str:
@@ -583,6 +599,18 @@ def _ingest(
         message = CHANGED_PART if isinstance(exc, FileChanged) else exc.message
         note = partial_note(summary, writer.done, total)
         raise type(exc)(exc.path, exc.line, message + note) from None
+    except (WorkerFailed, sqlite3.Error) as exc:
+        # One line for the user that says what was stored (a full disk, a busy or broken
+        # database, a worker killed for memory), of the same kind for sqlite errors, so
+        # that callers treat them as before (the inbox retries those files).
+        writer.stopped(f"{type(exc).__name__}: {exc}")
+        if writer.ingest_id is None:
+            note = "; nothing was stored; run the same ingest again"
+        else:
+            note = partial_note(summary, writer.done, total)
+        if isinstance(exc, WorkerFailed):
+            raise IngestInterrupted(", ".join(summary.files), None, f"{exc}{note}") from None
+        raise type(exc)(f"{exc}{note}") from None
     except BaseException as exc:
         writer.stopped(f"{type(exc).__name__}: {exc}")
         raise
