@@ -1,36 +1,47 @@
 """The inbox: new paper lists dropped in `PAPERBOY_INBOX` are ingested before digests.
 
-Each file is ingested on its own (one transaction each), once per version (path,
-size and modification time). A bad file is reported and skipped; the others load.
+Each file is ingested on its own (one transaction each; a large one in chunks, see
+`digests.ingest.bulk`), once per version (path, size and modification time). A bad file
+is reported and skipped; the others load.
 
 Safe to call from several threads or processes at once: a file's version is first
 claimed in a short transaction (`inbox_files.status = 'ingesting'`), so only one
 caller ingests it; the others skip it. A claim whose process died, or that is older
-than `CLAIM_MINUTES`, is taken over. A busy database ("database is locked") makes
-that file fail for this run only: it is not recorded, so the next run tries again.
+than `CLAIM_MINUTES`, is taken over; the claimer renews it every `RENEW_SECONDS` while it
+ingests (a file of a million papers takes longer than the claim lasts). A busy database
+("database is locked") makes that file fail for this run only: it is not recorded, so the
+next run tries again.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from stat import S_ISDIR
+from typing import Any
 
 from sqlite_utils import Database
 
 from bot.delivery import SENDER, sender_alive
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
+from digests.ingest.bulk import IngestInterrupted
 from digests.ingest.decode import Limits
 from digests.ingest.errors import FileChanged
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
-CLAIM_MINUTES = 30  # far longer than any inbox file takes to ingest
+CLAIM_MINUTES = 30  # a claim not renewed for this long is taken over
+# While a file is ingested its claim is renewed this often (a 1M-paper file takes 15-35
+# minutes on 2 cores: a claim that ran out meant a second process ingested it at once).
+RENEW_SECONDS = 60.0
+_monotonic = time.monotonic  # tests step it
 # Files still being downloaded or saved: browsers and editors rename them when done. Read
 # early, their cut-off last paper would be stored as a paper of its own.
 UNFINISHED_SUFFIXES = (".part", ".partial", ".crdownload", ".download", ".tmp", ".swp", "~")
@@ -74,6 +85,37 @@ def _record(
         },
         pk="path",
     )
+
+
+def _renewing(db: Database, path: Path, now: datetime) -> Any:
+    """A progress wrapper for `ingest_files` that renews our claim on `path` every
+    RENEW_SECONDS while the papers are stored (between chunks: no transaction is open).
+    `now` is the run's clock; the time since is added to it."""
+    start = last = _monotonic()
+
+    def renew(items: Sequence[Any]) -> Iterable[Any]:
+        nonlocal last
+        iterator: Iterator[Any] = iter(items)
+        for item in iterator:
+            yield item
+            moment = _monotonic()
+            if moment - last >= RENEW_SECONDS:
+                last = moment
+                _renew(db, path, now + timedelta(seconds=moment - start))
+
+    return renew
+
+
+def _renew(db: Database, path: Path, at: datetime) -> None:
+    try:
+        with write_transaction(db):
+            db.execute(
+                "update inbox_files set seen_at = ? "
+                "where path = ? and status = 'ingesting' and detail = ?",
+                [stamp(at), str(path), SENDER],
+            )
+    except sqlite3.OperationalError as exc:  # busy: the next renewal tries again
+        log.warning("inbox: could not renew the claim on %s (%s)", path.name, exc)
 
 
 def _release(db: Database, path: Path) -> None:
@@ -143,11 +185,19 @@ def _ingest_one(
     limits: Limits,
 ) -> None:
     try:
-        summary = ingest_files(db, [path], now=now, limits=limits)
+        summary = ingest_files(
+            db, [path], now=now, limits=limits, progress=_renewing(db, path, now)
+        )
         status, detail = "loaded", summary.describe()
         result.loaded.append(path.name)
         result.added += summary.added
         log.info("inbox: %s: %s", path.name, detail)
+    except IngestInterrupted as exc:
+        # Not the file's fault (its worker died or hung): the next run finishes it.
+        result.failed.append(f"{path.name}: {exc.message}; will retry next run")
+        log.warning("inbox: %s; will retry next run", exc)
+        _release(db, path)
+        return
     except FileChanged:
         # Not an error of this version: its size and time may not show the change (a
         # same-size edit within the file system's time granularity), so it is retried.
