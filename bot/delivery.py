@@ -208,16 +208,17 @@ def sender_alive(sender: str) -> bool:
     return True
 
 
-async def _record_sent(db: Database, message_id: int, platform_id: str, at: str) -> None:
-    """Record a send; a busy database must not make an accepted message go out again."""
+async def _record_sent(db: Database, message_id: int, platform_id: str, at: str) -> bool:
+    """Record a send; a busy database must not make an accepted message go out again.
+    False if our claim was taken over meanwhile: the record is the new holder's."""
     for attempt in range(5):
         try:
-            outbox.mark_sent(db, message_id, platform_id, at)
-            return
+            return outbox.mark_sent(db, message_id, platform_id, at, sender=SENDER)
         except sqlite3.OperationalError:
             if attempt == 4:
                 raise
             await asyncio.sleep(0.5 * 2**attempt)
+    return False  # not reached: the last attempt returns or raises
 
 
 async def deliver_channel(
@@ -333,8 +334,12 @@ async def deliver_channel(
                 )
                 return ChannelResult(channel, sent, "retrying", outcome.reason)
             log.info("delivery to %s rate limited; sending again after the wait", channel)
-        await _record_sent(db, message["id"], platform_id, stamp(clock()))
         sent += 1
+        if not await _record_sent(db, message["id"], platform_id, stamp(clock())):
+            # Our claim ran out and another sender took the message over: it is sending it
+            # too, and records it. The parts after it wait for that (they go in order).
+            log.info("delivered to %s, but another sender has that message now", channel)
+            return ChannelResult(channel, sent, "retrying", "sent elsewhere")
         week, parts = outbox.digest_parts(db, message["digest_id"])
         log.info(
             "delivered to %s: digest %s (%s), part %d of %d",
@@ -400,7 +405,10 @@ def _retry_later(
 def _give_up(
     db: Database, channel: str, message: dict[str, Any], reason: str, sent: int
 ) -> ChannelResult:
-    later = outbox.mark_failed(db, message["id"], reason)
+    later = outbox.mark_failed(db, message["id"], reason, sender=SENDER)
+    if later is None:  # taken over by another sender meanwhile (our claim had run out)
+        log.info("delivery to %s failed (%s); another sender has it now", channel, reason)
+        return ChannelResult(channel, sent, "retrying", "sent elsewhere")
     log.warning(
         "delivery to %s gave up after %d attempts: %s%s",
         channel,

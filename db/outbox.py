@@ -160,13 +160,25 @@ def thread_root(db: Database, row: Row) -> str | None:
     return rows[0]["platform_id"] if rows else None
 
 
-def mark_sent(db: Database, message_id: int, platform_id: str, now: str) -> None:
-    db.execute(
+def mark_sent(
+    db: Database, message_id: int, platform_id: str, now: str, *, sender: str | None = None
+) -> bool:
+    """Record a send. With `sender`, only while that sender's claim holds the message.
+    A sender whose claim was taken over (it ran out: a clock step, a stalled process)
+    records nothing: the message is the new holder's, whose own send's outcome is the one
+    recorded (a `sent` over its claim cleared that claim, so its send's outcome could not
+    be recorded; over its `sent`, it replaced its platform id). False if not recorded."""
+    where, values = "id = ?", [platform_id, now, message_id]
+    if sender is not None:
+        where += " and state = 'sending' and claimed_by = ?"
+        values.append(sender)
+    cursor = db.execute(
         "update outbox set state = 'sent', platform_id = ?, sent_at = ?, "
         "last_error = null, next_attempt_at = null, claimed_by = null, claimed_until = null "
-        "where id = ?",
-        [platform_id, now, message_id],
+        f"where {where}",
+        values,
     )
+    return cursor.rowcount == 1
 
 
 def release(
@@ -227,18 +239,29 @@ def mark_retry(
     return cursor.rowcount == 1
 
 
-def mark_failed(db: Database, message_id: int, error: str) -> int:
+def mark_failed(
+    db: Database, message_id: int, error: str, *, sender: str | None = None
+) -> int | None:
     """Given up: the message will not be sent, and its papers count as undelivered.
 
     The digest's later parts are given up with it: a part must never go out without the
     parts before it (part 2 posted alone would be a top-level message with no header).
-    Returns how many later parts were given up."""
+    Returns how many later parts were given up. With `sender`, only while that sender's
+    claim holds the message (see `mark_sent`: a sender whose claim was taken over must not
+    give up a message another is sending, nor turn its `sent` into `failed`); None, and
+    nothing changed, if not."""
+    where, values = "id = ?", [error, message_id]
+    if sender is not None:
+        where += " and state = 'sending' and claimed_by = ?"
+        values.append(sender)
     with write_transaction(db):
-        db.execute(
+        given_up = db.execute(
             "update outbox set state = 'failed', last_error = ?, "
-            "next_attempt_at = null, claimed_by = null, claimed_until = null where id = ?",
-            [error, message_id],
+            f"next_attempt_at = null, claimed_by = null, claimed_until = null where {where}",
+            values,
         )
+        if sender is not None and given_up.rowcount != 1:
+            return None
         row = db.execute("select digest_id, part from outbox where id = ?", [message_id]).fetchone()
         if row is None or row[0] is None:
             return 0
