@@ -230,6 +230,9 @@ def ingest(
     except BaseException:
         new.discard(db)  # a refused file leaves no empty database behind
         raise
+    from db import text_index
+
+    text_index.catch_up(db)  # the next lookup does not pay this ingest's indexing
     echo(summary.describe())
 
 

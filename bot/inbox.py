@@ -28,6 +28,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from bot.delivery import SENDER, sender_alive
+from db import text_index
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.bulk import IngestInterrupted
@@ -172,6 +173,9 @@ def ingest_inbox(
             log.warning("inbox: %s not claimed, database busy (%s); will retry", path.name, exc)
             continue
         _ingest_one(db, path, stat.st_size, stat.st_mtime_ns, now, result, limits)
+    if result.loaded:
+        # The next lookup then does not pay for indexing these papers.
+        text_index.catch_up(db)
     return result
 
 

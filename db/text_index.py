@@ -33,6 +33,7 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import sys
 import threading
 import time
@@ -398,6 +399,30 @@ def trim(db: Database) -> int:
     with db.conn:
         cursor = db.conn.execute("delete from search_changes where seq <= ?", [seq])
     return int(cursor.rowcount)
+
+
+def catch_up(db: Database) -> bool:
+    """Bring the index up to date with what `db` committed, then trim the applied log:
+    call it after an ingest or a fetch commits, so the next lookup does not pay the
+    backlog (150k new papers: about 20 s) and the log does not grow for ever. Never
+    raises for the index: when it cannot be updated now (another process updating it,
+    a reader that may not write, a full disk) it logs why and the next lookup or
+    catch-up does the work. Returns whether the index is current. Must not be called
+    inside a transaction (it is then a no-op)."""
+    if db.conn.in_transaction:
+        return False
+    try:
+        if not may_write(db):
+            return False
+        ready(db)
+        trim(db)
+    except IndexUnavailable as exc:
+        log.info("search index not brought up to date now: %s", exc)
+        return False
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        log.warning("search index not brought up to date now: %s", exc)
+        return False
+    return True
 
 
 def rebuild(db: Database, handle: TextIndex | None = None) -> int:

@@ -39,6 +39,7 @@ from bot.fetching import (
 )
 from bot.fetching.client import Clock, Pacer, Sleep
 from db import sources as source_store
+from db import text_index
 from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
 from digests.ingest.pipeline import IngestSummary, plural
@@ -214,6 +215,9 @@ class SourceFetcher:
                     outcomes[row["name"]] = await self._fetch_one(session, row, since)
 
             await asyncio.gather(*(one_kind(kind_rows) for kind_rows in by_kind.values()))
+        if any(outcome.added or outcome.merged for outcome in outcomes.values()):
+            # The next lookup then does not pay for indexing what was fetched.
+            await self.in_thread(lambda: text_index.catch_up(self.db()))
         return [outcomes[row["name"]] for row in rows if row["name"] in outcomes]
 
     def _rows(self, names: Sequence[str] | None) -> list[dict[str, Any]]:
