@@ -282,9 +282,19 @@ def new_since(db: Database, channel: str, now: datetime, settings: Settings) -> 
 ARCHIVE_LIMIT = 500
 
 
-# The columns that make a window: which papers are in it, and the version of each (a
-# paper's text only changes with its `updated_at`: a merge stamps it).
-WINDOW_KEYS = NEW_PAPERS.replace("select *", "select id, updated_at, added_at, published_at")
+# The columns that make a window: which papers are in it, and the version of each. A
+# merge stamps `updated_at`, but with the ingest's clock: a second merge into a paper in
+# the same ingest (or second) leaves it as it was, so the lengths of the columns a digest
+# scores or shows are compared too (measured on a week of 3,000 papers at 100k: 26 ms
+# with them, 27 without; reading the text itself cost 2-3x). A merge that changes none of those lengths nor
+# any stamp goes unseen by a kept window until its next change; `PaperText.of` still
+# compares the text itself.
+WINDOW_KEYS = NEW_PAPERS.replace(
+    "select *",
+    "select id, updated_at, added_at, published_at, length(title), length(names), "
+    "length(keywords), length(abstract_text), length(abstract), length(authors), "
+    "length(links)",
+)
 
 
 @dataclass

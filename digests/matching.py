@@ -75,21 +75,39 @@ class PaperText:
 
     @classmethod
     def of(cls, paper: Mapping[str, Any]) -> PaperText:
-        """The normalised text of a paper; stored papers are cached by id and last update."""
+        """The normalised text of a paper; stored papers are cached by id and last update,
+        and a cached text is used only if made from the same title, names, keywords and
+        abstract: two databases in one process (tests, the bench, a copy) can hold one id
+        with one `updated_at` and other text, and `updated_at` is the ingest's clock, so
+        two merges into a paper in one ingest (or one second) leave it unchanged."""
         if not (paper.get("id") and paper.get("updated_at")):
             return _build_text(paper)
         key = (str(paper["id"]), str(paper["updated_at"]))
-        text = _TEXT_CACHE.get(key)
-        if text is None:
-            text = _TEXT_CACHE[key] = _build_text(paper)
-            if len(_TEXT_CACHE) > TEXT_CACHE_SIZE:
-                _TEXT_CACHE.popitem(last=False)
+        source = _source(paper)
+        cached = _TEXT_CACHE.get(key)
+        if cached is not None and cached[0] == source:
+            return cached[1]
+        text = _build_text(paper)
+        _TEXT_CACHE[key] = (source, text)
+        if len(_TEXT_CACHE) > TEXT_CACHE_SIZE:
+            _TEXT_CACHE.popitem(last=False)
         return text
 
 
 # A digest run scores every unsent paper for every channel: normalise each paper once.
 TEXT_CACHE_SIZE = 10_000
-_TEXT_CACHE: OrderedDict[tuple[str, str], PaperText] = OrderedDict()
+_TEXT_CACHE: OrderedDict[tuple[str, str], tuple[tuple[Any, ...], PaperText]] = OrderedDict()
+
+
+def _source(paper: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What `_build_text` reads from a paper (comparing it is a memcmp, not a normalise)."""
+    keywords = paper.get("keywords")
+    return (
+        paper.get("title"),
+        paper.get("names"),
+        tuple(keywords) if isinstance(keywords, list) else keywords,
+        paper.get("abstract_text") or paper.get("abstract"),
+    )
 
 
 def _build_text(paper: Mapping[str, Any]) -> PaperText:
