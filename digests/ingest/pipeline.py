@@ -34,6 +34,10 @@ from digests.safe_text import strip_unsafe
 
 log = logging.getLogger(__name__)
 
+# Alias prefixes of Paperboy's own keys (`ids.FINGERPRINT_ALIAS`, `fetched.content_key`),
+# refused as a file's own id.
+RESERVED_ID_PREFIXES = (FINGERPRINT_ALIAS, "seen:")
+
 
 def plural(count: int, noun: str) -> str:
     """ "1 paper", "2 papers", "0 papers"."""
@@ -141,6 +145,17 @@ def _clean(record: PaperRecord, path: str) -> None:
     record.keywords = [text for text in (strip_unsafe(k).strip() for k in record.keywords) if text]
     fields = (record.abstract, record.title, record.venue, record.url, record.external_id)
     refuse_secrets((*fields, *record.authors, *record.keywords), path, record.line)
+    if record.external_id and record.external_id.startswith(RESERVED_ID_PREFIXES):
+        # A file's id becomes an alias, and aliases share one namespace with Paperboy's
+        # own keys: "fp:<another abstract's hash>" would merge every later copy of that
+        # abstract into this paper without a word.
+        raise IngestError(
+            path,
+            record.line,
+            f"id {record.external_id[:40]!r} starts with {RESERVED_ID_PREFIXES[0]!r} or "
+            f"{RESERVED_ID_PREFIXES[1]!r}, which Paperboy keeps for its own keys; "
+            "rename or remove it",
+        )
 
 
 def read_file(
