@@ -104,7 +104,12 @@ def search_papers(db: Database, query: str, limit: int = 10) -> list[Hit]:
     except text_index.IndexUnavailable as exc:
         log.info("lookup on FTS5: the search index cannot answer now (%s)", exc)
         return _search_fts(db, query, limit)
-    return _search_index(db, index, query, limit)
+    try:
+        return _search_index(db, index, query, limit)
+    except (OSError, ValueError) as exc:  # tantivy's errors (a corrupt segment, I/O)
+        log.warning("search index failed, this lookup uses FTS5: %s", exc)
+        text_index.forget(db)
+        return _search_fts(db, query, limit)
 
 
 def _search_index(db: Database, index: text_index.TextIndex, query: str, limit: int) -> list[Hit]:

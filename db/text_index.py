@@ -33,6 +33,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -226,8 +227,17 @@ def _handle(db: Database, writable: bool) -> TextIndex:
             try:
                 index = _new_index(folder)
             except (OSError, ValueError) as exc:
-                # An index of another format (tantivy's own), or a folder we cannot use.
-                raise IndexUnavailable(f"cannot open {folder}: {exc}") from exc
+                # Corrupt files, an index of a tantivy version this one cannot read, or a
+                # folder we cannot use. It is derived data: make it again (the lookup then
+                # rebuilds it), else every lookup would use slow FTS5 for ever.
+                if not writable:
+                    raise IndexUnavailable(f"cannot open {folder}: {exc}") from exc
+                log.warning("search index at %s cannot be opened, making it again: %s", folder, exc)
+                try:
+                    shutil.rmtree(folder)
+                    index = _new_index(folder)
+                except (OSError, ValueError) as again:
+                    raise IndexUnavailable(f"cannot open {folder}: {again}") from again
             found = _open[key] = TextIndex(index, folder, seq=-1)
         return found
 
@@ -264,6 +274,12 @@ def ready(db: Database) -> TextIndex:
         log.warning("search index failed, lookups use FTS5 until it is rebuilt: %s", exc)
         _drop(db)
         raise IndexUnavailable(f"search index failed: {exc}") from exc
+
+
+def forget(db: Database) -> None:
+    """Close this process's handle on the index of `db` (after it failed): the next
+    `ready` opens it again, or rebuilds it."""
+    _drop(db)
 
 
 def _drop(db: Database) -> None:
