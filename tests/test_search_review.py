@@ -3,7 +3,6 @@ permissions, crashes of a real process part-way through a sync."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
