@@ -8,16 +8,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from bench.digest import naive_items
 from config.settings import Settings
 from db import open_db
-from digests.digest import build_digest
+from digests.digest import FEW_TOPICS, _Window, build_digest
 from digests.ingest import ingest_files
-from digests.matching import PaperText
+from digests.matching import Matcher, PaperText, Term, normalise, score
 from digests.timestamps import stamp
-from digests.topics import Catalog
+from digests.topics import Catalog, Topic, custom_topic
 from tests.conftest import NOW
 from tests.test_digest_scale import follow, picks
 
@@ -64,3 +67,54 @@ def test_a_kept_window_sees_a_merge_that_kept_the_papers_stamp(
     expected = naive_items(db, "local:b", NOW, catalog, settings)
     assert outside in {p for p, _ in expected}
     assert picks(build_digest(db, "local:b", NOW, catalog=catalog, settings=settings)) == expected
+
+
+WORDS = [
+    "robot", "robots", "a", "policy", "policies", "graph", "graph-neural", "neural",
+    "network", "networks", "learning", "Learning", "ﬁne", "fine", "Straße", "strasse",
+    "İstanbul", "x_y", "3d", "RL", "rl", "café", "cafe\u0301", "glasses", "analysis",
+]  # fmt: skip
+SEPARATORS = [" ", "  ", "-", ", ", "; ", ". ", "\n", "_", "/"]
+text_strategy = st.lists(
+    st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=40
+).map(lambda pairs: "".join(word + sep for word, sep in pairs))
+phrase_strategy = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+terms_strategy = st.lists(
+    st.tuples(phrase_strategy, st.sampled_from([0.5, 1.0, 0.7, 2.0, 3.0])),
+    min_size=1,
+    max_size=5,
+).map(lambda pairs: tuple(Term.of(phrase, weight) for phrase, weight in pairs))
+
+
+@hypothesis_settings(max_examples=400, deadline=None)
+@given(
+    topics=st.lists(terms_strategy, min_size=1, max_size=8),
+    papers=st.lists(st.tuples(text_strategy, text_strategy, text_strategy), max_size=6),
+    free=st.lists(phrase_strategy, max_size=2),
+)
+def test_the_scorers_for_many_topics_give_the_scores_of_score(
+    topics: list[tuple[Term, ...]], papers: list[tuple[str, str, str]], free: list[str]
+) -> None:
+    """Overlapping and repeated phrases ("robot robot" in "robot robot robot"), hyphens,
+    plurals, ligatures, combining accents, "_": the Matcher, and a window's scoring (a few
+    topics with `score` on the papers having their first words, many with the Matcher)
+    give exactly `score`'s floats."""
+    topics = [*topics, *(custom_topic(text).terms for text in free)]
+    texts = [PaperText(normalise(t), normalise(k), normalise(a)) for t, k, a in papers]
+    matcher = Matcher({f"t{i}": terms for i, terms in enumerate(topics)})
+    for text in texts:
+        found = matcher.scores(text)
+        for i, terms in enumerate(topics):
+            assert found.get(f"t{i}", 0.0) == score(text, terms)
+    threshold = 0.5
+    rows = {f"p{i}": {"id": f"p{i}", "added_at": "2026-11-29"} for i in range(len(texts))}
+    for few in (topics[:FEW_TOPICS], topics):
+        window = _Window("2026-11-30", threshold, (), rows, dict(zip(rows, texts, strict=True)))
+        window.score(Topic(f"t{i}", "", "", terms) for i, terms in enumerate(few))
+        for terms in few:
+            expected = {
+                f"p{i}": score(text, terms)
+                for i, text in enumerate(texts)
+                if score(text, terms) >= threshold
+            }
+            assert window.hits[terms] == expected
