@@ -246,8 +246,7 @@ async def deliver_channel(
     if row is not None and row["paused"]:
         return ChannelResult(channel, state="paused", reason=row["paused_reason"])
     ref = parse_channel(channel)
-    at = stamp(now)
-    messages = outbox.due(db, channel, at, sender_alive)
+    messages = outbox.due(db, channel, stamp(now), sender_alive)
     if not messages:
         return ChannelResult(channel, state="nothing")
     limits: SendLimits | None = getattr(poster, "limits", None)
@@ -255,6 +254,13 @@ async def deliver_channel(
         limits.configure(rate)
     clock = clock or (lambda: now)
     started = _monotonic()
+
+    def current() -> datetime:
+        # From the clock, not `now`: the waits for turns (and, in the scheduler, for a
+        # delivery slot) can be long. And never from before the time spent here (a caller
+        # without a clock: `--send`).
+        return max(clock(), now + timedelta(seconds=_monotonic() - started))
+
     sent = 0
     for message in messages:
         refused = 0  # 429s for this message in this delivery
@@ -272,12 +278,9 @@ async def deliver_channel(
                     return ChannelResult(
                         channel, sent, "retrying" if sent else "nothing", "stopping"
                     )
-            # From the clock, not `now`: the wait for a turn (and, in the scheduler, for a
-            # delivery slot) can be longer than the claim, which would then have expired
-            # before the send and let a second sender take the message as abandoned. And
-            # never from before the time spent here (a caller without a clock: `--send`).
-            taken = max(clock(), now + timedelta(seconds=_monotonic() - started))
-            until = stamp(taken + timedelta(seconds=CLAIM_SECONDS))
+            # From now on: the wait for a turn can be longer than the claim, which would then
+            # have expired before the send and let a second sender take it as abandoned.
+            until = stamp(current() + timedelta(seconds=CLAIM_SECONDS))
             if not outbox.claim(db, message, SENDER, until):
                 return ChannelResult(
                     channel, sent, "nothing" if not sent else "done", "sent elsewhere"
@@ -292,7 +295,7 @@ async def deliver_channel(
                 platform_id = outcome
                 break
             if isinstance(outcome, PermanentError):
-                channel_store.set_paused(db, channel, outcome.reason, at)
+                channel_store.set_paused(db, channel, outcome.reason, stamp(current()))
                 outbox.pause_channel(db, channel, outcome.reason)
                 log.warning("delivery to %s paused: %s", channel, outcome.reason)
                 return ChannelResult(channel, sent, "paused", outcome.reason)

@@ -357,12 +357,15 @@ class DigestScheduler:
         poster = self.posters.get(parse_channel(channel).platform)
         if poster is None:
             return ChannelResult(channel, state="nothing", reason="platform not connected")
+        asked = self.services.clock()  # `now` is as of this moment
         async with self._limit, self._channel_locks.setdefault(channel, asyncio.Lock()):
+            # As of when its slot came, not `now`: the deliveries before it (their waits for
+            # rate limits) may have taken long, and its due messages and stamps are from then.
             return await deliver_channel(
                 self.services.db(),
                 poster,
                 channel,
-                now or self.services.clock(),
+                (now or asked) + (self.services.clock() - asked),
                 self.services.settings.max_attempts,
                 self.services.clock,
                 stopping=lambda: self.stopping,
