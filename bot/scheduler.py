@@ -15,6 +15,11 @@ APScheduler only decides *when*; what happens is plain coroutines that take `now
   `PAPERBOY_CATCHUP_HOURS`; older misses are skipped with a log line.
 - Before each digest run, new files in `PAPERBOY_INBOX` are ingested: once for all the
   digests that fire together (they share the ingest under way), in a worker thread.
+- The digests due together are built together: each channel's run waits for its sources
+  and the inbox as before, then hands its build to a batch that one worker thread builds
+  with `build_digests` (the week's new papers read and scored once for all of them, not
+  once per channel: 10,000 channels in seconds, not minutes), then queues each, and each
+  run delivers its channel. A channel whose build fails fails alone.
 - A build that fails (say, "database is locked") is recorded in `digest_failures` and
   retried with backoff by the maintenance job, also after a restart, until it succeeds
   or the channel's next digest falls due (its papers, never used up, go in that one).
@@ -27,6 +32,7 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,7 +56,7 @@ from db import digests as digest_store
 from db import outbox
 from db.transactions import write_transaction
 from digests.channels import parse_channel
-from digests.digest import build_digest, schedule_of
+from digests.digest import Digest, build_digests, schedule_of
 from digests.schedule import Schedule
 from digests.timestamps import stamp
 
@@ -61,6 +67,10 @@ MAINTENANCE_SECONDS = 30
 # Digest builds at once (each in a thread of its own, with its own connection): a catch-up
 # of many channels must not start a thread per channel, all contending for the write lock.
 BUILD_THREADS = 4
+# Turns of the event loop a batch of builds waits, once it may start, for more channels to
+# join it (and again while some do): the runs of channels firing together reach their
+# build step within a few turns of each other (the inbox ingest they share ends for all).
+GATHER_TURNS = 5
 STOP_GRACE_SECONDS = 5.0  # for sends under way at a stop; the whole stop stays within 10 s
 
 
@@ -81,6 +91,19 @@ def _fetches_under_way(db: Database, since: datetime) -> list[datetime]:
         [stamp(since)],
     )
     return [datetime.fromisoformat(str(row["fetch_started_at"])) for row in rows]
+
+
+@dataclass
+class _Build:
+    """One channel's digest to build in a batch, and how it went: `outcome` is set by the
+    worker thread (the messages queued, or the failure; None: not built, a stop came)."""
+
+    channel: str
+    built_at: datetime
+    now: datetime
+    on_time: bool
+    done: asyncio.Future[bool] = field(repr=False)
+    outcome: int | Exception | None = None
 
 
 class DigestScheduler:
@@ -109,6 +132,9 @@ class DigestScheduler:
         self._unrecorded: dict[str, dict[str, Any]] = {}
         # The inbox ingest under way, shared by every digest that fires meanwhile.
         self._inbox: asyncio.Future[Any] | None = None
+        # Builds waiting to go, together, and the task that will take them (`_run_batch`).
+        self._waiting: list[_Build] = []
+        self._batching: asyncio.Task[None] | None = None
         # Fetching the sources (issue 10): its own jobs and tasks (bot/fetching/schedule.py).
         self.fetching = FetchJobs(services, self.scheduler, self._spawn)
 
@@ -129,10 +155,49 @@ class DigestScheduler:
         settings = self.services.settings
         ingest_inbox(self.services.db(), settings.inbox, now, max_record_kb=settings.max_record_kb)
 
-    def _build_and_queue(
-        self, channel: str, built_at: datetime, now: datetime, on_time: bool = False
-    ) -> int:
-        """In a worker thread (its own connection): digest, outbox.
+    async def _build(self, channel: str, built_at: datetime, now: datetime, on_time: bool) -> bool:
+        """Build and queue the channel's digest in the next batch (see `_run_batch`): False
+        if a stop came first (nothing built); a failure of its own build is raised here."""
+        build = _Build(channel, built_at, now, on_time, asyncio.get_running_loop().create_future())
+        self._waiting.append(build)
+        if self._batching is None:
+            self._batching = self._spawn(self._run_batch(), "digest builds")
+        return await build.done
+
+    async def _run_batch(self) -> None:
+        """Build the digests waiting, together, in one worker thread (at most BUILD_THREADS
+        batches at once): once a thread is free, a few turns of the event loop let the
+        channels firing together join, then every waiting channel goes in."""
+        batch: list[_Build] = []
+        failure: BaseException | None = None
+        try:
+            async with self._builders:
+                seen = -1
+                while len(self._waiting) != seen:  # until a few turns bring no one more
+                    seen = len(self._waiting)
+                    for _ in range(GATHER_TURNS):
+                        await asyncio.sleep(0)
+                batch, self._waiting, self._batching = self._waiting, [], None
+                batch = [build for build in batch if not build.done.done()]  # not cut off
+                if batch and not self.stopping:
+                    await self.services.in_background_thread(self._build_and_queue, batch)
+        except Exception as exc:  # not one channel's failure (say, no connection): all's
+            failure = exc
+        finally:
+            if self._batching is asyncio.current_task():  # cut off before taking its batch
+                batch, self._waiting, self._batching = self._waiting, [], None
+            for build in batch:
+                if build.done.done():
+                    continue
+                outcome = failure if build.outcome is None else build.outcome
+                if isinstance(outcome, BaseException):
+                    build.done.set_exception(outcome)
+                else:  # built and queued; or not built, a stop came first (outcome None)
+                    build.done.set_result(outcome is not None)
+
+    def _build_and_queue(self, batch: list[_Build]) -> None:
+        """In a worker thread (its own connection): the batch's digests, then each one's
+        outbox messages; each build's `outcome` says how it went.
 
         An `on_time` digest (not a catch-up or retry, which keep the moment they were due
         for) is built as of the clock now, after the sources fetched for it and the inbox:
@@ -140,23 +205,95 @@ class DigestScheduler:
         to the next one. Its period stays that of `now` (a 23:59 daily digest whose fetch
         ends past midnight keeps its date). Not past the start of a fetch still under way
         (one the digest stopped waiting for): its later pages carry that start as their
-        `added_at`, and must fall in the next digest's window, not before it."""
+        `added_at`, and must fall in the next digest's window, not before it. The clock
+        is read once for the batch, so the channels due together are built as of one
+        moment, together."""
         db = self.services.db()
-        settings = self.services.settings
-        if on_time:
-            later = min([self.services.clock(), *_fetches_under_way(db, built_at)])
-            row = channel_store.get_channel(db, channel)
-            if later > built_at and row is not None:
-                schedule = schedule_of(row)
-                if schedule.key(later) == schedule.key(built_at):
-                    built_at = later
-        digest = build_digest(
-            db, channel, built_at, catalog=self.services.catalog, settings=settings
-        )
-        platform = parse_channel(channel).platform
-        return queue_digest(
-            db, digest, platform_messages(digest, platform, settings.empty_digest), now
-        )
+        later: dict[datetime, datetime] = {}
+        groups: dict[datetime, list[_Build]] = {}
+        for build in batch:
+            moment = build.built_at
+            try:
+                if build.on_time:
+                    if moment not in later:
+                        later[moment] = min(
+                            [self.services.clock(), *_fetches_under_way(db, moment)]
+                        )
+                    row = channel_store.get_channel(db, build.channel)
+                    if later[moment] > moment and row is not None:
+                        schedule = schedule_of(row)
+                        if schedule.key(later[moment]) == schedule.key(moment):
+                            moment = later[moment]
+            except Exception as exc:
+                build.outcome = exc
+                continue
+            groups.setdefault(moment, []).append(build)
+        for moment, group in groups.items():
+            self._build_group(db, group, moment)
+
+    def _build_group(self, db: Database, group: list[_Build], moment: datetime) -> None:
+        """Build the group's digests as of `moment`, together, and queue each.
+
+        `build_digests` stops at its first failure without saying whose: the channels not
+        built yet are then built one at a time up to the first that fails (the culprit:
+        that failure is its own), and the rest together again; so one channel's failure
+        fails no other. Unless that one fails on the database as the batch did ("database
+        is locked"): that is no channel's doing, so every channel left fails with it, each
+        retried with backoff (they are built together again then), as one build did."""
+        settings, catalog = self.services.settings, self.services.catalog
+        by_channel = {build.channel: build for build in group}
+        todo = list(group)
+        while todo and not self.stopping:
+            try:
+                for digest in build_digests(
+                    db, [build.channel for build in todo], moment, catalog=catalog,
+                    settings=settings,
+                ):  # fmt: skip
+                    build = by_channel[digest.channel]
+                    build.outcome = self._queue(db, digest, build.now)
+                    if self.stopping:  # the rest are not built: no build starts after a stop
+                        return
+                return
+            except Exception as exc:
+                todo = [build for build in todo if build.outcome is None]
+                if len(todo) == 1:  # its own failure
+                    todo[0].outcome = exc
+                    return
+                log.warning(
+                    "%d digests built together failed (%s: %s); building them one at a time "
+                    "until one fails",
+                    len(todo),
+                    type(exc).__name__,
+                    exc,
+                )
+                batch_failure = exc
+            while todo and not self.stopping:
+                build = todo.pop(0)
+                try:
+                    digest = next(
+                        build_digests(
+                            db, [build.channel], moment, catalog=catalog, settings=settings
+                        )
+                    )
+                except Exception as exc:
+                    build.outcome = exc
+                    if isinstance(exc, sqlite3.OperationalError) and isinstance(
+                        batch_failure, sqlite3.OperationalError
+                    ):
+                        for other in todo:
+                            other.outcome = exc
+                        return
+                    break
+                build.outcome = self._queue(db, digest, build.now)
+
+    def _queue(self, db: Database, digest: Digest, now: datetime) -> int | Exception:
+        """Queue a built digest's messages (their count); a failure is this channel's only."""
+        try:
+            platform = parse_channel(digest.channel).platform
+            messages = platform_messages(digest, platform, self.services.settings.empty_digest)
+            return queue_digest(db, digest, messages, now)
+        except Exception as exc:
+            return exc
 
     async def run_digest(
         self,
@@ -218,12 +355,8 @@ class DigestScheduler:
             if self.stopping:  # stopped while waiting for the inbox
                 return None
             try:
-                async with self._builders:
-                    if self.stopping:
-                        return None
-                    await self.services.in_background_thread(
-                        self._build_and_queue, channel, built_at, now, on_time
-                    )
+                if not await self._build(channel, built_at, now, on_time):
+                    return None  # a stop came first
             except Exception as exc:
                 return self._build_failed(channel, built_at, exc)
             self._clear_failure(channel, stamp(built_at))

@@ -770,7 +770,7 @@ async def test_builds_run_a_few_at_a_time(
     for channel in channels:
         monday_nine(services, channel)
     clock.now = NOW + timedelta(hours=1)
-    real, lock, running, most = scheduler_module.build_digest, threading.Lock(), [0], [0]
+    real, lock, running, most = scheduler_module.build_digests, threading.Lock(), [0], [0]
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -778,12 +778,12 @@ async def test_builds_run_a_few_at_a_time(
             most[0] = max(most[0], running[0])
         try:
             threading.Event().wait(0.05)  # long enough for the others to pile up
-            return real(*args, **kwargs)
+            yield from real(*args, **kwargs)
         finally:
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(scheduler_module, "build_digest", counted)
+    monkeypatch.setattr(scheduler_module, "build_digests", counted)
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
     )
@@ -805,7 +805,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
 
     monday_nine(services, "local:lab")
     clock.now = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # Monday 09:00: due
-    real, broken = scheduler_module.build_digest, [True]
+    real, broken = scheduler_module.build_digests, [True]
 
     def build_once_broken(*args: Any, **kwargs: Any) -> Any:
         if broken:
@@ -813,7 +813,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
             raise sqlite3.OperationalError("database is locked")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scheduler_module, "build_digest", build_once_broken)
+    monkeypatch.setattr(scheduler_module, "build_digests", build_once_broken)
     poster = LocalPoster(services.settings.local_dir, clock)
     scheduler = DigestScheduler(services, {"local": poster})
     result = await scheduler.run_digest("local:lab")
@@ -855,7 +855,7 @@ async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
 
     monday_nine(services, "local:lab")
     real_build, real_record = (
-        scheduler_module.build_digest,
+        scheduler_module.build_digests,
         scheduler_module.digest_store.record_failure,
     )
     locked = {"build": 1, "record": 1}
@@ -869,7 +869,7 @@ async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
 
         return call
 
-    monkeypatch.setattr(scheduler_module, "build_digest", once_locked("build", real_build))
+    monkeypatch.setattr(scheduler_module, "build_digests", once_locked("build", real_build))
     monkeypatch.setattr(
         scheduler_module.digest_store, "record_failure", once_locked("record", real_record)
     )
@@ -902,7 +902,7 @@ async def test_a_build_that_fails_with_a_bug_logs_its_traceback_once(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("venue")
 
-    monkeypatch.setattr(scheduler_module, "build_digest", broken)
+    monkeypatch.setattr(scheduler_module, "build_digests", broken)
     monday_nine(services, "local:lab")
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
@@ -1123,7 +1123,7 @@ async def test_no_build_starts_after_the_stop(
         gate.wait(20)
 
     monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
-    monkeypatch.setattr(scheduler_module, "build_digest", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(scheduler_module, "build_digests", lambda *a, **k: built.append(a))
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
     )
