@@ -107,12 +107,37 @@ def record_ingest(db: Database, row: Row) -> None:
 
 
 def last_ingest(db: Database) -> Row | None:
+    """The last ingest, with "unfinished": the latest ingest that did not complete and
+    that no later complete ingest of the same files (by name) finished, else None. A
+    file left half stored stays known after other files are ingested."""
     rows = list(db.query("select * from ingests order by id desc limit 1"))
     if not rows:
         return None
-    row = dict(rows[0])
+    row = _ingest_row(rows[0])
+    row["unfinished"] = None
+    open_rows = db.query(
+        "select * from ingests where status is not null and status != 'complete' "
+        "order by id desc limit 50"
+    )
+    for candidate in open_rows:
+        names = _file_names(json.loads(candidate["files"]))
+        later = db.query(
+            "select files from ingests where status = 'complete' and id > ?", [candidate["id"]]
+        )
+        if not any(_file_names(json.loads(done["files"])) == names for done in later):
+            row["unfinished"] = _ingest_row(candidate)
+            break
+    return row
+
+
+def _ingest_row(raw: Row) -> Row:
+    row = dict(raw)
     row["files"] = json.loads(row["files"])
     return row
+
+
+def _file_names(files: list[str]) -> list[str]:
+    return sorted(name.replace("\\", "/").rsplit("/", 1)[-1] for name in files)
 
 
 def papers_with_title_key(db: Database, key: str) -> list[Row]:

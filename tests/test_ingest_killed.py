@@ -262,3 +262,42 @@ def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_err
         "are skipped)"
     )
     assert count_papers(db) == 3
+
+
+def test_a_half_stored_file_is_still_reported_after_other_files_are_ingested(
+    tmp_path: Path, monkeypatch: Any, run: Any
+) -> None:
+    from digests.ingest import bulk
+
+    db_path = tmp_path / "p.db"
+    db = open_db(db_path)
+    lines = [
+        json.dumps({"id": f"2506.{n:05d}", "abstract": f"We study problem {n} with method {n}."})
+        for n in range(10)
+    ]
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with monkeypatch.context() as patch:
+        patch.setattr(bulk, "CHUNK_PAPERS", 3)
+        patch.setattr(bulk.Writer, "stopped", lambda self, error: None)  # killed: no word
+        real = bulk.store_chunk
+
+        def killed_in_the_second_chunk(db: Any, rows: Any, *args: Any) -> None:
+            if rows[0][0]["abstract"].startswith("We study problem 3 "):
+                raise KeyboardInterrupt  # stands for the kill: the chunk rolls back
+            real(db, rows, *args)
+
+        patch.setattr(bulk, "store_chunk", killed_in_the_second_chunk)
+        try:
+            ingest_files(db, [big], now=NOW)
+        except KeyboardInterrupt:
+            pass
+    small = tmp_path / "small.jsonl"
+    small.write_text(json.dumps({"abstract": "A small list on tabular data."}) + "\n")
+    ingest_files(db, [small], now=NOW)
+    status = run("status", "--db", str(db_path)).output
+    assert "An earlier ingest (big.jsonl, " in status
+    assert "has not finished: 3 of 10 papers done" in status
+    ingest_files(db, [big], now=NOW)  # finished: nothing more to say
+    assert "ingest (big.jsonl" not in run("status", "--db", str(db_path)).output
+    assert count_papers(db) == 11

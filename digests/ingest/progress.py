@@ -13,10 +13,16 @@ log = logging.getLogger(__name__)
 
 
 def unfinished_note(row: dict[str, Any] | None) -> str | None:
-    """For the status commands: a sentence about the last ingest (`papers.last_ingest`)
-    when it did not complete, else None. "running" is also what a killed process leaves."""
+    """For the status commands: a sentence about an ingest that did not complete, else
+    None. `row` is `papers.last_ingest`'s: its "unfinished" ingest is reported, even after
+    other files were ingested. "running" is also what a killed process leaves."""
+    if row is None:
+        return None
+    last = row
+    row = row.get("unfinished", row)  # a row without the key: the last ingest itself
     if row is None or row.get("status") in (None, "complete"):
         return None
+    which = "The last ingest" if row.get("id") == last.get("id") else "An earlier ingest"
     when = str(row["started_at"])[:16].replace("T", " ")
     files = ", ".join(Path(str(name)).name for name in row["files"])
     stored = (
@@ -26,9 +32,9 @@ def unfinished_note(row: dict[str, Any] | None) -> str | None:
     )
     again = "run the same ingest again to finish (stored papers are skipped)"
     if row["status"] == "stopped":
-        return f"The last ingest ({files}, {when} UTC) stopped part-way: {stored}; {again}."
+        return f"{which} ({files}, {when} UTC) stopped part-way: {stored}; {again}."
     return (
-        f"The last ingest ({files}, {when} UTC) has not finished: {stored} so far. "
+        f"{which} ({files}, {when} UTC) has not finished: {stored} so far. "
         f"If it is no longer running, {again}."
     )
 
