@@ -301,3 +301,42 @@ def test_a_half_stored_file_is_still_reported_after_other_files_are_ingested(
     ingest_files(db, [big], now=NOW)  # finished: nothing more to say
     assert "ingest (big.jsonl" not in run("status", "--db", str(db_path)).output
     assert count_papers(db) == 11
+
+
+def test_no_room_for_the_spool_or_no_worker_process_leaves_the_work_to_this_process(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A folder the spool cannot be made in (read-only, full, over quota), or a worker
+    that cannot start (no processes left): the ingest enriches in this process, leaving
+    no spool behind, instead of failing with "unexpected failure (PermissionError)"."""
+    import multiprocessing.context
+
+    from digests.ingest import bulk
+
+    lines = [
+        json.dumps({"id": f"2507.{n:05d}", "abstract": f"We study problem {n} with method {n}."})
+        for n in range(10)
+    ]
+    source = tmp_path / "ten.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(bulk, "WORKER_MIN_PAPERS", 1)
+    monkeypatch.setattr(bulk, "MIN_PAPER_BYTES", 1)
+
+    def no_room(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    def no_process(self: Any) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    for name, patch in (("a", ("mkstemp", no_room)), ("b", ("start", no_process))):
+        folder = tmp_path / name
+        folder.mkdir()
+        db = open_db(folder / "p.db")
+        with monkeypatch.context() as patched:
+            if patch[0] == "mkstemp":
+                patched.setattr(bulk.tempfile, "mkstemp", patch[1])
+            else:
+                patched.setattr(multiprocessing.context.SpawnProcess, "start", patch[1])
+            assert ingest_files(db, [source], now=NOW).added == 10
+        assert count_papers(db) == 10
+        assert not list(folder.glob(".paperboy-ingest-*")), name

@@ -289,8 +289,15 @@ class Workers:
             )
             for k, (out, (spool, _)) in enumerate(zip(self.queues, self.spools, strict=True))
         ]
-        for process in self.processes:
-            process.start()
+        try:
+            for process in self.processes:
+                process.start()
+        except OSError:
+            for name, spool in self.spools:  # no worker will remove their names
+                spool.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+            raise
 
     def _next(self, k: int) -> tuple[str, Any]:
         waited_since = time.monotonic()
@@ -524,7 +531,12 @@ def ingest_files(
     db_path = database_file(db)
     workers = None
     if db_path is not None and _papers_at_least(paths, WORKER_MIN_PAPERS):
-        workers = Workers(db_path, paths, fmt, venue, limits, now, WORKERS)
+        try:
+            workers = Workers(db_path, paths, fmt, venue, limits, now, WORKERS)
+        except OSError as exc:
+            # No spool beside the database (a read-only folder, a full disk, a quota) or
+            # no process to start: this process enriches, more slowly, as `_or_here` does.
+            log.warning("ingest: no enrichment worker (%s); enriching in this process", exc)
     try:
         with page_cache(db, INGEST_CACHE_KB):
             return _ingest(db, paths, now, fmt, venue, progress, limits, versions, workers)
