@@ -14,14 +14,17 @@ Keeping it consistent, also after a crash:
   only after tantivy has committed. Catching up (`sync`) re-reads the changed papers
   and applies them as idempotent upserts (delete by id, add the current row), so a
   crash anywhere only means the same changes are applied again.
-- An index whose watermark file is missing or unreadable, or whose watermark is ahead of
-  the store's log (a store restored from a backup under the same path), is rebuilt from
-  the papers table. A copied database gets its own folder, so its own index.
+- An index whose watermark file is missing or unreadable, whose watermark is ahead of
+  the store's log, or whose watermark's change is not the one the store logged at that
+  number (a store restored from a backup under the same path, maybe written to since),
+  is rebuilt from the papers table; so is one tantivy cannot open (corrupt files). A
+  copied database gets its own folder, so its own index.
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
 - Only a connection that may write the database (`may_write`) creates or updates the
-  index; another user's read-only lookup reads it as it is, or uses FTS5 when it is
-  behind, and leaves no file of its own beside the database.
+  index. Another user's read-only lookup uses FTS5 (tantivy must take a lock file in the
+  folder even to read, and keeps its file list private), and leaves no file of its own
+  beside the database.
 
 An in-memory database (the tests) gets an in-memory index. The index lives in the
 folder `<database file>.search-v1/` (the index format's number).
@@ -187,9 +190,12 @@ def _read_meta(folder: Path) -> dict[str, Any] | None:
     return meta
 
 
-def _write_meta(folder: Path, seq: int) -> None:
+def _write_meta(folder: Path, seq: int, last: str | None = None) -> None:
+    # `last`: the paper id logged at change `seq`, so a store that is not the one this
+    # index followed (a backup restored under the same path, then written to past the
+    # watermark) is told apart by more than its change count.
     partial = folder / (META + ".part")
-    partial.write_text(json.dumps({"format": FORMAT, "seq": seq}))
+    partial.write_text(json.dumps({"format": FORMAT, "seq": seq, "last": last}))
     with partial.open("rb") as handle:
         os.fsync(handle.fileno())
     partial.replace(folder / META)
@@ -250,11 +256,31 @@ def _last_seq(db: Database) -> int:
     return int(row[0]) if row else 0
 
 
-def _disk_seq(handle: TextIndex) -> int:
+def _disk_seq(handle: TextIndex, db: Database | None = None) -> int:
+    """The last change the index on disk holds; -1 when it must be rebuilt: no or bad
+    watermark, or (given `db`) the change logged at the watermark is not the one the
+    index applied there (a restored backup that was then written to)."""
     if handle.folder is None:
         return handle.seq
-    meta = _read_meta(handle.folder)
-    return meta["seq"] if meta else -1
+    seen = None
+    for _ in range(3):  # another process may move the watermark and trim meanwhile
+        meta = _read_meta(handle.folder)
+        if meta is None:
+            return -1
+        if db is None or meta.get("last") is None:
+            return int(meta["seq"])
+        if _change_at(db, meta["seq"]) == meta["last"]:
+            return int(meta["seq"])
+        if meta["seq"] == seen:
+            break
+        seen = meta["seq"]
+    log.warning("search index does not match the store's change log: rebuilding it")
+    return -1
+
+
+def _change_at(db: Database, seq: int) -> str | None:
+    row = db.execute("select paper_id from search_changes where seq = ?", [seq]).fetchone()
+    return str(row[0]) if row else None
 
 
 def ready(db: Database) -> TextIndex:
@@ -294,7 +320,7 @@ def _drop(db: Database) -> None:
 def _ready(db: Database) -> TextIndex:
     writable = may_write(db)
     handle = _handle(db, writable)
-    disk_seq = _disk_seq(handle)
+    disk_seq = _disk_seq(handle, db)
     last = _last_seq(db)
     if disk_seq == last:
         if disk_seq != handle.seq:  # another process committed: see its changes
@@ -324,7 +350,7 @@ def _ready(db: Database) -> TextIndex:
 
 
 def _catch_up(db: Database, handle: TextIndex) -> None:
-    disk_seq = _disk_seq(handle)
+    disk_seq = _disk_seq(handle, db)
     last = _last_seq(db)
     if disk_seq < 0:
         rebuild(db, handle)
@@ -373,6 +399,7 @@ def _sync(db: Database, handle: TextIndex, since: int) -> int:
     all in memory; one tantivy commit at the end."""
     with _writer(handle) as writer, _read_transaction(db):
         seq = _last_seq(db)
+        last = _change_at(db, seq)
         changed = [
             row[0]
             for row in db.execute(
@@ -388,14 +415,16 @@ def _sync(db: Database, handle: TextIndex, since: int) -> int:
             for row in db.query(f"select {_COLUMNS} from papers where id in ({marks})", chunk):
                 writer.add_document(_document(row))
         writer.commit()
-    _committed(handle, seq)
+        # Under the writer's lock, so the watermark never moves back (a slower process
+        # writing an older one after a trim of the rows past it).
+        _committed(handle, seq, last)
     log.info("search index: %d changed papers applied (up to change %d)", len(changed), seq)
     return len(changed)
 
 
-def _committed(handle: TextIndex, seq: int) -> None:
+def _committed(handle: TextIndex, seq: int, last: str | None) -> None:
     if handle.folder is not None:
-        _write_meta(handle.folder, seq)
+        _write_meta(handle.folder, seq, last)
     handle.index.reload()
     handle.seq = seq
 
@@ -403,17 +432,14 @@ def _committed(handle: TextIndex, seq: int) -> None:
 def trim(db: Database) -> int:
     """Delete the change-log rows the index has applied; the number deleted. A write: call
     it where waiting for the write lock is fine (the rebuild command, after an ingest),
-    never from a lookup. An untrimmed log costs only disk (about 40 bytes a change)."""
+    never from a lookup. An untrimmed log costs only disk (about 40 bytes a change).
+    The row at the watermark stays: it tells this store from a restored copy."""
     handle = _handle(db, writable=True)
-    if handle.folder is not None:
-        meta = _read_meta(handle.folder)
-        seq = meta["seq"] if meta else -1
-    else:
-        seq = handle.seq
+    seq = _disk_seq(handle, db)
     if seq < 0:
         return 0
     with db.conn:
-        cursor = db.conn.execute("delete from search_changes where seq <= ?", [seq])
+        cursor = db.conn.execute("delete from search_changes where seq < ?", [seq])
     return int(cursor.rowcount)
 
 
@@ -451,6 +477,7 @@ def rebuild(db: Database, handle: TextIndex | None = None) -> int:
         writer.delete_all_documents()
         with _read_transaction(db):
             seq = _last_seq(db)
+            last = _change_at(db, seq)
             cursor = db.conn.execute(f"select {_COLUMNS} from papers")
             names = [d[0] for d in cursor.description]
             while batch := cursor.fetchmany(REBUILD_BATCH):
@@ -458,7 +485,7 @@ def rebuild(db: Database, handle: TextIndex | None = None) -> int:
                     writer.add_document(_document(dict(zip(names, values, strict=True))))
                 count += len(batch)
         writer.commit()
-    _committed(handle, seq)
+        _committed(handle, seq, last)
     log.info("search index rebuilt: %d papers", count)
     return count
 

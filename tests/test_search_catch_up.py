@@ -41,11 +41,13 @@ def papers_file(folder: Path, name: str, count: int) -> Path:
 
 
 def caught_up(db: Database) -> bool:
-    """The index on disk holds every change, and the log holds none it applied."""
+    """The index on disk holds every change, and the log only the row at its watermark."""
     folder = text_index.index_folder(text_index.database_file(db))  # type: ignore[arg-type]
     meta = text_index._read_meta(folder)
     logged = db.execute("select count(*) from search_changes").fetchone()[0]
-    return meta is not None and meta["seq"] == text_index._last_seq(db) and logged == 0
+    text_index._open.clear()  # as the next process sees it: current, no rebuild due
+    current = text_index._disk_seq(text_index._handle(db, writable=True), db)
+    return meta is not None and current == meta["seq"] == text_index._last_seq(db) and logged == 1
 
 
 def test_paperboy_ingest_brings_the_index_up_to_date(run: Any, tmp_path: Path) -> None:

@@ -68,3 +68,33 @@ def test_an_index_failing_while_searching_answers_from_fts5_and_is_reopened(
     assert hits[0].paper["method"] == "LoMAP"
     assert text_index.database_file(file_db) is not None
     assert not text_index._open  # the failed handle is dropped: opened afresh next time
+
+
+def test_a_restored_backup_written_past_the_watermark_gets_its_index_rebuilt(
+    file_db: Database, tmp_path: Path
+) -> None:
+    """The watermark alone missed it: the restored store's log had gone past the index's
+    watermark by the first lookup, so only its newest changes were applied, and the
+    paper deleted after the backup stayed unfindable in the restored store for ever."""
+    from bench.corpus import copy_db
+
+    path = tmp_path / "p.db"
+    search_papers(file_db, "learning", 1)
+    backup = copy_db(path, tmp_path / "backup.db")
+    lomap = search_papers(file_db, "LoMAP", 1)[0].paper["id"]
+    with file_db.conn:
+        file_db.execute("delete from paper_aliases where paper_id = ?", [lomap])
+        file_db.execute("delete from papers where id = ?", [lomap])
+    add_paper(file_db, "g1", "Gecko feet")
+    assert search_papers(file_db, "gecko", 1)  # the index is at the old store's watermark
+    text_index.trim(file_db)
+    file_db.close()
+    text_index._open.clear()
+    copy_db(backup, path)  # restored; then written to, past the old watermark
+    restored = open_db(path)
+    for i in range(5):
+        add_paper(restored, f"w{i}", f"Wallaby hops {i}")
+    assert search_papers(restored, "LoMAP", 1)[0].paper["id"] == lomap
+    assert search_papers(restored, "gecko", 1) == []
+    count = restored.execute("select count(*) from papers").fetchone()[0]
+    assert text_index.ready(restored).searcher().num_docs == count
