@@ -1,4 +1,5 @@
-"""A large ingest killed with SIGKILL part-way (issue 11): a real process, a real worker.
+"""A large ingest killed with SIGKILL part-way, or run twice at once (issue 11): real
+processes, a real worker; and the failures around the worker (dies, hangs, cannot start).
 
 What a kill -9 leaves must say so (`paperboy status`), hold only whole chunks, and a
 re-run must finish it with nothing duplicated and nothing lost: the store then equals
@@ -10,16 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from db import open_db
 from db.papers import count_papers, last_ingest
-from digests.ingest import ingest_files
+from digests.ingest import bulk, ingest_files
 from tests.conftest import NOW
 
 PAPERS = 6_000
@@ -149,7 +154,6 @@ class Outbox:
 
 
 def test_a_worker_whose_ingest_was_killed_stops_enriching(tmp_path: Path, monkeypatch: Any) -> None:
-    from digests.ingest import bulk
     from digests.ingest.decode import Limits
 
     class Dead:
@@ -168,11 +172,6 @@ def test_a_worker_whose_ingest_was_killed_stops_enriching(tmp_path: Path, monkey
 
 
 def test_a_worker_that_hangs_is_given_up_on_not_waited_for_for_ever(monkeypatch: Any) -> None:
-    import queue
-
-    import pytest
-
-    from digests.ingest import bulk
 
     class Hung:
         exitcode = None
@@ -192,7 +191,6 @@ def test_a_worker_that_hangs_is_given_up_on_not_waited_for_for_ever(monkeypatch:
 def test_a_worker_dying_after_a_chunk_is_one_line_saying_what_was_stored(
     tmp_path: Path, monkeypatch: Any, run: Any
 ) -> None:
-    from digests.ingest import bulk
 
     monkeypatch.setattr(bulk, "CHUNK_PAPERS", 3)
     monkeypatch.setattr(bulk, "BATCH_PAPERS", 2)
@@ -228,11 +226,6 @@ def test_a_worker_dying_after_a_chunk_is_one_line_saying_what_was_stored(
 def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_error(
     tmp_path: Path, monkeypatch: Any, run: Any
 ) -> None:
-    import sqlite3
-
-    import pytest
-
-    from digests.ingest import bulk
 
     monkeypatch.setattr(bulk, "CHUNK_PAPERS", 3)
     monkeypatch.setattr(bulk, "BATCH_PAPERS", 2)
@@ -267,7 +260,6 @@ def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_err
 def test_a_half_stored_file_is_still_reported_after_other_files_are_ingested(
     tmp_path: Path, monkeypatch: Any, run: Any
 ) -> None:
-    from digests.ingest import bulk
 
     db_path = tmp_path / "p.db"
     db = open_db(db_path)
@@ -288,10 +280,8 @@ def test_a_half_stored_file_is_still_reported_after_other_files_are_ingested(
             real(db, rows, *args)
 
         patch.setattr(bulk, "store_chunk", killed_in_the_second_chunk)
-        try:
+        with pytest.raises(KeyboardInterrupt):
             ingest_files(db, [big], now=NOW)
-        except KeyboardInterrupt:
-            pass
     small = tmp_path / "small.jsonl"
     small.write_text(json.dumps({"abstract": "A small list on tabular data."}) + "\n")
     ingest_files(db, [small], now=NOW)
@@ -310,8 +300,6 @@ def test_no_room_for_the_spool_or_no_worker_process_leaves_the_work_to_this_proc
     that cannot start (no processes left): the ingest enriches in this process, leaving
     no spool behind, instead of failing with "unexpected failure (PermissionError)"."""
     import multiprocessing.context
-
-    from digests.ingest import bulk
 
     lines = [
         json.dumps({"id": f"2507.{n:05d}", "abstract": f"We study problem {n} with method {n}."})
@@ -340,3 +328,32 @@ def test_no_room_for_the_spool_or_no_worker_process_leaves_the_work_to_this_proc
             assert ingest_files(db, [source], now=NOW).added == 10
         assert count_papers(db) == 10
         assert not list(folder.glob(".paperboy-ingest-*")), name
+
+
+def test_two_processes_ingesting_one_file_at_once_store_it_once(tmp_path: Path) -> None:
+    """Both decide which papers are new, chunk by chunk, each inside its write
+    transaction: no UNIQUE constraint error, nothing stored twice, nothing lost."""
+    source = big_file(tmp_path / "big.jsonl")
+    db_path = tmp_path / "both.db"
+    open_db(db_path).conn.close()
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    ingests = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(db_path), str(source)],
+            cwd=tmp_path,
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    errors = [child.communicate(timeout=600)[1] for child in ingests]
+    assert [child.returncode for child in ingests] == [0, 0], errors
+    db = open_db(db_path)
+    whole = open_db(tmp_path / "whole.db")
+    ingest_files(whole, [source], now=NOW)
+    assert snapshot(db) == snapshot(whole)
+    runs = list(db.query("select status, added, merged, skipped from ingests"))
+    assert [r["status"] for r in runs] == ["complete", "complete"]
+    assert sum(r["added"] for r in runs) == PAPERS
