@@ -24,8 +24,11 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 - For each subscribed topic, the top N new papers (N from the settings) whose score
   reaches the calibrated threshold, best first. With the channel's backlog on, archive
   papers (stored by `now`, not new) fill the slots new papers leave empty, and are marked
-  `from_archive`; they are sought among the topic's ARCHIVE_LIMIT best full-text matches
-  (a paper no term matches scores 0), so a backlog never reads the whole store.
+  `from_archive`; they are sought among the topic's full-text matches, ARCHIVE_LIMIT at
+  a time best bm25 first (a paper no term matches scores 0), reading the next ones only
+  while the slots stay empty (the channel had the first ones), so a backlog never reads
+  the whole store; bm25 is not the score, so a better-scoring match further down the
+  bm25 ranking can be passed over (docs/architecture.md "Digests at scale").
 - Never a paper twice in a channel: papers delivered to the channel, or queued to be
   (`db.outbox.claimed_paper_ids`), are never picked again.
 - A paper picked for several topics appears once, with all its subscribed topics.
@@ -286,9 +289,9 @@ ARCHIVE_LIMIT = 500
 # merge stamps `updated_at`, but with the ingest's clock: a second merge into a paper in
 # the same ingest (or second) leaves it as it was, so the lengths of the columns a digest
 # scores or shows are compared too (measured on a week of 3,000 papers at 100k: 26 ms
-# with them, 27 without; reading the text itself cost 2-3x). A merge that changes none of those lengths nor
-# any stamp goes unseen by a kept window until its next change; `PaperText.of` still
-# compares the text itself.
+# with them, 27 without; reading the text itself cost 2-3x). A merge that changes none
+# of those lengths nor any stamp goes unseen by a kept window until its next change;
+# `PaperText.of` still compares the text itself.
 WINDOW_KEYS = NEW_PAPERS.replace(
     "select *",
     "select id, updated_at, added_at, published_at, length(title), length(names), "
@@ -438,36 +441,57 @@ def _database_file(db: Database) -> str:
 @dataclass
 class _Archive:
     """Archive candidates of each distinct topic, sought once per build (for all the
-    channels with the backlog on that follow it): among the ARCHIVE_LIMIT best full-text
-    matches of its terms (bm25) stored by `built_at`, those scoring at or above the
-    threshold, as (paper id, score, added_at). A paper no term matches scores 0, so the
-    full-text search leaves out none that could be picked, up to the limit."""
+    channels with the backlog on that follow it), a page at a time: page k is the
+    full-text matches of its terms ranked k*ARCHIVE_LIMIT to (k+1)*ARCHIVE_LIMIT by bm25,
+    and of those, the ones stored by `built_at` scoring at or above the threshold, as
+    (paper id, score, added_at). A paper no term matches scores 0, so the full-text
+    search leaves out none that could be picked; bm25 is not the topic's score, so the
+    best scores of the matches past the pages read can be missed (docs/architecture.md
+    "Digests at scale" says how often)."""
 
     built_at: str
     threshold: float
-    found: dict[tuple[Term, ...], list[tuple[str, float, str]]] = field(default_factory=dict)
+    found: dict[tuple[tuple[Term, ...], int], tuple[list[tuple[str, float, str]], bool]] = field(
+        default_factory=dict
+    )
 
-    def hits(self, db: Database, topic: Topic) -> list[tuple[str, float, str]]:
-        if topic.terms not in self.found:
-            self.found[topic.terms] = self._search(db, topic)
-        return self.found[topic.terms]
+    def hits(
+        self, db: Database, topic: Topic, page: int = 0
+    ) -> tuple[list[tuple[str, float, str]], bool]:
+        """(the page's candidates, whether the full-text search has more pages)."""
+        key = (topic.terms, page)
+        if key not in self.found:
+            self.found[key] = self._search(db, topic, page)
+        return self.found[key]
 
-    def _search(self, db: Database, topic: Topic) -> list[tuple[str, float, str]]:
+    def _search(
+        self, db: Database, topic: Topic, page: int
+    ) -> tuple[list[tuple[str, float, str]], bool]:
         phrases = dict.fromkeys(t.phrase.strip() for t in topic.terms if t.phrase.strip())
         if not phrases:
-            return []
+            return [], False
         expression = " OR ".join(f'"{phrase}"' for phrase in phrases)
+        rowids = [
+            row[0]
+            for row in db.execute(
+                "select rowid from papers_fts where papers_fts match ? order by rank "
+                "limit ? offset ?",
+                [expression, ARCHIVE_LIMIT, page * ARCHIVE_LIMIT],
+            ).fetchall()
+        ]
+        if not rowids:
+            return [], False
         rows = db.query(
-            f"select {ARCHIVE_COLUMNS} from papers where rowid in (select rowid from "
-            "papers_fts where papers_fts match ? order by rank limit ?) and added_at <= ?",
-            [expression, ARCHIVE_LIMIT, self.built_at],
+            f"select {ARCHIVE_COLUMNS} from papers where rowid in "
+            f"({', '.join('?' for _ in rowids)}) and added_at <= ?",
+            [*rowids, self.built_at],
         )
         found = []
         for row in rows:
             value = topic.score(PaperText.of(decode(row)))
             if value >= self.threshold:
                 found.append((str(row["id"]), value, str(row["added_at"] or "")))
-        return found
+        return found, len(rowids) == ARCHIVE_LIMIT
 
 
 # What scoring reads (and the cache key): the full row is read only for papers picked.
@@ -517,11 +541,19 @@ def _select(
     short = [topic for topic in topics if len(scores.get(topic.id, {})) < per_topic]
     for topic in short if archive is not None else ():
         assert archive is not None
-        for paper_id, value, added_at in archive.hits(db, topic):
-            if paper_id in already or paper_id in window.papers or paper_id in extra:
-                continue
-            scores.setdefault(topic.id, {})[paper_id] = value
-            old[paper_id] = {"id": paper_id, "added_at": added_at}
+        # The next page only while this one leaves the topic's slots empty: a channel
+        # that already had the first pages' papers (claimed) is not left without any.
+        empty, page, more = per_topic - len(scores.get(topic.id, {})), 0, True
+        while more and empty > 0:
+            candidates, more = archive.hits(db, topic, page)
+            page += 1
+            for paper_id, value, added_at in candidates:
+                if paper_id in already or paper_id in window.papers or paper_id in extra:
+                    continue
+                if paper_id not in old:
+                    empty -= 1
+                scores.setdefault(topic.id, {})[paper_id] = value
+                old[paper_id] = {"id": paper_id, "added_at": added_at}
 
     new_hits = {topic.id: window.hits.get(topic.terms, {}) for topic in topics}
 

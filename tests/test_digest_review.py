@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -15,14 +16,18 @@ from sqlite_utils import Database
 
 from bench.digest import naive_items
 from config.settings import Settings
+from db import channels as store
 from db import open_db
+from db.papers import decode
+from digests import digest as digest_module
 from digests.digest import FEW_TOPICS, _Window, build_digest
 from digests.ingest import ingest_files
 from digests.matching import Matcher, PaperText, Term, normalise, score
 from digests.timestamps import stamp
 from digests.topics import Catalog, Topic, custom_topic
 from tests.conftest import NOW
-from tests.test_digest_scale import follow, picks
+from tests.test_digest import deliver_all
+from tests.test_digest_scale import LONG_AGO, follow, picks, world  # noqa: F401
 
 OFFLINE = "Offline reinforcement learning from logged data, offline RL. " * 3
 
@@ -118,3 +123,33 @@ def test_the_scorers_for_many_topics_give_the_scores_of_score(
                 if score(text, terms) >= threshold
             }
             assert window.hits[terms] == expected
+
+
+def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
+    world: Database,  # noqa: F811 (the fixture imported above)
+    catalog: Catalog,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backlog seeks archive papers among a topic's ARCHIVE_LIMIT best full-text
+    matches; once a channel has had those, it reads the next ones (it got nothing more,
+    week after week, though the store held more papers about the topic)."""
+    world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
+    monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 2)
+    settings = replace(settings, digest_size=1)
+    follow(world, settings, "local:d", "rl-theory", at=LONG_AGO)
+    store.set_backlog(world, "local:d", True)
+    topic = next(t for t in catalog.topics if t.id == "rl-theory")
+    papers = [decode(row) for row in world.query("select * from papers")]
+    about = {p["id"] for p in papers if topic.score(PaperText.of(p)) >= catalog.threshold}
+    assert len(about) == 5  # the seed papers the backlog can give, one a week
+    had: list[str] = []
+    for week in range(6):
+        now = NOW + timedelta(days=7 * week)
+        digest = build_digest(world, "local:d", now, catalog=catalog, settings=settings)
+        assert all(item.from_archive for item in digest.items)
+        assert not {p for p, _ in picks(digest)} & set(had)  # never twice
+        had += [p for p, _ in picks(digest)]
+        deliver_all(world, digest)
+        assert len(had) == min(week + 1, 5), f"week {week}: {had}"
+    assert set(had) == about

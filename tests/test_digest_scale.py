@@ -102,6 +102,7 @@ def test_the_backlog_reads_a_bounded_number_of_archive_papers(
     follow(world, settings, "local:d", "offline-rl")
     store.set_backlog(world, "local:d", True)
     monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 2)
+    settings = replace(settings, digest_size=1)  # filled from the first page
     read: list[str] = []
 
     def counting(row: dict[str, Any]) -> dict[str, Any]:
