@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from db import open_db, search, text_index
@@ -98,3 +100,82 @@ def test_a_restored_backup_written_past_the_watermark_gets_its_index_rebuilt(
     assert search_papers(restored, "gecko", 1) == []
     count = restored.execute("select count(*) from papers").fetchone()[0]
     assert text_index.ready(restored).searcher().num_docs == count
+
+
+def write_jsonl(path: Path, *records: dict[str, object]) -> Path:
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def same_as_fts5(db: Database, *queries: str) -> None:
+    for query in queries:
+        index = [h.paper["id"] for h in search_papers(db, query, 20)]
+        fts = [h.paper["id"] for h in search._search_fts(db, query, 20)]
+        assert sorted(index) == sorted(fts), query
+
+
+def test_a_merged_paper_is_found_by_its_new_text_only(file_db: Database) -> None:
+    """arXiv v2 replaces v1's title and abstract: the index drops v1's words."""
+    from tests.test_sources_store import arxiv_paper, store
+
+    title = "Ocelot spots counted with camera traps"
+    v1 = "We count ocelot spots with camera traps across the forest floor. " * 2
+    v2 = "We measure serval ears with drones over the open savanna, not spots. " * 2
+    assert store(file_db, arxiv_paper(1, v1, title=title)) == (1, 0)
+    assert len(search_papers(file_db, "ocelot", 5)) == 1
+    new_title = "Serval ears measured with drones"
+    assert store(file_db, arxiv_paper(2, v2, title=new_title)) == (0, 1)
+    rows = file_db.execute("select title, abstract_text from papers where title like 'Serval%'")
+    assert len(rows.fetchall()) == 1
+    assert [h.paper["title"] for h in search_papers(file_db, "drones", 5)] == [new_title]
+    assert search_papers(file_db, "ocelot camera", 5) == []
+    same_as_fts5(file_db, "ocelot", "serval", "camera traps", "drones savanna", "spots serval")
+
+
+@pytest.fixture(scope="module")
+def seeded() -> Database:
+    db = open_db(":memory:")
+    ingest_files(db, [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"], now=NOW)
+    return db
+
+
+ODD = [
+    'title:"graph',
+    "abstract:x AND NOT y",
+    "OR OR AND NOT",
+    "* ? ~ ^2 +a -b",
+    "(((",
+    "id:p1 keys:lomap",
+    "café naïve Ωmega 学习 表示",
+    "🙂🚀 emoji only",
+    "ＬｏＭＡＰ",  # full-width: NFKC makes it LoMAP
+    "x" * 5000,
+    " ".join(f"w{i}" for i in range(2000)),
+    "a\x00b\u202ec",
+]
+
+
+@pytest.mark.parametrize("query", ODD)
+def test_odd_text_on_both_engines(seeded: Database, query: str) -> None:
+    """The index path (as search_papers runs it here) and the FTS5 fallback both answer
+    odd text; no query language reaches either. FTS5 stems (Porter) and the index does
+    not, so the index's matches are among FTS5's, not always all of them."""
+    text_index.ready(seeded)
+    index = {h.paper["id"] for h in search_papers(seeded, query, 50)}
+    fts = {h.paper["id"] for h in search._search_fts(seeded, query, 50)}
+    assert index <= fts
+
+
+def test_full_width_method_name_on_the_index(seeded: Database) -> None:
+    assert search_papers(seeded, "ＬｏＭＡＰ", 1)[0].paper["method"] == "LoMAP"
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(st.text(), st.text(alphabet="\"*:-^(){}[]+,.ANDORTE \\'")))
+def test_any_text_is_a_safe_query_on_the_fts5_fallback(seeded: Database, query: str) -> None:
+    """test_search.py's property test runs the index path; this one the fallback."""
+    assert len(search._search_fts(seeded, query, 3)) <= 3
