@@ -131,3 +131,56 @@ def test_a_rebuild_killed_part_way_leaves_lookups_exact(store: Database, tmp_pat
     (text_index.index_folder(tmp_path / "p.db") / text_index.META).unlink()  # needs a rebuild
     kill_mid_update(store, "rebuilding", tmp_path)
     assert_same_as_sqlite(store, retitled, deleted)
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from db import open_db, text_index
+
+db = open_db(Path(sys.argv[1]))
+for batch in range(15):
+    with db.conn:
+        db.conn.executemany(
+            "insert into papers (id, title, abstract, abstract_text, added_at) "
+            "values (?, ?, 'Words.', 'Words.', '2026-01-01')",
+            [(f"b{batch}-{i}", f"Bandicoot {batch} {i}") for i in range(40)],
+        )
+        db.execute("update papers set title = 'Bilby ' || ? where id like 'b0-%'", [str(batch)])
+    text_index.catch_up(db)  # as a fetch does
+"""
+
+READER = """
+import sys
+from pathlib import Path
+from db import open_db
+from db.search import search_papers
+
+db = open_db(Path(sys.argv[1]))
+for _ in range(60):
+    search_papers(db, "bandicoot bilby", 10)
+"""
+
+
+def test_a_writer_and_lookups_in_other_processes_at_once_stay_exact(
+    store: Database, tmp_path: Path
+) -> None:
+    """paperboy run (ingest, then catch up) and paperboy find (lookups that sync) at once:
+    neither fails, and the index ends equal to SQLite."""
+    path = str(text_index.database_file(store))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, path], cwd=ROOT, env=env, stderr=subprocess.PIPE
+        )
+        for code in (WRITER, READER, READER)
+    ]
+    for child in children:
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err.decode()
+        assert b"Traceback" not in err
+    text_index._open.clear()
+    stored = sorted(row[0] for row in store.execute("select id from papers").fetchall())
+    assert indexed_ids(store) == stored
+    assert len(search_papers(store, "bilby", 100)) == 40
+    assert len(search_papers(store, "bandicoot", 1000)) == 560
