@@ -136,6 +136,7 @@ def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
     week after week, though the store held more papers about the topic)."""
     world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
     monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 2)
+    monkeypatch.setattr(digest_module, "ARCHIVE_PAGES", 99)
     settings = replace(settings, digest_size=1)
     follow(world, settings, "local:d", "rl-theory", at=LONG_AGO)
     store.set_backlog(world, "local:d", True)
@@ -153,3 +154,30 @@ def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
         deliver_all(world, digest)
         assert len(had) == min(week + 1, 5), f"week {week}: {had}"
     assert set(had) == about
+
+
+def test_the_backlog_reads_at_most_its_pages_when_a_topics_archive_runs_dry(
+    world: Database,  # noqa: F811 (the fixture imported above)
+    catalog: Catalog,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Slots that no archive paper can fill (the channel had them all, or none scores
+    enough) stop the search after ARCHIVE_PAGES pages, not at the last full-text match."""
+    world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
+    monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 1)
+    monkeypatch.setattr(digest_module, "ARCHIVE_PAGES", 3)
+    follow(world, settings, "local:d", "rl-theory")
+    store.set_backlog(world, "local:d", True)
+    read: list[str] = []
+
+    def counting(row: dict[str, Any]) -> dict[str, Any]:
+        read.append(str(row["id"]))
+        return decode(row)
+
+    monkeypatch.setattr(digest_module, "decode", counting)
+    settings = replace(settings, digest_size=50)
+    digest = build_digest(world, "local:d", NOW, catalog=catalog, settings=settings, preview=True)
+    archive_rows = set(read) - {str(item.paper["id"]) for item in digest.items}
+    assert len(set(read)) <= 3 and digest.items  # of 38 stored papers
+    assert len(archive_rows) <= 3
