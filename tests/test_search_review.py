@@ -179,3 +179,17 @@ def test_full_width_method_name_on_the_index(seeded: Database) -> None:
 def test_any_text_is_a_safe_query_on_the_fts5_fallback(seeded: Database, query: str) -> None:
     """test_search.py's property test runs the index path; this one the fallback."""
     assert len(search._search_fts(seeded, query, 3)) <= 3
+
+
+def test_a_read_only_open_may_not_write_the_index_for_real(file_db: Database) -> None:
+    """No monkeypatch: the connection `paperboy find` opens for a reader (open_read_only)
+    neither builds nor updates the index, and answers from FTS5."""
+    from db.connection import open_read_only
+
+    path = text_index.database_file(file_db)
+    assert path is not None
+    file_db.close()
+    reader = open_read_only(path)
+    assert not text_index.may_write(reader)
+    assert search_papers(reader, "LoMAP", 1)[0].paper["method"] == "LoMAP"
+    assert not text_index.index_folder(path).exists()
