@@ -11,7 +11,11 @@ share of them with the backlog on. Each channel has a previous digest that reach
 week after the store, every channel's digest is built and recorded in one batch
 (`build_digests`), in a child process: total seconds, ms per channel, peak RSS. Then, on a
 fresh copy, the first `--single` channels one at a time (`build_digest`, as the scheduler
-calls it): ms per channel.
+called it before issue 11's batching): ms per channel. With `--scheduler`, on another fresh
+copy, the scheduler's own path: every channel's job fires at once, as APScheduler starts
+the jobs due at one moment (`DigestScheduler._fire`, each channel's run: sources, inbox,
+build in a batch, queue, delivery; no platform connected, so the messages stay queued):
+total seconds, peak RSS, and how many `build_digests` calls built them.
 
 Reference, in the same run: the naive per-channel loop (the digest code of before issue 11,
 kept here: read every candidate row, and with the backlog every stored paper, and score
@@ -323,7 +327,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 time.perf_counter() - start
             )
         result |= {"times": times, "picks": picks}
-    elif args.worker == "single":  # the scheduler's path: one `build_digest` per channel
+    elif args.worker == "scheduler":
+        result |= _scheduler_run(args.db, channels, settings, catalog)
+        result["picks"] = _picks(db, _sample(db, args.sample, args.backlog_sample))
+    elif args.worker == "single":  # the scheduler's path before: one `build_digest` per channel
         sample = channels[: args.single]
         start = time.perf_counter()
         for channel in sample:
@@ -342,22 +349,67 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 digest_module.build_digest(db, channel, NOW, catalog=catalog, settings=settings)
         result["seconds"] = time.perf_counter() - start
         result["items"] = db.execute("select count(*) from digest_items").fetchone()[0]
-        sample = _sample(db, args.sample, args.backlog_sample)
-        result["picks"] = {
-            channel: [
-                (str(r[0]), bool(r[1]))
-                for r in db.execute(
-                    "select paper_id, from_archive from digest_items i join digests d "
-                    "on d.id = i.digest_id where d.channel = ? and d.week = '2026-W03' "
-                    "order by rank",
-                    [channel],
-                )
-            ]
-            for channel in sample
-        }
+        result["picks"] = _picks(db, _sample(db, args.sample, args.backlog_sample))
     result["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     result["channels"] = len(channels)
     return result
+
+
+def _picks(db: Any, sample: list[str]) -> dict[str, list[tuple[str, bool]]]:
+    """The recorded picks of this week's digests: (paper id, from the archive), in order."""
+    return {
+        channel: [
+            (str(r[0]), bool(r[1]))
+            for r in db.execute(
+                "select paper_id, from_archive from digest_items i join digests d "
+                "on d.id = i.digest_id where d.channel = ? and d.week = '2026-W03' "
+                "order by rank",
+                [channel],
+            )
+        ]
+        for channel in sample
+    }
+
+
+def _scheduler_run(db: Path, channels: list[str], settings: Any, catalog: Any) -> dict[str, Any]:
+    """Every channel's digest job fired at once, through the scheduler (see the docstring)."""
+    import asyncio
+
+    import bot.scheduler as scheduler_module
+    from bot.scheduler import DigestScheduler
+    from bot.services import Services
+
+    calls: list[int] = []
+    real = getattr(scheduler_module, "build_digests")  # noqa: B009 (replaced below)
+
+    def counted(database: Any, names: Any, *args: Any, **kwargs: Any) -> Any:
+        names = list(names)
+        calls.append(len(names))
+        return real(database, names, *args, **kwargs)
+
+    setattr(scheduler_module, "build_digests", counted)  # noqa: B010 (a spy: counts the calls)
+    scheduler = DigestScheduler(
+        Services(db, settings, catalog, clock=lambda: NOW), {}, configured={"local"}
+    )
+
+    async def fire_all() -> None:  # APScheduler: one task per job due, started together
+        await asyncio.gather(*(scheduler._fire(channel) for channel in channels))
+
+    start = time.perf_counter()
+    asyncio.run(fire_all())
+    seconds = time.perf_counter() - start
+    check = scheduler.services.db()
+    built = check.execute("select count(*) from digests where week = '2026-W03'").fetchone()[0]
+    queued = check.execute(
+        "select count(distinct channel) from outbox where state = 'pending'"
+    ).fetchone()[0]
+    return {
+        "seconds": seconds,
+        "built": built,
+        "queued_channels": queued,
+        "build_digests_calls": len(calls),
+        "largest_batch": max(calls, default=0),
+    }
 
 
 def _child(kind: str, db: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -392,7 +444,14 @@ def main() -> int:
         "--single", type=int, default=500, help="channels built one at a time (0: none)"
     )
     parser.add_argument(
-        "--worker", choices=["prepare", "build", "naive", "single"], help=argparse.SUPPRESS
+        "--scheduler",
+        action="store_true",
+        help="also every channel's job fired at once through bot.scheduler (its own path)",
+    )
+    parser.add_argument(
+        "--worker",
+        choices=["prepare", "build", "naive", "single", "scheduler"],
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -414,7 +473,13 @@ def main() -> int:
     prepared = Path(json.loads(done.stdout.strip().splitlines()[-1])["db"])
     with tempfile.TemporaryDirectory(dir=cache_dir()) as folder:
         runs: list[dict[str, Any]] = []
-        kinds = ["naive", "build", *(["single"] if args.single else []), "naive"]
+        kinds = [
+            "naive",
+            "build",
+            *(["scheduler"] if args.scheduler else []),
+            *(["single"] if args.single else []),
+            "naive",
+        ]
         kinds = kinds if args.naive_runs == 2 else kinds[:-1]
         for kind in kinds:
             # A fresh copy each time: the build records digests, the naive loop must not see them.
@@ -424,7 +489,8 @@ def main() -> int:
             for suffix in ("-wal", "-shm"):
                 Path(str(copy) + suffix).unlink(missing_ok=True)
     naive_runs, built = [runs[0], runs[-1]] if args.naive_runs == 2 else [runs[0]], runs[1]
-    single = runs[2] if args.single else None
+    through = runs[2] if args.scheduler else None
+    single = runs[3 if args.scheduler else 2] if args.single else None
     channels = built["channels"]
     backlog_channels = round(channels * args.backlog_share)
     regular = statistics.median(t for r in naive_runs for t in r["times"]["regular"])
@@ -456,6 +522,20 @@ def main() -> int:
         "same_picks": all(same),
         "sampled_channels": len(same),
         "backlog_archive_overlap": round(statistics.mean(overlap), 3) if overlap else None,
+        "scheduler": {
+            "what": "every channel's job fired at once through bot.scheduler: sources, "
+            "inbox, builds in batches, queue (no platform connected)",
+            "seconds": round(through["seconds"], 2),
+            "ms_per_channel": round(1000 * through["seconds"] / channels, 2),
+            "peak_rss_mb": through["rss_mb"],
+            "built": through["built"],
+            "queued_channels": through["queued_channels"],
+            "build_digests_calls": through["build_digests_calls"],
+            "largest_batch": through["largest_batch"],
+            "same_picks_as_batch": through["picks"] == built["picks"],
+        }
+        if through
+        else None,
         "one_at_a_time": {
             "what": "build_digest per channel (the scheduler's path), the first channels",
             "channels": single["built"],

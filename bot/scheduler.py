@@ -67,10 +67,12 @@ MAINTENANCE_SECONDS = 30
 # Digest builds at once (each in a thread of its own, with its own connection): a catch-up
 # of many channels must not start a thread per channel, all contending for the write lock.
 BUILD_THREADS = 4
-# Turns of the event loop a batch of builds waits, once it may start, for more channels to
-# join it (and again while some do): the runs of channels firing together reach their
-# build step within a few turns of each other (the inbox ingest they share ends for all).
-GATHER_TURNS = 5
+# A batch of builds, once it may start, waits for more channels to join it until none has
+# for GATHER_SECONDS (at most GATHER_MAX_SECONDS): the runs of channels firing together
+# reach their build step close together, but not in one turn of the event loop (each
+# asks, in a worker thread, which sources are due).
+GATHER_SECONDS = 0.05
+GATHER_MAX_SECONDS = 1.0
 STOP_GRACE_SECONDS = 5.0  # for sends under way at a stop; the whole stop stays within 10 s
 
 
@@ -166,17 +168,17 @@ class DigestScheduler:
 
     async def _run_batch(self) -> None:
         """Build the digests waiting, together, in one worker thread (at most BUILD_THREADS
-        batches at once): once a thread is free, a few turns of the event loop let the
-        channels firing together join, then every waiting channel goes in."""
+        batches at once): once a thread is free, the channels firing together join (see
+        GATHER_SECONDS), then every waiting channel goes in."""
         batch: list[_Build] = []
         failure: BaseException | None = None
         try:
             async with self._builders:
-                seen = -1
-                while len(self._waiting) != seen:  # until a few turns bring no one more
+                loop, seen = asyncio.get_running_loop(), -1
+                until = loop.time() + GATHER_MAX_SECONDS
+                while len(self._waiting) != seen and loop.time() < until:
                     seen = len(self._waiting)
-                    for _ in range(GATHER_TURNS):
-                        await asyncio.sleep(0)
+                    await asyncio.sleep(GATHER_SECONDS)
                 batch, self._waiting, self._batching = self._waiting, [], None
                 batch = [build for build in batch if not build.done.done()]  # not cut off
                 if batch and not self.stopping:
