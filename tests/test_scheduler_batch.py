@@ -259,3 +259,30 @@ async def test_a_database_failure_of_the_batch_fails_each_channel_for_a_retry(
     assert failures(services.db()) == []
     for channel in CHANNELS:
         assert len(local_lines(services, channel)) == 1
+
+
+async def test_a_channel_whose_queueing_fails_leaves_nothing_queued_and_fails_alone(
+    services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digests are queued many to a transaction: one channel's failure rolls back its
+    own messages only, and the others' are committed."""
+    clock.now = DUE
+    broken = CHANNELS[7]
+    real = scheduler_module.queue_digest
+
+    def queue(db: Any, digest: Any, *args: Any) -> Any:
+        queued = real(db, digest, *args)
+        if digest.channel == broken:
+            raise RuntimeError("after its insert")
+        return queued
+
+    monkeypatch.setattr(scheduler_module, "queue_digest", queue)
+    scheduler = DigestScheduler(services, {}, configured={"local"})  # nothing sent
+    results = await asyncio.gather(*(scheduler.run_digest(channel) for channel in CHANNELS))
+    states = {result.channel: result.state for result in results if result}
+    assert states[broken] == "retrying"
+    assert {states[channel] for channel in CHANNELS if channel != broken} == {"nothing"}
+    queued = {row["channel"] for row in services.db().query("select distinct channel from outbox")}
+    assert queued == set(CHANNELS) - {broken}
+    [failure] = failures(services.db())
+    assert failure["channel"] == broken
