@@ -14,8 +14,9 @@ poster (one per Slack client or Discord bot) and is shared by every delivery thr
 - `limited(channel, retry_after, scope)` is told of every 429: a channel's pauses that
   channel; a platform-wide one (Discord's `global`; any Slack 429, since Slack does not say
   and the channel spacing should have kept within the channel's limit) pauses every send
-  for `retry_after`, and lowers the rate by a fifth: the configured rate was more than the
-  platform allows now. It climbs back by 1% of the configured rate a second without 429s.
+  for `retry_after`, and lowers the rate by a fifth (at most once a second): the
+  configured rate was more than the platform allows now. It climbs back by 1% of the
+  configured rate a second without 429s.
 - A pause longer than `max_wait` is not waited out: `wait_turn` raises `Throttled`, and the
   outbox tries again after it, without holding a delivery slot meanwhile.
 
@@ -41,6 +42,11 @@ MAX_WAIT_SECONDS = 60.0
 MAX_PAUSE_SECONDS = 3600.0
 DEFAULT_PAUSE_SECONDS = 1.0  # a 429 that does not say for how long
 SLOW_DOWN = 0.8  # the rate after a platform-wide 429, as a share of what it was
+# A platform-wide 429 lowers the rate at most once in this long: the sends already under
+# way when the limit was hit come back 429 over their round trips, after a pause as short
+# as Discord's (a few ms) has ended, and say nothing new. Lowered by each of them, 1,000
+# Discord channels told 100/s against 50/s fell to the 0.5/s floor: 5% of the allowed rate.
+SLOW_DOWN_INTERVAL = 1.0
 RECOVERY_PER_SECOND = 0.01  # of the configured rate, regained per second without a 429
 MIN_RATE = 0.5  # messages a second: a 429 lowers no rate below it (nor lifts one to it)
 MAX_CHANNELS_REMEMBERED = 10_000
@@ -86,6 +92,7 @@ class SendLimits:
         self.max_wait = max_wait
         self._next_slot = -math.inf  # when the next platform-wide slot is free
         self._paused_until = -math.inf  # a platform-wide 429's pause
+        self._slowed_at = -math.inf  # when a platform-wide 429 last lowered the rate
         self._channel_next: dict[str, float] = {}  # spacing and 429 pauses, by channel
         self._adjusted = monotonic()
 
@@ -118,9 +125,12 @@ class SendLimits:
                 slot = max(now, self._next_slot)
                 self._next_slot = slot + 1.0 / self.rate
                 if slot > now:
+                    slowed = self._slowed_at
                     await self.sleep(slot - now)
-                    if self._paused_until > self.monotonic():
-                        continue  # a platform-wide 429 came while waiting: wait it out
+                    if self._paused_until > self.monotonic() or self._slowed_at != slowed:
+                        # A platform-wide 429 came while waiting: wait it out, and take a
+                        # turn at the lowered rate (this one was spaced at the old rate).
+                        continue
             break
         if self.channel_interval is not None:
             self._remember(channel, self.monotonic() + self.channel_interval)
@@ -133,15 +143,18 @@ class SendLimits:
 
     def limited(self, channel: str, retry_after: float | None, scope: str) -> None:
         """A 429 for `channel`: pause it (`scope` "channel") or every send ("global") for
-        `retry_after` seconds; a platform-wide one also lowers the rate, once per pause
-        (the sends already under way when the limit was hit come back 429 together)."""
+        `retry_after` seconds; a platform-wide one also lowers the rate, once per pause and
+        at most once per `SLOW_DOWN_INTERVAL` (the sends already under way when the limit
+        was hit come back 429 too)."""
         now = self.monotonic()
         pause = pause_seconds(retry_after)
         until = now + (DEFAULT_PAUSE_SECONDS if pause is None else pause)
         if scope != "global":
             self._remember(channel, until)
             return
-        if self._paused_until <= now and self.rate is not None:
+        slowed_lately = now - self._slowed_at < SLOW_DOWN_INTERVAL
+        if self._paused_until <= now and not slowed_lately and self.rate is not None:
+            self._slowed_at = now
             self._recover(now)
             # The floor never lifts a rate configured below it above the setting.
             floor = min(MIN_RATE, self.ceiling) if self.ceiling is not None else MIN_RATE
@@ -151,5 +164,9 @@ class SendLimits:
                 until - now,
                 self.rate,
             )
+            # The turns handed out so far were spaced at the old rate: they are taken
+            # again, from the end of the pause (64 deliveries waiting for theirs are over a
+            # second more at the old rate, into the limit).
+            self._next_slot = until
         self._paused_until = max(self._paused_until, until)
         self._next_slot = max(self._next_slot, until)

@@ -312,7 +312,9 @@ async def test_a_discord_global_429_pauses_every_channel(
 ) -> None:
     """discord.py retries a 429 itself up to 5 times; when those run out, the error says it
     was the global limit, and the poster's limiter pauses every channel, not just that one:
-    the other channel, whose turn was next, posts only after the pause too."""
+    the other channel, whose turn was next, posts only after the pause too. (Ten 429s: each
+    retry takes its turn, so the other channel's first send meets some of them too; each
+    channel's send meets five.)"""
     from tests.discord_helpers import logged_in, make_services
 
     posts: list[float] = []
@@ -328,7 +330,7 @@ async def test_a_discord_global_429_pauses_every_channel(
     fake_discord.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
     body = {"message": "You are being rate limited.", "retry_after": 0.01, "global": True}
     headers = {"Via": "1.1 google", "Retry-After": "9", "X-RateLimit-Global": "true"}
-    for _ in range(5):
+    for _ in range(10):
         fake_discord.queue("/messages", body, 429, headers)
     channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(2)]
     queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
@@ -385,8 +387,8 @@ async def test_a_global_429_discord_py_retries_itself_pauses_every_channel_and_s
     results, posts, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 1)
     assert {r.state for r in results} == {"done"} and states(db) == {"sent": 3}
     assert len(fake_discord.created) == 3 and len(fake_discord.limited) == 0
-    others = posts[1:]  # posts[0] is discord.py's own retry, at once (no turn of ours)
-    assert len(others) == 2 and all(at >= start + 0.2 for _, at in others)
+    # discord.py's own retry of the refused post takes its turn too (it went at once).
+    assert len(posts) == 3 and all(at >= start + 0.2 for _, at in posts)
     assert 16.0 <= poster.limits.rate < 16.1  # 20 x 0.8, and 1% of 20 a second regained
 
 
@@ -398,9 +400,10 @@ async def test_a_channel_429_discord_py_retries_itself_pauses_only_that_channel(
     results, posts, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 2)
     assert {r.state for r in results} == {"done"} and states(db) == {"sent": 6}
     assert len(fake_discord.created) == 6
-    refused = posts[0][0]  # the channel that got the 429 (its first post, retried at once)
-    later = [at for channel, at in posts[1:] if channel == refused]
-    assert len(later) == 1 and later[0] >= start + 0.2  # its second message waited
+    refused = fake_discord.made("POST", "/messages")[0].path.split("/")[2]  # got the 429
+    assert len([at for channel, at in posts if channel == refused]) == 2
+    # Its own posts (discord.py's retry, its second message) waited; the others did not.
+    assert all(at >= start + 0.2 for channel, at in posts if channel == refused)
     assert min(at for channel, at in posts if channel != refused) < start + 0.2
     assert poster.limits.rate == 20.0
 
@@ -417,3 +420,43 @@ async def test_a_long_global_429_discord_py_raises_pauses_every_channel(
     assert {r.state for r in results} == {"done"} and states(db) == {"sent": 3}
     assert len(fake_discord.created) == 3
     assert len(posts) == 3 and all(at >= start + 45 for _, at in posts)
+
+
+def test_the_429s_of_sends_already_under_way_lower_the_rate_once() -> None:
+    """Discord's global 429s ask for pauses of a few ms, so those of the sends that were
+    already under way come back after the first one's pause has ended: each lowered the
+    rate again (told 100/s against 50/s, 1,000 channels fell to the 0.5/s floor and
+    posted 5% of the allowed rate). Once a second at most; a 429 after that lowers it."""
+    time = VirtualTime()
+    limits = SendLimits(100.0, monotonic=time.monotonic, sleep=time.sleep)
+    for _ in range(20):
+        limits.limited("a", 0.02, "global")
+        time.now += 0.03  # after its pause
+    assert 80.0 <= limits.rate < 81.0
+    time.now += 0.5
+    limits.limited("a", 0.02, "global")
+    assert 64.0 <= limits.rate < 66.0
+
+
+async def test_turns_handed_out_before_a_global_429_are_spaced_at_the_lowered_rate() -> None:
+    """Five channels wait for turns 0.1 s apart (10/s); a global 429 at 0.05 s lowers the
+    rate to 8/s: the turns still to come are 0.125 s apart (they kept the old spacing)."""
+    time = VirtualTime()
+    start = time.now
+    limits = SendLimits(10.0, monotonic=time.monotonic, sleep=time.sleep)
+    turns: list[float] = []
+
+    async def turn(channel: str) -> ChannelResult:
+        await limits.wait_turn(channel)
+        turns.append(time.now - start)
+        return ChannelResult(channel)
+
+    async def refused() -> ChannelResult:
+        await time.sleep(0.05)
+        limits.limited("a", 0.01, "global")
+        return ChannelResult("a")
+
+    await time.run([*(turn(c) for c in "abcde"), refused()])
+    assert turns[:2] == pytest.approx([0.0, 0.1])  # the next turn was past the pause
+    gaps = [b - a for a, b in itertools.pairwise(turns[1:])]
+    assert gaps == pytest.approx([0.125] * 3, abs=0.001)

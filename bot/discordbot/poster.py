@@ -33,7 +33,8 @@ import aiohttp
 import discord
 
 from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
-from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits
+from bot.discordbot.client import MAX_RATE_LIMIT_WAIT_SECONDS
+from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled
 from digests.channels import ChannelRef
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,13 @@ class DiscordPoster:
         if channel is None and scope != "global":
             return
         self.limits.limited(channel.group(1) if channel else "", retry_after, scope)
+        if channel is not None and (retry_after or 0.0) <= MAX_RATE_LIMIT_WAIT_SECONDS:
+            # discord.py will send this post again, after retry_after, by itself: that send
+            # takes its turn like any other, or it skips the pause and the rate (each of
+            # the sends under way at a global 429 was sent again at once, into the limit:
+            # up to 4 429s on one channel). discord.py waits for its answer meanwhile.
+            with contextlib.suppress(Throttled):
+                await self.limits.wait_turn(channel.group(1))
 
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
