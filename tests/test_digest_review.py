@@ -181,3 +181,21 @@ def test_the_backlog_reads_at_most_its_pages_when_a_topics_archive_runs_dry(
     archive_rows = set(read) - {str(item.paper["id"]) for item in digest.items}
     assert len(set(read)) <= 3 and digest.items  # of 38 stored papers
     assert len(archive_rows) <= 3
+
+
+def test_a_kept_window_holds_no_full_rows_and_digests_get_them(
+    tmp_path: Path, seed_paths: list[Any], catalog: Catalog, settings: Settings
+) -> None:
+    """A window of 100,000 new papers (a first digest after a list was stored) held
+    690 MB of rows, two windows kept: it keeps each paper's id, date and text only."""
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, seed_paths, now=NOW - timedelta(days=2))
+    follow(db, settings, "local:a", "offline-rl", "rlhf")
+    digest = build_digest(db, "local:a", NOW, catalog=catalog, settings=settings)
+    assert digest.items and all(item.paper["abstract"] for item in digest.items)
+    stored = {str(row["id"]): decode(row) for row in db.query("select * from papers")}
+    assert all(item.paper == stored[str(item.paper["id"])] for item in digest.items)
+    windows = list(digest_module.WINDOWS._cached.values())
+    assert windows and all(
+        set(paper) == {"id", "added_at"} for window in windows for paper in window.papers.values()
+    )
