@@ -61,8 +61,11 @@ def normalise(text: str) -> str:
     except KeyError:
         if len(stems) > STEMS_SIZE:
             stems.clear()
-        stems.update((token, _stem(token)) for token in tokens if token not in stems)
-        return " " + " ".join([stems[token] for token in tokens]) + " "
+        # Stemmed here, not read back from `stems`: another thread (the scheduler builds
+        # in worker threads) may clear it between the update and the read.
+        stemmed = [stems.get(token) or _stem(token) for token in tokens]
+        stems.update(zip(tokens, stemmed, strict=True))
+        return " " + " ".join(stemmed) + " "
 
 
 @dataclass(frozen=True)

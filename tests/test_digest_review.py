@@ -199,3 +199,21 @@ def test_a_kept_window_holds_no_full_rows_and_digests_get_them(
     assert windows and all(
         set(paper) == {"id", "added_at"} for window in windows for paper in window.papers.values()
     )
+
+
+def test_normalising_survives_another_thread_clearing_the_stems(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stems memo is cleared when full; a thread that filled it and then read it back
+    raised KeyError when another thread cleared it in between."""
+    from digests import matching
+
+    class ClearedMeanwhile(dict[str, str]):
+        def update(self, *args: Any, **kwargs: Any) -> None:
+            super().update(*args, **kwargs)
+            self.clear()  # as another thread at STEMS_SIZE would
+
+    monkeypatch.setattr(matching, "_STEMS", ClearedMeanwhile())
+    assert normalise("Zebras grazing quietly, review-only text") == (
+        " zebra grazing quietly review only text "
+    )
