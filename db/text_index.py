@@ -65,6 +65,8 @@ KEYS = "keys"  # a method name's lookup keys (`papers.name_keys`), for exact-nam
 SYNC_HEAP = 64_000_000
 REBUILD_BATCH = 5_000
 BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
+FAILURE_PAUSE_S = 30.0  # after a second failure in a row, no new attempt for this long...
+FAILURE_PAUSE_MAX_S = 600.0  # ...doubling each time, up to this
 
 
 class IndexUnavailable(Exception):
@@ -152,6 +154,8 @@ class TextIndex:
 _open: dict[str, TextIndex] = {}
 _memory: weakref.WeakKeyDictionary[Database, TextIndex] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
+_failures: dict[str, tuple[int, float]] = {}  # failures in a row, and no retry before
+_clock = time.monotonic  # for the failure pauses (tests replace it)
 
 
 def database_file(db: Database) -> Path | None:
@@ -292,14 +296,31 @@ def ready(db: Database) -> TextIndex:
     index failed (its folder removed under a running process, a full disk): the handle is
     then dropped, so the next lookup opens or rebuilds it afresh.
     """
+    key = _failure_key(db)
+    failed = _failures.get(key)
+    if failed is not None and _clock() < failed[1]:
+        raise IndexUnavailable(f"search index failed {failed[0]} times in a row; retried later")
     try:
-        return _ready(db)
+        handle = _ready(db)
     except IndexUnavailable:
         raise
     except (OSError, ValueError) as exc:  # tantivy reports its I/O errors as these
+        # A failure that repeats (a full disk) would otherwise make every lookup pay a
+        # rebuild up to the failure (a minute at 1M papers) before answering from FTS5:
+        # after the second in a row, wait before trying again, longer each time.
+        count = failed[0] + 1 if failed else 1
+        pause = 0.0 if count == 1 else min(FAILURE_PAUSE_MAX_S, FAILURE_PAUSE_S * 2 ** (count - 2))
+        _failures[key] = (count, _clock() + pause)
         log.warning("search index failed, lookups use FTS5 until it is rebuilt: %s", exc)
         _drop(db)
         raise IndexUnavailable(f"search index failed: {exc}") from exc
+    _failures.pop(key, None)
+    return handle
+
+
+def _failure_key(db: Database) -> str:
+    file = database_file(db)
+    return str(file.resolve()) if file is not None else f"memory:{id(db)}"
 
 
 def forget(db: Database) -> None:
@@ -378,6 +399,9 @@ def _writer(handle: TextIndex, heap: int = SYNC_HEAP) -> Iterator[Any]:
         yield writer
     except BaseException:
         writer.rollback()
+        # Drop it now: the exception's traceback keeps this frame, and so the writer and
+        # its lock, alive; every update of the index then waited for it and gave up.
+        writer.wait_merging_threads()
         raise
     finally:
         del writer  # releases tantivy's writer lock

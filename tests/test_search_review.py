@@ -193,3 +193,38 @@ def test_a_read_only_open_may_not_write_the_index_for_real(file_db: Database) ->
     assert not text_index.may_write(reader)
     assert search_papers(reader, "LoMAP", 1)[0].paper["method"] == "LoMAP"
     assert not text_index.index_folder(path).exists()
+
+
+def test_a_full_disk_does_not_make_every_lookup_pay_a_failing_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    text_index._open.clear()
+    text_index._failures.clear()
+    db = open_db(tmp_path / "p.db")
+    ingest_files(db, SEEDS, now=NOW)
+    attempts = []
+
+    def full(row: dict[str, object]) -> object:
+        attempts.append(1)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = text_index._document
+    monkeypatch.setattr(text_index, "_document", full)
+    clock = [1000.0]
+    monkeypatch.setattr(text_index, "_clock", lambda: clock[0])
+    for _ in range(5):  # each answered from FTS5
+        assert search_papers(db, "LoMAP", 1)[0].paper["method"] == "LoMAP"
+    assert len(attempts) == 2  # once, once more at once (a folder removed), then a pause
+    clock[0] += text_index.FAILURE_PAUSE_S + 1
+    search_papers(db, "LoMAP", 1)
+    assert len(attempts) == 3
+    search_papers(db, "LoMAP", 1)
+    assert len(attempts) == 3  # the pause doubled
+    monkeypatch.setattr(text_index, "_document", real)  # space again
+    clock[0] += text_index.FAILURE_PAUSE_MAX_S + 1
+    assert search_papers(db, "LoMAP", 1)[0].paper["method"] == "LoMAP"
+    assert not text_index._failures
+    assert text_index._disk_seq(text_index.ready(db), db) == text_index._last_seq(db)
+    text_index._open.clear()
