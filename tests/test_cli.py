@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -401,9 +402,7 @@ def test_find_and_status_work_on_a_read_only_database(
         if writer is not None:
             writer.close()
         folder.chmod(0o755)
-        for path in folder.iterdir():
-            path.unlink()
-        folder.rmdir()
+        shutil.rmtree(folder)  # the ingest made the search index folder too
 
 
 def test_show_lists_the_papers_an_ambiguous_prefix_could_mean(
