@@ -1,0 +1,140 @@
+"""The per-paper view cache (digests/render/view.py): the many digests of one scheduler
+batch share papers, so each paper's escaped text is computed once; the output must be
+byte-identical to rendering afresh, and a paper whose shown fields change is never
+rendered from its old text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from bot.send import platform_messages
+from config.settings import Settings
+from digests.digest import Digest, DigestItem, build_digest
+from digests.render import view
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.test_digest import CHANNEL, subscribe
+from tests.test_render import make_digest, paper
+
+PLATFORMS = ("slack", "discord", "local")
+
+
+def rendered(digests: list[Digest]) -> str:
+    """Every message of every digest on every platform, as one JSON text."""
+    return json.dumps(
+        [[platform_messages(d, p, "post") for p in PLATFORMS] for d in digests], sort_keys=True
+    )
+
+
+def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Render as before the cache: every paper view and every wrap computed afresh."""
+    monkeypatch.setattr(view, "_shown_cached", lambda paper, escape: view._shown(paper, escape))
+    monkeypatch.setattr(view, "_wrapped", lambda env, *args: view.do_wordwrap(env, *args))
+
+
+@pytest.fixture
+def channel_digests(seeded_db: Database, catalog: Catalog, settings: Settings) -> list[Digest]:
+    """Several channels' digests sharing papers, with different topics and archive marks."""
+    subscribe(seeded_db, settings, *catalog.ids)
+    big = replace(settings, digest_size=50)
+    base = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=big, preview=True)
+    topics = base.topics
+    digests = [base]
+    for number in range(4):
+        items = tuple(
+            replace(item, topics=topics[number : number + 2], from_archive=(i + number) % 3 == 0)
+            for i, item in enumerate(base.items[number:])
+        )
+        digests.append(replace(base, channel=f"local:c{number}", items=items))
+    return digests
+
+
+def test_cached_and_uncached_rendering_are_identical(
+    channel_digests: list[Digest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view.shown_cache_clear()
+    cold = rendered(channel_digests)
+    warm = rendered(channel_digests)  # every paper view now comes from the cache
+    with monkeypatch.context() as patch:
+        uncached(patch)
+        fresh = rendered(channel_digests)
+    assert cold == warm == fresh
+    assert "Change topics" in fresh
+
+
+def test_each_paper_is_viewed_once_per_platform(
+    channel_digests: list[Digest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view.shown_cache_clear()
+    calls: list[str] = []
+    real = view._shown
+
+    def counting(paper: dict[str, Any], escape: view.Escape) -> view._Shown:
+        calls.append(str(paper["id"]))
+        return real(paper, escape)
+
+    monkeypatch.setattr(view, "_shown", counting)
+    rendered(channel_digests)
+    papers = {str(item.paper["id"]) for d in channel_digests for item in d.items}
+    assert len(calls) == 3 * len(papers)  # slack, discord, plain escapes
+
+
+def one_paper_digest(row: dict[str, Any], catalog: Catalog) -> Digest:
+    return make_digest([row], list(catalog.topics[:2]))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"title": "A New Title For Scaling Sparse Attention"},
+        {"tldr": "The new TLDR says something else entirely."},
+        {"authors": ["Ada Lovelace", "Alan Turing"]},
+        {"venue": "NeurIPS", "year": 2026},
+        {"url": "https://example.org/new-page"},
+        {"code_url": "https://github.com/example/new-code"},
+    ],
+)
+def test_a_changed_paper_shows_its_new_text_in_the_next_batch(
+    catalog: Catalog, change: dict[str, Any]
+) -> None:
+    view.shown_cache_clear()
+    row = paper(
+        "We propose Sparse Attention at scale. It beats dense attention.",
+        title="An Old Title For Sparse Attention",
+        url="https://example.org/old-page",
+    )
+    before = one_paper_digest(row, catalog)
+    first = rendered([before])
+    # same id, same updated_at stamp (two merges in one ingest share it): only fields change
+    after = one_paper_digest({**row, **change}, catalog)
+    second = rendered([after])
+    assert second != first
+    for value in change.values():
+        shown = value if not isinstance(value, list) else value[0]
+        assert str(shown) in second
+    view.shown_cache_clear()
+    assert rendered([after]) == second  # what a fresh process renders
+
+
+def test_a_paper_with_an_unhashable_field_is_rendered_uncached(catalog: Catalog) -> None:
+    view.shown_cache_clear()
+    row = paper("We propose Odd Authors. It works.", title="Odd Authors")
+    odd = {**row, "authors": [{"name": "Ada"}]}
+    text = rendered([one_paper_digest(odd, catalog)])
+    assert "Odd Authors" in text
+    assert rendered([one_paper_digest(odd, catalog)]) == text
+
+
+def test_the_cache_is_bounded(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    view.shown_cache_clear()
+    monkeypatch.setattr(view, "SHOWN_CACHE_SIZE", 5)
+    rows = [paper(f"We propose Method{i}. It works.", title=f"Method {i}") for i in range(12)]
+    items = tuple(DigestItem(r, (), 1.0) for r in rows)
+    digest = one_paper_digest(rows[0], catalog)
+    rendered([replace(digest, items=items)])
+    assert len(view._shown_cache) <= 5
