@@ -315,6 +315,21 @@ async def test_a_discord_global_429_pauses_every_channel(
     the other channel, whose turn was next, posts only after the pause too. (Ten 429s: each
     retry takes its turn, so the other channel's first send meets some of them too; each
     channel's send meets five.)"""
+    body = {"message": "You are being rate limited.", "retry_after": 0.01, "global": True}
+    headers = {"Via": "1.1 google", "Retry-After": "9", "X-RateLimit-Global": "true"}
+    for _ in range(10):
+        fake_discord.queue("/messages", body, 429, headers)
+    start, posts = await deliver_two_discord_channels(db, fake_discord, time, tmp_path, catalog)
+    assert len(posts) == 2 and all(at >= start + 9 for at in posts)
+
+
+async def deliver_two_discord_channels(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> tuple[float, list[float]]:
+    """One message in each of two Discord channels, delivered through a logged-in client
+    and a DiscordPoster (20/s) against `fake_discord` (with whatever answers the caller
+    queued); checks both were sent once. Returns the start time and the times the fake
+    admitted the posts."""
     from tests.discord_helpers import logged_in, make_services
 
     posts: list[float] = []
@@ -328,10 +343,6 @@ async def test_a_discord_global_429_pauses_every_channel(
         make_services(tmp_path, [], catalog, fake_discord), fake_discord
     )
     fake_discord.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
-    body = {"message": "You are being rate limited.", "retry_after": 0.01, "global": True}
-    headers = {"Via": "1.1 google", "Retry-After": "9", "X-RateLimit-Global": "true"}
-    for _ in range(10):
-        fake_discord.queue("/messages", body, 429, headers)
     channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(2)]
     queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
     poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
@@ -342,7 +353,7 @@ async def test_a_discord_global_429_pauses_every_channel(
         await bot.close()
     assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
     assert len(fake_discord.created) == 2
-    assert len(posts) == 2 and all(at >= start + 9 for at in posts)
+    return start, posts
 
 
 async def _discord_run(

@@ -14,8 +14,6 @@ import pytest
 from sqlite_utils import Database
 
 from bot.delivery import BACKOFF_MAX_SECONDS, TransientError, deliver_channel
-from bot.discordbot.client import PaperboyClient
-from bot.discordbot.poster import DiscordPoster
 from bot.ratelimits import MAX_PAUSE_SECONDS, SendLimits
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
@@ -24,12 +22,16 @@ from db import open_db, outbox
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
-from tests.discord_helpers import GUILD
 from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
-from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+from tests.test_delivery_limits import (
+    VirtualTime,
+    deliver_two_discord_channels,
+    queue,
+    slack_payload,
+    states,
+)
 
 
 @pytest.fixture
@@ -153,31 +155,9 @@ async def test_a_discord_cloudflare_429_pauses_every_channel(
     refusing the bot's address, every request alike; discord.py raises it at once. It
     paused only the channel that got it, for the default second, while every other channel
     went on posting into the ban (which lengthens it). Now every channel waits a minute."""
-    from tests.discord_helpers import logged_in, make_services
-
     time = VirtualTime()
-    posts: list[float] = []
-
-    class Recorded(RateLimits):
-        def admit(self, channel: str) -> Any:
-            posts.append(time.now)
-            return super().admit(channel)
-
-    bot: PaperboyClient = await logged_in(
-        make_services(tmp_path, [], catalog, fake_discord), fake_discord
-    )
-    fake_discord.limits = Recorded(channel_burst=5, global_rate=100.0, clock=time.monotonic)
     fake_discord.queue("/messages", "error code: 1015", 429, {})
-    channels = [f"discord:{GUILD}/{500000000000000000 + n}" for n in range(2)]
-    queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
-    poster = DiscordPoster(bot, rate=20.0, monotonic=time.monotonic, sleep=time.sleep)
-    start = time.now
-    try:
-        results = await deliver_all(db, poster, channels, time)
-    finally:
-        await bot.close()
-    assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
-    assert len(fake_discord.created) == 2
+    start, posts = await deliver_two_discord_channels(db, fake_discord, time, tmp_path, catalog)
     assert len(posts) == 2 and all(at >= start + 60 for at in posts)
 
 
