@@ -5,15 +5,22 @@ rendered from its old text."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlite_utils import Database
 
+from bot.fetching.schedule import FetchJobs
 from bot.send import platform_messages
-from config.settings import Settings
+from bot.services import Services
+from config.settings import Settings, load_settings
 from digests.digest import Digest, DigestItem, build_digest
 from digests.render import view
 from digests.topics import Catalog
@@ -138,3 +145,47 @@ def test_the_cache_is_bounded(catalog: Catalog, monkeypatch: pytest.MonkeyPatch)
     digest = one_paper_digest(rows[0], catalog)
     rendered([replace(digest, items=items)])
     assert len(view._shown_cache) <= 5
+
+
+class SlowFetcher:
+    """A SourceFetcher stand-in whose `due` takes a while (a busy sources table)."""
+
+    def __init__(self) -> None:
+        self.asked: list[datetime] = []
+        self.release = threading.Event()
+        self.answer = ["arxiv:cs.LG"]
+
+    def due(self, now: datetime, older_than: timedelta) -> list[str]:
+        self.asked.append(now)
+        self.release.wait(5)
+        return list(self.answer)
+
+
+def fetch_jobs(tmp_path: Path, catalog: Catalog) -> tuple[FetchJobs, SlowFetcher, list[list[str]]]:
+    settings = load_settings({"PAPERBOY_LOCAL_DIR": str(tmp_path / "outbox")}, dotenv=None)
+    services = Services(tmp_path / "p.db", settings, catalog, clock=lambda: NOW)
+    fetcher = SlowFetcher()
+    jobs = FetchJobs(services, AsyncIOScheduler(), lambda work, name: None, fetcher=fetcher)  # type: ignore[arg-type]
+    started: list[list[str]] = []
+    jobs.start = lambda names: started.append(list(names)) or []  # type: ignore[method-assign]
+    return jobs, fetcher, started
+
+
+async def test_digests_firing_together_ask_once_which_sources_are_due(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    jobs, fetcher, started = fetch_jobs(tmp_path, catalog)
+    runs = [
+        asyncio.ensure_future(jobs.before_digest(NOW + timedelta(milliseconds=i), f"local:c{i}"))
+        for i in range(50)
+    ]
+    await asyncio.sleep(0.05)  # every run is waiting for the one ask under way
+    fetcher.release.set()
+    await asyncio.gather(*runs)
+    assert fetcher.asked == [NOW]
+    assert started == [["arxiv:cs.LG"]] * 50  # each run still starts (or joins) the fetches
+    # Once that ask is done, the next digest asks anew (a source may have become due).
+    fetcher.answer = []
+    await jobs.before_digest(NOW + timedelta(hours=1), "local:late")
+    assert fetcher.asked == [NOW, NOW + timedelta(hours=1)]
+    assert started[-1] == []

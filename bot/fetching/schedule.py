@@ -61,6 +61,7 @@ class FetchJobs:
         self._crons: dict[str, str] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._kinds: dict[str, asyncio.Lock] = {}
+        self._due_ask: asyncio.Future[list[str]] | None = None
         self.stopping = False
 
     def sync(self) -> None:
@@ -123,7 +124,7 @@ class FetchJobs:
     async def before_digest(self, now: datetime, channel: str) -> None:
         """Fetch due sources, and wait for them (and those under way) at most
         `wait_seconds`; then the digest is built from what is stored."""
-        names = await self.services.in_thread(self.fetcher.due, now, DUE_AFTER)
+        names = await self._due_sources(now)
         tasks = self.start(names)
         if not tasks:
             return
@@ -136,6 +137,19 @@ class FetchJobs:
                 len(pending),
                 self.wait_seconds,
             )
+
+    async def _due_sources(self, now: datetime) -> list[str]:
+        """Which sources are due, asked once for all the digests firing together: a digest
+        that asks while an ask is under way takes its answer (as the inbox ingest is
+        shared) instead of reading the sources table again in a thread of its own (10,000
+        channels due at one moment asked 10,000 times). The answer is for a moment at
+        most one query older than the joiner's; the next ask, once it is done, reads anew."""
+        if self._due_ask is None or self._due_ask.done():
+            self._due_ask = asyncio.ensure_future(
+                self.services.in_thread(self.fetcher.due, now, DUE_AFTER)
+            )
+        # Shielded: one waiter cancelled (a stop) must not cancel the others' answer.
+        return list(await asyncio.shield(self._due_ask))
 
     def maintain(self) -> None:
         """Re-read the sources' schedules; retry failed sources whose backoff passed."""
