@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from bench.slack_load import percentile
+
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,11 +64,6 @@ QUERIES = [
     "lottery ticket", "hypernetwork", "wasserstein", "equivariance", "curriculum",
     "PPO", "self-supervised representation", "neural architecture search", "optimal transport",
 ]  # fmt: skip
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def stats_ms(values: list[float]) -> dict[str, float | int]:
