@@ -96,13 +96,20 @@ def test_new_changed_and_deleted_papers_are_followed(file_db: Database, tmp_path
     assert titles(file_db, "pemba") == []
 
 
+def behind_by_one(
+    db: Database, tmp_path: Path, paper: tuple[str, str, str]
+) -> text_index.TextIndex:
+    """Index `db`, then ingest `paper` (id, title, abstract) that the index has not yet
+    seen; returns the index's writable handle."""
+    search_papers(db, "LoMAP", 1)
+    ingest_files(db, [write_papers(tmp_path, paper)], now=NOW)
+    return text_index._handle(db, writable=True)
+
+
 def test_a_crash_before_the_watermark_is_written_replays_the_changes(
     file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    search_papers(file_db, "LoMAP", 1)
-    ingest_files(
-        file_db, [write_papers(tmp_path, ("q1", "Quokka habitats", "Quokkas live. " * 5))], now=NOW
-    )
+    behind_by_one(file_db, tmp_path, ("q1", "Quokka habitats", "Quokkas live. " * 5))
 
     def crash(*args: object) -> None:
         raise KeyboardInterrupt  # the process dies after tantivy committed
@@ -121,10 +128,7 @@ def test_a_crash_before_the_watermark_is_written_replays_the_changes(
 def test_a_crash_before_tantivy_commits_loses_nothing(
     file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    search_papers(file_db, "LoMAP", 1)
-    ingest_files(
-        file_db, [write_papers(tmp_path, ("w1", "Wombat burrows", "Wombats dig. " * 5))], now=NOW
-    )
+    behind_by_one(file_db, tmp_path, ("w1", "Wombat burrows", "Wombats dig. " * 5))
     real = text_index._document
 
     def crash(row: dict[str, object]) -> object:
@@ -214,11 +218,7 @@ def test_a_busy_index_writer_falls_back_to_fts5(
     file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
-    search_papers(file_db, "LoMAP", 1)
-    ingest_files(
-        file_db, [write_papers(tmp_path, ("o1", "Okapi stripes", "Okapis hide. " * 5))], now=NOW
-    )
-    handle = text_index._handle(file_db, writable=True)
+    handle = behind_by_one(file_db, tmp_path, ("o1", "Okapi stripes", "Okapis hide. " * 5))
     writer = handle.index.writer(15_000_000, 1)  # another process would hold this lock
     try:
         assert titles(file_db, "okapi") == ["Okapi stripes"]  # from FTS5
@@ -234,11 +234,7 @@ def test_a_lookup_waits_briefly_for_another_writer_of_the_index(
 ) -> None:
     import threading
 
-    search_papers(file_db, "LoMAP", 1)
-    ingest_files(
-        file_db, [write_papers(tmp_path, ("e1", "Echidna spines", "Echidnas roll. " * 5))], now=NOW
-    )
-    handle = text_index._handle(file_db, writable=True)
+    handle = behind_by_one(file_db, tmp_path, ("e1", "Echidna spines", "Echidnas roll. " * 5))
     held = [handle.index.writer(15_000_000, 1)]
     threading.Timer(0.3, held.clear).start()  # the other writer finishes
     assert titles(file_db, "echidna") == ["Echidna spines"]
@@ -250,11 +246,7 @@ def test_a_lookup_does_not_wait_for_a_whole_rebuild_in_another_thread(
     file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
-    search_papers(file_db, "LoMAP", 1)
-    ingest_files(
-        file_db, [write_papers(tmp_path, ("t1", "Tapir snouts", "Tapirs browse. " * 5))], now=NOW
-    )
-    handle = text_index._handle(file_db, writable=True)
+    handle = behind_by_one(file_db, tmp_path, ("t1", "Tapir snouts", "Tapirs browse. " * 5))
     with handle.lock:  # another thread is rebuilding the index
         assert titles(file_db, "tapir") == ["Tapir snouts"]  # from FTS5, without waiting
     assert text_index._disk_seq(handle) < text_index._last_seq(file_db)
