@@ -190,6 +190,30 @@ def test_changes_queued_meanwhile_are_committed_together(store: Path) -> None:
         writer.shutdown()
 
 
+def hold_writer(writer: ChangeWriter) -> tuple[threading.Event, Any]:
+    """Submit a change that runs until the returned event is set, and wait until it runs:
+    what is submitted meanwhile queues. Returns (the event, the held change's future)."""
+    gate, entered = threading.Event(), threading.Event()
+
+    def hold() -> str:
+        entered.set()
+        gate.wait(30)
+        return "held"
+
+    first = writer.submit(hold)
+    assert entered.wait(30)
+    return gate, first
+
+
+def held_batch(writer: ChangeWriter, *work: Any) -> list[Any]:
+    """Submit `work` (functions) so that they run as one batch: behind a held first one."""
+    gate, first = hold_writer(writer)
+    futures = [writer.submit(fn) for fn in work]
+    gate.set()
+    assert first.result(30) == "held"
+    return futures
+
+
 def test_a_failed_commit_fails_every_change_of_its_batch(store: Path) -> None:
     db = open_db(store)
     db.execute("create table parent (id integer primary key)")
@@ -206,19 +230,7 @@ def test_a_failed_commit_fails_every_change_of_its_batch(store: Path) -> None:
         connect().execute("insert into child (p) values (99)")
         return "ok too"
 
-    gate, entered = threading.Event(), threading.Event()
-
-    def hold() -> str:
-        entered.set()
-        gate.wait(30)
-        return "held"
-
-    first = writer.submit(hold)  # so that the next two are one batch
-    assert entered.wait(30)
-    futures = [writer.submit(good), writer.submit(orphan)]
-    gate.set()
-    assert first.result(30) == "held"
-    for future in futures:
+    for future in held_batch(writer, good, orphan):
         with pytest.raises(sqlite3.IntegrityError):
             future.result(30)
     writer.shutdown()
@@ -228,40 +240,15 @@ def test_a_failed_commit_fails_every_change_of_its_batch(store: Path) -> None:
 def test_a_writer_shut_down_cancels_what_is_queued(store: Path) -> None:
     connect = per_thread(store)
     writer = ChangeWriter(connect)
-    gate, entered = threading.Event(), threading.Event()
-
-    def hold() -> str:
-        entered.set()
-        gate.wait(30)
-        return "held"
-
-    first = writer.submit(hold)
-    assert entered.wait(30)
+    gate, first = hold_writer(writer)
     queued = writer.submit(lambda: connect().execute("insert into t (n) values (1)"))
     writer.shutdown(wait=False, cancel_futures=True)
     gate.set()
     assert first.result(30) == "held" and queued.cancelled()
     with pytest.raises(RuntimeError):
-        writer.submit(hold)
+        writer.submit(lambda: None)
     writer.shutdown()
     assert rows(store) == []
-
-
-def held_batch(writer: ChangeWriter, *work: Any) -> list[Any]:
-    """Submit `work` (functions) so that they run as one batch: behind a held first one."""
-    gate, entered = threading.Event(), threading.Event()
-
-    def hold() -> str:
-        entered.set()
-        gate.wait(30)
-        return "held"
-
-    first = writer.submit(hold)
-    assert entered.wait(30)
-    futures = [writer.submit(fn) for fn in work]
-    gate.set()
-    assert first.result(30) == "held"
-    return futures
 
 
 def outcome(future: Any) -> Any:
