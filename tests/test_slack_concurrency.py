@@ -12,7 +12,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +41,29 @@ async def client(
     await started.close()
 
 
-@pytest.fixture
-def held_finds(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """`find` commands wait for the returned event; other commands run at once. The list
-    records the finds that started."""
+def hold_commands(
+    monkeypatch: pytest.MonkeyPatch, held: Callable[[str], bool] = lambda text: True
+) -> tuple[threading.Event, list[str]]:
+    """Commands whose text `held` accepts wait for the returned event; others run at once.
+    The list records the held commands that started."""
     release, started = threading.Event(), []
     real_handle = slack_app.handle
 
     def holding(text: str, ctx: Any) -> Any:
-        if text.startswith("find"):
+        if held(text):
             started.append(text)
             release.wait(30)
         return real_handle(text, ctx)
 
     monkeypatch.setattr(slack_app, "handle", holding)
+    return release, started
+
+
+@pytest.fixture
+def held_finds(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`find` commands wait for the returned event; other commands run at once. The list
+    records the finds that started."""
+    release, started = hold_commands(monkeypatch, lambda text: text.startswith("find"))
     yield release, started
     release.set()
 
@@ -69,16 +78,7 @@ async def post(client: HttpClient, text: str, name: str, fake: FakeSlack) -> Any
 async def test_a_second_lookup_is_answered_while_the_first_is_blocked(
     client: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    release, started = threading.Event(), []
-    real_handle = slack_app.handle
-
-    def first_held(text: str, ctx: Any) -> Any:
-        started.append(text)
-        if text == "find policy":
-            release.wait(30)
-        return real_handle(text, ctx)
-
-    monkeypatch.setattr(slack_app, "handle", first_held)
+    release, started = hold_commands(monkeypatch, lambda text: text == "find policy")
     try:
         client.endpoint.ack_budget = 0.01  # the held one is "Working on it…" at once
         assert (await post(client, "find policy", "r1", fake_slack))["text"] == WORKING
@@ -363,15 +363,7 @@ async def test_a_stop_tells_queued_changes_they_did_not_run(
 ) -> None:
     """A change queued in the writer when the stop begins is cancelled and its asker told
     so (not run during the stop, nor "done"); the one running finishes and is answered."""
-    release, started = threading.Event(), []
-    real_handle = slack_app.handle
-
-    def holding(text: str, ctx: Any) -> Any:
-        started.append(text)
-        release.wait(30)
-        return real_handle(text, ctx)
-
-    monkeypatch.setattr(slack_app, "handle", holding)
+    release, started = hold_commands(monkeypatch)
     try:
         client.endpoint.ack_budget = client.endpoint.queued_wait = 0.01
         assert (await post(client, "subscribe offline-rl", "r1", fake_slack))["text"] == WORKING
@@ -427,15 +419,7 @@ async def test_a_command_cut_off_before_its_ack_by_the_stop_is_still_answered(
     endpoint. With PAPERBOY_SLACK_ACK_SECONDS up to 2.5 a command can still be waiting for
     its acknowledgement when the server cuts its request off: its answer (here a change that
     is stored) went nowhere, the asker saw Slack's failure for a change that was made."""
-    release, started = threading.Event(), []
-    real_handle = slack_app.handle
-
-    def holding(text: str, ctx: Any) -> Any:
-        started.append(text)
-        release.wait(30)
-        return real_handle(text, ctx)
-
-    monkeypatch.setattr(slack_app, "handle", holding)
+    release, started = hold_commands(monkeypatch)
     client.endpoint.ack_budget = 60  # still waiting for its acknowledgement at the stop
     asking = asyncio.ensure_future(post(client, "subscribe offline-rl", "r1", fake_slack))
     try:
