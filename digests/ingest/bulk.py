@@ -565,18 +565,11 @@ def page_cache(db: Database, kib: int) -> Iterator[None]:
 
 
 def _or_here(
-    batches: Iterator[list[Item]],
-    db: Database,
-    paths: Sequence[Path],
-    fmt: str | None,
-    venue: str | None,
-    limits: Limits,
-    versions: dict[str, str],
-    now: datetime,
+    batches: Iterator[list[Item]], here: Callable[[], Iterator[list[Item]]]
 ) -> Iterator[list[Item]]:
     """The workers' batches; if the workers fail before sending any (a worker process
     cannot start, e.g. a program read from stdin cannot be spawned), this process enriches
-    instead, more slowly. A failure after the first batch is raised."""
+    instead, more slowly, with `here()`. A failure after the first batch is raised."""
     started = False
     try:
         for batch in batches:
@@ -586,7 +579,7 @@ def _or_here(
         if started:
             raise
         log.warning("ingest: %s; enriching in this process instead", exc)
-        yield from prepared_items(db, paths, fmt, venue, limits, versions, now)
+        yield from here()
 
 
 def _papers_at_least(paths: Sequence[Path], count: int) -> bool:
@@ -614,11 +607,11 @@ def _ingest(
 ) -> IngestSummary:
     total = check_files(paths, fmt, venue, limits, versions)
     summary = IngestSummary(files=[str(path) for path in paths])
-    batches: Iterator[list[Item]]
-    if workers is not None:
-        batches = _or_here(workers.batches(versions), db, paths, fmt, venue, limits, versions, now)
-    else:
-        batches = prepared_items(db, paths, fmt, venue, limits, versions, now)
+
+    def here() -> Iterator[list[Item]]:
+        return prepared_items(db, paths, fmt, venue, limits, versions, now)
+
+    batches = _or_here(workers.batches(versions), here) if workers is not None else here()
     items = Counted(chain.from_iterable(batches), total)
     writer = Writer(db, now, total, summary)
     try:
