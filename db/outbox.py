@@ -160,6 +160,14 @@ def thread_root(db: Database, row: Row) -> str | None:
     return rows[0]["platform_id"] if rows else None
 
 
+def _message(message_id: int, sender: str | None) -> tuple[str, list[Any]]:
+    """The `where` clause (and its values) naming one message; with `sender`, only while
+    that sender's claim holds it: a sender whose claim was taken over changes nothing."""
+    if sender is None:
+        return "id = ?", [message_id]
+    return "id = ? and state = 'sending' and claimed_by = ?", [message_id, sender]
+
+
 def mark_sent(
     db: Database, message_id: int, platform_id: str, now: str, *, sender: str | None = None
 ) -> bool:
@@ -168,15 +176,12 @@ def mark_sent(
     records nothing: the message is the new holder's, whose own send's outcome is the one
     recorded (a `sent` over its claim cleared that claim, so its send's outcome could not
     be recorded; over its `sent`, it replaced its platform id). False if not recorded."""
-    where, values = "id = ?", [platform_id, now, message_id]
-    if sender is not None:
-        where += " and state = 'sending' and claimed_by = ?"
-        values.append(sender)
+    where, values = _message(message_id, sender)
     cursor = db.execute(
         "update outbox set state = 'sent', platform_id = ?, sent_at = ?, "
         "last_error = null, next_attempt_at = null, claimed_by = null, claimed_until = null "
         f"where {where}",
-        values,
+        [platform_id, now, *values],
     )
     return cursor.rowcount == 1
 
@@ -204,12 +209,10 @@ def release(
     if next_attempt_at is not None:
         sets += ["last_error = ?", "next_attempt_at = ?"]
         values += [error, next_attempt_at]
-    where = "id = ? and state = 'sending'"
-    values.append(message_id)
-    if sender is not None:
-        where += " and claimed_by = ?"
-        values.append(sender)
-    cursor = db.execute(f"update outbox set {', '.join(sets)} where {where}", values)
+    where, ids = _message(message_id, sender)
+    if sender is None:
+        where += " and state = 'sending'"
+    cursor = db.execute(f"update outbox set {', '.join(sets)} where {where}", [*values, *ids])
     return cursor.rowcount == 1
 
 
@@ -227,14 +230,11 @@ def mark_retry(
 ) -> bool:
     """A transient error: stay pending, try again from `next_attempt_at`. With `sender`,
     only while that sender's claim holds the message (see `release`); False if not."""
-    where, values = "id = ?", [error, next_attempt_at, message_id]
-    if sender is not None:
-        where += " and state = 'sending' and claimed_by = ?"
-        values.append(sender)
+    where, values = _message(message_id, sender)
     cursor = db.execute(
         "update outbox set state = 'pending', last_error = ?, next_attempt_at = ?, "
         f"claimed_by = null, claimed_until = null where {where}",
-        values,
+        [error, next_attempt_at, *values],
     )
     return cursor.rowcount == 1
 
@@ -250,15 +250,12 @@ def mark_failed(
     claim holds the message (see `mark_sent`: a sender whose claim was taken over must not
     give up a message another is sending, nor turn its `sent` into `failed`); None, and
     nothing changed, if not."""
-    where, values = "id = ?", [error, message_id]
-    if sender is not None:
-        where += " and state = 'sending' and claimed_by = ?"
-        values.append(sender)
+    where, values = _message(message_id, sender)
     with write_transaction(db):
         given_up = db.execute(
             "update outbox set state = 'failed', last_error = ?, "
             f"next_attempt_at = null, claimed_by = null, claimed_until = null where {where}",
-            values,
+            [error, *values],
         )
         if sender is not None and given_up.rowcount != 1:
             return None
