@@ -412,5 +412,5 @@ def test_skipping_early_changes_nothing_that_merging_would(
         return snapshot(db) + list(db.query("select * from paper_aliases order by alias"))
 
     with_skip = run()
-    monkeypatch.setattr(bulk, "is_absorbed", lambda db, record: False)
+    monkeypatch.setattr(bulk, "is_absorbed", lambda db, record, fingerprint: False)
     assert run() == with_skip

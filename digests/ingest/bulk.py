@@ -156,7 +156,7 @@ def _prepare_group(
     items: list[Item] = []
     for record, fingerprint, pair in zip(records, fingerprints, keys, strict=True):
         hit = any(key in stored for key in pair) or record.external_id in stored
-        if fingerprint and hit and is_absorbed(db, record):
+        if fingerprint and hit and is_absorbed(db, record, fingerprint):
             items.append(("skipped", None, None, path, record.line))
             continue
         row = prepare(record, now, path, fingerprint or None)

@@ -37,13 +37,14 @@ def _empty(value: Any) -> bool:
     return value in (None, "")
 
 
-def is_absorbed(db: Database, record: PaperRecord) -> bool:
-    """True when the store already holds everything `record` would bring (reads only)."""
+def is_absorbed(db: Database, record: PaperRecord, fingerprint: str | None = None) -> bool:
+    """True when the store already holds everything `record` would bring (reads only).
+    `fingerprint`: the abstract's `fingerprint_hash`, if the caller has it already."""
     target = papers.paper_id_for_alias(db, record.external_id) if record.external_id else None
     if target:
         stored = papers.get_paper(db, target)
     else:  # under its id, or the one a collision sent it to, or its legacy id (`ids`)
-        fingerprint = fingerprint_hash(record.abstract)
+        fingerprint = fingerprint or fingerprint_hash(record.abstract)
         stored = stored_under_id(db, fingerprint, record.authors, warn=False)
     if stored is None or stored["abstract"] != record.abstract:
         return False
