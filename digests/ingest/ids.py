@@ -28,7 +28,6 @@ holds that very abstract now.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from sqlite_utils import Database
 
@@ -40,16 +39,6 @@ from digests.ingest.errors import IngestError
 log = logging.getLogger(__name__)
 
 FINGERPRINT_ALIAS = "fp:"  # the alias an abstract merged into another paper leaves
-
-
-@dataclass
-class Place:
-    """Where the probe sequence of a fingerprint leads: the paper stored with it, else
-    the first free id (None when all are taken), and the ids other papers hold before."""
-
-    paper: Row | None = None
-    free: str | None = None
-    taken: list[str] = field(default_factory=list)
 
 
 def same_fingerprint(stored: Row, fingerprint: str) -> bool | None:
@@ -72,19 +61,16 @@ def _plausible(stored: Row, authors: list[str]) -> bool:
     return not ours or not theirs or bool(ours & theirs)
 
 
-def locate(db: Database, fingerprint: str) -> Place:
-    """Walk the probe sequence of `fingerprint` (reads only)."""
-    place = Place()
+def locate(db: Database, fingerprint: str) -> Row | None:
+    """The paper stored with `fingerprint` on its probe sequence, walked up to the first
+    free id (reads only)."""
     for candidate in probe_ids(fingerprint):
         stored = papers.get_paper(db, candidate)
         if stored is None:
-            place.free = candidate
-            return place
+            return None
         if same_fingerprint(stored, fingerprint):
-            place.paper = stored
-            return place
-        place.taken.append(candidate)
-    return place
+            return stored
+    return None
 
 
 def stored_under_id(
@@ -95,7 +81,7 @@ def stored_under_id(
     that cannot be checked. `warn`: log what only the author rule decided, and a legacy
     id held by a different paper (off for a look before enrichment: the store that
     follows says it once)."""
-    found = locate(db, fingerprint).paper
+    found = locate(db, fingerprint)
     if found is not None:
         return found
     old = legacy_id(fingerprint)
@@ -133,7 +119,7 @@ def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> R
     128 bits), else what only the author rule accepts: a legacy row whose abstract was
     replaced, or a legacy id alias (both logged; the merge then leaves the `fp:` alias,
     so the next lookup of this abstract is certain and silent)."""
-    found = locate(db, fingerprint).paper
+    found = locate(db, fingerprint)
     if found is not None:
         return found
     old = legacy_id(fingerprint)
