@@ -42,7 +42,8 @@ from db import sources as source_store
 from db import text_index
 from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
-from digests.ingest.pipeline import IngestSummary, plural
+from digests.ingest.pipeline import IngestSummary
+from digests.ingest.progress import plural
 from digests.sources.errors import SourceError
 from digests.sources.records import FetchedPaper
 from digests.sources.spec import SourceSpec, parse_source

@@ -64,11 +64,11 @@ from digests.ingest.ids import FINGERPRINT_ALIAS
 from digests.ingest.pipeline import (
     IngestSummary,
     backfill_title_keys,
-    plural,
     prepare,
     read_records,
     store_row,
 )
+from digests.ingest.progress import plural
 from digests.ingest.secrets import refuse_secrets
 from digests.ingest.unchanged import is_absorbed
 from digests.records import PaperRecord

@@ -25,6 +25,7 @@ from digests.ingest.detect import FORMATS, detect_format
 from digests.ingest.errors import IngestError
 from digests.ingest.ids import FINGERPRINT_ALIAS, find_by_fingerprint, new_id, same_fingerprint
 from digests.ingest.jsonl import parse_json
+from digests.ingest.progress import plural
 from digests.ingest.secrets import refuse_secrets
 from digests.ingest.seeds import parse_seed
 from digests.ingest.tabular import parse_tabular
@@ -37,11 +38,6 @@ log = logging.getLogger(__name__)
 # Alias prefixes of Paperboy's own keys (`ids.FINGERPRINT_ALIAS`, `fetched.content_key`),
 # refused as a file's own id.
 RESERVED_ID_PREFIXES = (FINGERPRINT_ALIAS, "seen:")
-
-
-def plural(count: int, noun: str) -> str:
-    """ "1 paper", "2 papers", "0 papers"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 @dataclass

@@ -26,7 +26,7 @@ def unfinished_note(row: dict[str, Any] | None) -> str | None:
     when = str(row["started_at"])[:16].replace("T", " ")
     files = ", ".join(Path(str(name)).name for name in row["files"])
     stored = (
-        f"{row.get('done') or 0} of {_papers(int(row.get('total') or 0))} done "
+        f"{row.get('done') or 0} of {plural(int(row.get('total') or 0), 'paper')} done "
         f"({row.get('added') or 0} added, {row.get('merged') or 0} merged, "
         f"{row.get('skipped') or 0} skipped)"
     )
@@ -39,5 +39,6 @@ def unfinished_note(row: dict[str, Any] | None) -> str | None:
     )
 
 
-def _papers(count: int) -> str:
-    return f"{count} paper" if count == 1 else f"{count} papers"
+def plural(count: int, noun: str) -> str:
+    """ "1 paper", "2 papers", "0 papers"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
