@@ -223,17 +223,69 @@ def ingest(
     limits = Limits.from_kb(load_settings().max_record_kb)
     new = NewDatabase(database_path(db_path))
     db = open_database(db_path, create=True)
+    before = _last_ingest_id(db)
     try:
         summary = ingest_files(
             db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress, limits=limits
         )
+    except KeyboardInterrupt:
+        # One line, not click's bare "Aborted!": what was stored and how to finish.
+        note = _interrupted_note(db, before)
+        new.discard(db)  # a new database that got no chunk is removed
+        echo(note, err=True)
+        sys.exit(INTERRUPTED)
     except BaseException:
         new.discard(db)  # a refused file leaves no empty database behind
         raise
     from db import text_index
 
-    text_index.catch_up(db)  # the next lookup does not pay this ingest's indexing
+    try:
+        text_index.catch_up(db)  # the next lookup does not pay this ingest's indexing
+    except KeyboardInterrupt:
+        echo(f"{summary.describe()}\n{INTERRUPTED_INDEXING}", err=True)
+        sys.exit(INTERRUPTED)
     echo(summary.describe())
+
+
+INTERRUPTED = 130  # the shell's status for a command stopped by Ctrl-C (128 + SIGINT)
+INTERRUPTED_INDEXING = (
+    "interrupted while updating the search index: every paper above is stored; "
+    "the next lookup finishes the index"
+)
+
+
+def _last_ingest_id(db: Database) -> int:
+    """The id of the last row of `ingests` (0 for none), to tell this run's row apart."""
+    try:
+        return int(db.execute("select coalesce(max(id), 0) from ingests").fetchone()[0])
+    except sqlite3.Error:  # a database without the table yet: the ingest creates it
+        return 0
+
+
+def _interrupted_note(db: Database, before: int) -> str:
+    """One line for an ingest stopped by Ctrl-C: what its committed chunks stored (the
+    `ingests` row it recorded as "stopped"), that the files were not finished, and that
+    running the same command again finishes them. A run that committed nothing stored
+    nothing: a file of one chunk is one transaction."""
+    again = "run the same command again to finish (stored papers are skipped)"
+    try:
+        rows = list(db.query("select * from ingests where id > ? order by id desc", [before]))
+    except sqlite3.Error:
+        rows = []
+    if not rows:
+        return f"interrupted: nothing was stored; {again}"
+    row = rows[0]
+    from digests.ingest.progress import plural
+
+    files = ", ".join(Path(str(name)).name for name in json.loads(row["files"]))
+    stored = (
+        f"{row['done'] or 0} of {plural(int(row['total'] or 0), 'paper')} "
+        f"({row['added'] or 0} added, {row['merged'] or 0} merged, "
+        f"{row['skipped'] or 0} skipped)"
+    )
+    if row["status"] == "complete":
+        return f"interrupted after the ingest completed: {files}: {stored} stored"
+    return f"interrupted: {files} not finished: {stored} stored; {again}"
 
 
 @main.command()
