@@ -5,7 +5,7 @@
     python3 tasks.py test    # set up (once), then lint, type-check and run the tests
     python3 tasks.py lint    # ruff check, ruff format --check, mypy
     python3 tasks.py bench   # the benchmarks under bench/
-    python3 tasks.py relevance   # precision/recall of topic matching
+    python3 tasks.py relevance   # issue 12 harness: topics, free text, find, similar vs references
     python3 tasks.py fmt     # ruff format and fix
 
 It needs nothing but Python 3.11+: it makes `.venv/` and installs the project with

@@ -1,114 +1,82 @@
-"""Relevance of topic matching: seed labels (the goal) and ICLR 2021 (a held-out check).
+"""Issue 12's relevance harness: topics, free text, `find` and `similar` against references.
 
-    python3 tasks.py relevance [--threshold T]
+    python3 tasks.py relevance [--detail] [--corpus PATH] [--similar-sample N]
 
-1. On the 38 bundled seed papers, labelled by hand in tests/data/seed_labels.toml:
-   precision and recall of "score >= threshold" over all (paper, topic) pairs, across
-   thresholds, the calibrated threshold, and the misses at the catalog's threshold.
-2. On ICLR 2021 (../shared/corpora), scored WITHOUT the authors' keywords, against weak
-   labels taken from those keywords (tests/data/iclr2021_keyword_labels.toml).
-3. `find` on ICLR 2021 (issue 12's "Set A"): the file ingested WITHOUT its keywords
-   column, each of 12 topics asked as a `find` query; a paper is relevant when one of its
-   keywords matches one of the topic's patterns (a pattern of 3 characters or fewer must
-   equal the keyword, a longer one is a substring of it); papers without keywords are
-   left out. Mean average precision over the whole ranking `search_papers` returns,
-   beside plain FTS5 bm25 (the words ORed, title weight 5) on the same database.
+Prints one table (measure | Paperboy | references | goal | met) and one JSON line. The
+references are rebuilt in the same run (bench/relevance_refs.py): tf-idf cosine
+(unigrams + bigrams), FTS5 bm25 OR with title weight 5, and arxiv-sanity-lite's
+`search_rank`. docs/relevance.md explains every figure.
+
+Set A, ICLR 2021 (../shared/corpora/iclr2021-openreview.tsv): the papers that have author
+keywords, ingested WITHOUT the keywords column. A paper is relevant to one of issue 12's
+12 topics when one of its keywords matches a pattern (bench.relevance_metrics.
+keyword_matches). Papers are split into halves by a hash of their OpenReview id: the
+"calibrate" half sets the calibrated threshold, every figure is measured on the "report"
+half. Each topic is measured three ways: as the catalog topic (CATALOG_FOR; "any RL" is
+the best of the RL catalog topics, as a channel following all of them would get; NAS has
+no catalog topic, so it is what `subscribe "neural architecture search"` builds), as the
+query typed as free text (`custom_topic`, what a quoted `subscribe "..."` builds when it
+names no catalog topic), and as a `find` query (`digests.lookup.find`, whole ranking).
+Digest selection is "score >= threshold" (the catalog's one threshold, as
+digests.digest._score_all applies it), pooled over the 12 topics.
+
+Set B, the 38 bundled seeds: nDCG@5 per catalog topic against tests/data/seed_labels.toml,
+known-item success@1 (tests/data/known_items.toml) and paraphrase success@3
+(tests/data/paraphrases.toml) through `digests.lookup.find`.
+
+Similar: for a deterministic sample of Set A papers with a label, the share of the top 10
+of `similar` (the handler's query, title + names + keywords, through `search_papers`)
+that share a labelled topic with the paper; tf-idf cosine neighbours as the reference.
+Without ../shared, Set A and Similar print "skipped" and Set B still runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import logging
+import os
+import platform
 import tempfile
+import time
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from bench.relevance_metrics import (
+    average_precision,
+    half,
+    keyword_matches,
+    mean,
+    ndcg_at,
+    pooled_selection,
+    precision_at,
+    rank_by,
+    success_at,
+)
+from bench.relevance_refs import Doc, Fts5Or, TfIdf, sanity_search_rank
 from db import open_db
 from db.papers import decode
+from db.search import search_papers
+from digests import lookup
 from digests.ingest import ingest_files
 from digests.matching import PaperText, normalise
-from digests.relevance import calibrate, load_labels, measure, score_table
+from digests.relevance import calibrate, load_labels
 from digests.samples import sample_paths
-from digests.topics import load_catalog
+from digests.topics import Catalog, Topic, custom_topic, load_catalog
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpora" / "iclr2021-openreview.tsv"
+DATA = ROOT / "tests" / "data"
 
-
-def seeds(threshold: float) -> None:
-    db = open_db(":memory:")
-    ingest_files(db, sample_paths(), now=datetime.now(UTC))
-    papers = [decode(row) for row in db.query("select * from papers")]
-    catalog = load_catalog()
-    table = score_table(load_labels(ROOT / "tests/data/seed_labels.toml", papers), catalog)
-    positives = sum(1 for row in table if row[3])
-    print(
-        f"Seeds: {len({row[0] for row in table})} papers x {len(catalog.topics)} topics, "
-        f"{positives} relevant pairs"
-    )
-    print("  threshold  precision  recall   TP  FP  FN")
-    for value in (2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0):
-        m = measure(table, value)
-        mark = "  <- catalog" if value == threshold else ""
-        print(
-            f"  {value:9.1f}  {m.precision:9.3f}  {m.recall:6.3f}  {m.true_positives:3d} "
-            f"{m.false_positives:3d} {m.false_negatives:3d}{mark}"
-        )
-    best = calibrate(table, 0.9)
-    print(
-        f"  calibrated (best F1 at precision >= 0.9): threshold {best.threshold}, "
-        f"precision {best.precision}, recall {best.recall}"
-    )
-    print(f"  errors at {threshold}:")
-    for key, topic, value, relevant in sorted(table, key=lambda r: (r[1], -r[2])):
-        if (value >= threshold) != relevant:
-            kind = "false positive" if value >= threshold else "missed"
-            print(f"    {kind:14s} {topic:24s} {value:5.2f}  {key[:48]}")
-
-
-def iclr(threshold: float) -> None:
-    if not CORPUS.is_file():
-        print(f"ICLR 2021: skipped, {CORPUS} is not here")
-        return
-    db = open_db(":memory:")
-    ingest_files(db, [CORPUS], now=datetime.now(UTC))
-    catalog = load_catalog()
-    labels = tomllib.loads((ROOT / "tests/data/iclr2021_keyword_labels.toml").read_text())
-    papers = [decode(row) for row in db.query("select * from papers where keywords != '[]'")]
-    print(
-        f"\nICLR 2021 held-out check: {len(papers)} papers with author keywords, "
-        "scored without them"
-    )
-    print("  topic                     labelled  selected  precision  recall")
-    totals = [0, 0, 0]
-    for topic_id, keywords in labels.items():
-        topic = catalog.get(topic_id)
-        assert topic is not None, topic_id
-        wanted = {normalise(k) for k in keywords}
-        labelled = selected = hits = 0
-        for paper in papers:
-            relevant = any(normalise(k) in wanted for k in paper["keywords"])
-            text = PaperText.of({**paper, "keywords": [], "id": None})  # uncached: no keywords
-            chosen = topic.score(text) >= threshold
-            labelled += relevant
-            selected += chosen
-            hits += relevant and chosen
-        totals = [totals[0] + labelled, totals[1] + selected, totals[2] + hits]
-        precision = hits / selected if selected else 1.0
-        recall = hits / labelled if labelled else 1.0
-        print(f"  {topic_id:24s}  {labelled:8d}  {selected:8d}  {precision:9.2f}  {recall:6.2f}")
-    print(
-        f"  {'all topics':24s}  {totals[0]:8d}  {totals[1]:8d}  "
-        f"{totals[2] / totals[1]:9.2f}  {totals[2] / totals[0]:6.2f}"
-    )
-
-
-# Issue 12's Set A: (topic, find query, keyword patterns).
+# Issue 12's Set A: (topic, query, keyword patterns).
 SET_A = [
     ("offline RL", "offline reinforcement learning",
      ("offline reinforcement", "offline rl", "batch reinforcement", "batch rl")),
@@ -131,34 +99,58 @@ SET_A = [
     ("NAS", "neural architecture search", ("architecture search", "nas")),
 ]  # fmt: skip
 
+# The catalog topic(s) each Set A topic corresponds to (config/topics.toml). Several ids:
+# the paper's best score among them. None: the catalog has no such topic.
+CATALOG_FOR: dict[str, tuple[str, ...] | None] = {
+    "offline RL": ("offline-rl",),
+    "multi-agent RL": ("multi-agent-rl",),
+    "RLHF / preference / IRL": ("rlhf",),
+    "diffusion": ("diffusion-models",),
+    "any RL": (
+        "offline-rl", "multi-agent-rl", "rlhf", "rl-theory", "model-based-rl",
+        "exploration", "imitation-learning",
+    ),
+    "GNNs": ("graph-neural-networks",),
+    "federated": ("federated-learning",),
+    "contrastive / self-supervised": ("self-supervised-learning",),
+    "meta-learning / few-shot": ("meta-learning",),
+    "adversarial robustness": ("adversarial-robustness",),
+    "continual learning": ("continual-learning",),
+    "NAS": None,
+}  # fmt: skip
 
-def keyword_matches(keyword: str, patterns: tuple[str, ...]) -> bool:
-    keyword = keyword.strip().lower()
-    return any(keyword == p if len(p) <= 3 else p in keyword for p in patterns)
+TOP = 10  # P@10, nDCG@10, similar's top 10
+SIMILAR_SAMPLE = 300
+MIN_PRECISION = 0.9  # the calibration target (issue 12's selection goal)
 
 
-def average_precision(ranking: list[str], relevant: set[str]) -> float:
-    found, total = 0, 0.0
-    for rank, paper_id in enumerate(ranking, start=1):
-        if paper_id in relevant:
-            found += 1
-            total += found / rank
-    return total / len(relevant) if relevant else 0.0
+@dataclass
+class SetA:
+    """The blind ICLR 2021 store and its labels; ids are Paperboy's stored ids."""
+
+    db: Any
+    papers: dict[str, dict[str, Any]]
+    source: dict[str, str]  # stored id -> OpenReview id
+    keywords: dict[str, list[str]]
+    labels: dict[str, set[str]]  # Set A topic -> relevant stored ids
+    docs: list[Doc] = field(default_factory=list)
+
+    def half(self, name: str) -> list[str]:
+        return sorted(p for p in self.papers if half(self.source[p]) == name)
 
 
-def find_map() -> dict[str, float] | None:
-    """Set A's `find` MAP and its FTS5 reference, printed as a table; None without ICLR."""
-    from db.search import search_papers, tokens
-
-    if not CORPUS.is_file():
-        print(f"find on ICLR 2021: skipped, {CORPUS} is not here")
+def load_set_a(corpus: Path) -> SetA | None:
+    """Ingest the papers with keywords, without their keywords column; None without the file."""
+    if not corpus.is_file():
         return None
     csv.field_size_limit(1 << 24)
-    with CORPUS.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+    with corpus.open(encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle, delimiter="\t")]
     keywords = {
-        row["paper_id"]: [k for k in row["keywords"].split(",") if k.strip()] for row in rows
+        row["paper_id"]: [k.strip() for k in (row["keywords"] or "").split(",") if k.strip()]
+        for row in rows
     }
+    rows = [row for row in rows if keywords[row["paper_id"]]]  # papers without keywords left out
     db = open_db(":memory:")
     with tempfile.TemporaryDirectory() as folder:
         blind = Path(folder) / "iclr2021-no-keywords.tsv"
@@ -167,54 +159,390 @@ def find_map() -> dict[str, float] | None:
             writer = csv.DictWriter(out, columns, delimiter="\t", extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
-        ingest_files(db, [blind], now=datetime.now(UTC))
+        ingest_files(db, [blind], now=datetime(2026, 11, 30, tzinfo=UTC))
     # A file's id column becomes an alias of the stored paper.
-    stored = {
-        row["alias"]: row["paper_id"]
+    source = {
+        row["paper_id"]: row["alias"]
         for row in db.query("select alias, paper_id from paper_aliases")
         if row["alias"] in keywords
     }
-    labelled = {stored[source]: words for source, words in keywords.items() if source in stored}
-    judged = {paper for paper, words in labelled.items() if words}
-    total = db.execute("select count(*) from papers").fetchone()[0]
-    print(f"\nfind on ICLR 2021 (Set A): {len(judged)} papers with keywords, ingested without them")
-    print("  topic                           relevant  find AP  FTS5 OR AP")
-    ours, theirs = [], []
-    for topic, query, patterns in SET_A:
-        relevant = {p for p in judged if any(keyword_matches(k, patterns) for k in labelled[p])}
-        ranking = [hit.paper["id"] for hit in search_papers(db, query, total)]
-        ranking = [p for p in ranking if p in judged]
-        expression = " OR ".join(f'"{w}"' for w in tokens(query))
-        reference = [
-            row["id"]
-            for row in db.query(
-                "select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid"
-                " where papers_fts match ? order by bm25(papers_fts, 5.0, 1.0, 1.0, 1.0)",
-                [expression],
-            )
-            if row["id"] in judged
-        ]
-        ours.append(average_precision(ranking, relevant))
-        theirs.append(average_precision(reference, relevant))
-        print(f"  {topic:30s}  {len(relevant):8d}  {ours[-1]:7.3f}  {theirs[-1]:10.3f}")
-    result = {
-        "find_map": round(sum(ours) / len(ours), 3),
-        "fts5_or_map": round(sum(theirs) / len(theirs), 3),
+    papers = {
+        p["id"]: p
+        for p in (decode(row) for row in db.query("select * from papers"))
+        if p["id"] in source
     }
-    print(f"  {'MAP':30s}  {'':8s}  {result['find_map']:7.3f}  {result['fts5_or_map']:10.3f}")
+    by_paper = {p: keywords[source[p]] for p in papers}
+    labels = {
+        topic: {p for p, words in by_paper.items() if any(keyword_matches(k, pats) for k in words)}
+        for topic, _, pats in SET_A
+    }
+    docs = [Doc(p, paper["title"], paper["abstract"]) for p, paper in papers.items()]
+    return SetA(db, papers, source, by_paper, labels, docs)
+
+
+def _scorer(topics: Sequence[Topic]) -> Callable[[PaperText], float]:
+    return lambda text: max(topic.score(text) for topic in topics)
+
+
+def catalog_topics(name: str, query: str, catalog: Catalog) -> list[Topic]:
+    ids = CATALOG_FOR[name]
+    if ids is None:  # what `subscribe "query"` builds
+        return [catalog.by_name(query) or custom_topic(query)]
+    return [topic for topic in (catalog.get(i) for i in ids) if topic is not None]
+
+
+def _ranking_metrics(
+    rankings: Mapping[str, list[str]], labels: Mapping[str, set[str]]
+) -> dict[str, float]:
+    return {
+        "map": round(mean([average_precision(rankings[t], labels[t]) for t in rankings]), 3),
+        "p10": round(mean([precision_at(rankings[t], labels[t], TOP) for t in rankings]), 3),
+        "ndcg10": round(mean([ndcg_at(rankings[t], labels[t], TOP) for t in rankings]), 3),
+    }
+
+
+def measure_set_a(data: SetA, catalog: Catalog, detail: bool) -> dict[str, Any]:
+    """Ranking metrics on the report half for Paperboy's three paths and the references,
+    and digest selection at the catalog threshold and at one calibrated on the other half."""
+    report, calib = data.half("report"), data.half("calibrate")
+    report_set = set(report)
+    texts = {p: PaperText.of(paper) for p, paper in data.papers.items()}
+    labels = {t: data.labels[t] & report_set for t, _, _ in SET_A}
+    tfidf, fts = TfIdf(data.docs), Fts5Or(data.docs)
+    total = len(data.papers)
+    rankings: dict[str, dict[str, list[str]]] = {
+        m: {} for m in ("catalog", "free text", "find", "tf-idf", "fts5 OR", "arxiv-sanity")
+    }
+    pairs: dict[str, dict[str, list[tuple[str, str, float, bool]]]] = {
+        "catalog": {"report": [], "calibrate": []},
+        "free text": {"report": [], "calibrate": []},
+    }
+    for name, query, _ in SET_A:
+        scorers = {
+            "catalog": _scorer(catalog_topics(name, query, catalog)),
+            "free text": _scorer([custom_topic(query)]),
+        }
+        for method, scorer in scorers.items():
+            scores = {p: scorer(texts[p]) for p in data.papers}
+            rankings[method][name] = rank_by({p: scores[p] for p in report})
+            for part, ids in (("report", report), ("calibrate", calib)):
+                pairs[method][part] += [(p, name, scores[p], p in data.labels[name]) for p in ids]
+        found = [r["id"] for r in lookup.find(data.db, query, total)]
+        rankings["find"][name] = [p for p in found if p in report_set]
+        rankings["tf-idf"][name] = rank_by(
+            {p: s for p, s in tfidf.scores(query).items() if p in report_set}
+        )
+        rankings["fts5 OR"][name] = rank_by(
+            {p: s for p, s in fts.scores(query).items() if p in report_set}
+        )
+        rankings["arxiv-sanity"][name] = [
+            p for p in sanity_search_rank(query, data.docs) if p in report_set
+        ]
+    result: dict[str, Any] = {
+        "papers": total,
+        "report_half": len(report),
+        "relevant": {t: len(labels[t]) for t in labels},
+    }
+    for method, by_topic in rankings.items():
+        result[method] = _ranking_metrics(by_topic, labels)
+    for method in ("catalog", "free text"):
+        held = [(score, relevant) for _, _, score, relevant in pairs[method]["report"]]
+        precision, recall = pooled_selection(held, catalog.threshold)
+        tuned = calibrate(pairs[method]["calibrate"], MIN_PRECISION).threshold
+        tuned_p, tuned_r = pooled_selection(held, tuned)
+        result[method]["selection"] = {
+            "threshold": catalog.threshold,
+            "precision": round(precision, 3),
+            "recall": round(recall, 3),
+            "calibrated_threshold": tuned,
+            "calibrated_precision": round(tuned_p, 3),
+            "calibrated_recall": round(tuned_r, 3),
+        }
+    if detail:
+        methods = list(rankings)
+        print("Set A, average precision per topic (report half):")
+        print(f"  {'topic':30s} {'rel':>4s} " + " ".join(f"{m:>12s}" for m in methods))
+        for name, _, _ in SET_A:
+            aps = [average_precision(rankings[m][name], labels[name]) for m in methods]
+            print(f"  {name:30s} {len(labels[name]):4d} " + " ".join(f"{a:12.3f}" for a in aps))
+    return result
+
+
+def repo_check(data: SetA, catalog: Catalog) -> dict[str, float]:
+    """The older 21-topic check (tests/data/iclr2021_keyword_labels.toml, exact keywords),
+    pooled, at the catalog threshold, on all papers with keywords."""
+    wanted = tomllib.loads((DATA / "iclr2021_keyword_labels.toml").read_text(encoding="utf-8"))
+    pairs = []
+    for topic_id, words in wanted.items():
+        topic = catalog.get(topic_id)
+        if topic is None:
+            continue
+        keys = {normalise(k) for k in words}
+        for p, paper in data.papers.items():
+            relevant = any(normalise(k) in keys for k in data.keywords[p])
+            pairs.append((topic.score(PaperText.of(paper)), relevant))
+    precision, recall = pooled_selection(pairs, catalog.threshold)
+    return {"precision": round(precision, 3), "recall": round(recall, 3)}
+
+
+def similar_ranking(db: Any, paper: Mapping[str, Any], k: int) -> list[str]:
+    """What `similar` answers (digests/commands/handlers.py `_similar`): a lookup for the
+    paper's title, names and keywords, the paper itself left out. Keep in step with it."""
+    words = " ".join(paper.get("keywords") or [])
+    query = f"{paper['title']} {paper.get('names') or ''} {words}"
+    return [h.paper["id"] for h in search_papers(db, query, k + 1) if h.paper["id"] != paper["id"]][
+        :k
+    ]
+
+
+def measure_similar(data: SetA, sample: int) -> dict[str, Any]:
+    topics_of = {p: {t for t, ids in data.labels.items() if p in ids} for p in data.papers}
+    chosen = sorted(
+        (p for p in data.papers if topics_of[p]),
+        key=lambda p: hashlib.sha256(data.source[p].encode()).hexdigest(),
+    )[:sample]
+    tfidf = TfIdf(data.docs)
+
+    def share(ranking: list[str], p: str) -> float:
+        return sum(1 for q in ranking[:TOP] if topics_of[q] & topics_of[p]) / TOP
+
+    ours = [share(similar_ranking(data.db, data.papers[p], TOP), p) for p in chosen]
+    theirs = [share(rank_by(tfidf.neighbours(p)), p) for p in chosen]
+    return {
+        "sample": len(chosen),
+        "similar": round(mean(ours), 3),
+        "tf-idf": round(mean(theirs), 3),
+    }
+
+
+def _find_phrase(path: Path, papers: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(query, target id) per [[item]], the target named by a unique abstract phrase."""
+    items = tomllib.loads(path.read_text(encoding="utf-8"))["item"]
+    out = []
+    for item in items:
+        found = [p["id"] for p in papers if item["find"] in p["abstract"]]
+        if len(found) != 1:
+            raise ValueError(f"{path}: {item['find']!r} matches {len(found)} papers, not 1")
+        out.append((item["query"], found[0]))
+    return out
+
+
+def measure_set_b(catalog: Catalog, detail: bool) -> dict[str, Any]:
+    db = open_db(":memory:")
+    ingest_files(db, sample_paths(), now=datetime(2026, 11, 30, tzinfo=UTC))
+    papers = [decode(row) for row in db.query("select * from papers")]
+    labelled = load_labels(DATA / "seed_labels.toml", papers)
+    key_to_id = {
+        item.key: p["id"] for item in labelled for p in papers if item.key in p["abstract"]
+    }
+    ndcg = {}
+    for topic in catalog.topics:
+        relevant = {key_to_id[item.key] for item in labelled if topic.id in item.topics}
+        if not relevant:
+            continue
+        scores = {key_to_id[item.key]: topic.score(item.text) for item in labelled}
+        ndcg[topic.id] = round(ndcg_at(rank_by(scores), relevant, 5), 3)
+    table = [
+        (item.key, topic.id, topic.score(item.text), topic.id in item.topics)
+        for item in labelled
+        for topic in catalog.topics
+    ]
+    precision, recall = pooled_selection([(s, r) for _, _, s, r in table], catalog.threshold)
+    docs = [Doc(p["id"], p["title"], p["abstract"]) for p in papers]
+    tfidf, fts = TfIdf(docs), Fts5Or(docs)
+    rankers: dict[str, Callable[[str], list[str]]] = {
+        "find": lambda q: [r["id"] for r in lookup.find(db, q, 10)],
+        "tf-idf": lambda q: rank_by(tfidf.scores(q)),
+        "fts5 OR": lambda q: rank_by(fts.scores(q)),
+        "arxiv-sanity": lambda q: sanity_search_rank(q, docs),
+    }
+    result: dict[str, Any] = {
+        "ndcg5": round(mean(list(ndcg.values())), 3),
+        "ndcg5_by_topic": ndcg,
+        "selection": {"precision": round(precision, 3), "recall": round(recall, 3)},
+    }
+    for name, path, k in (
+        ("known_item", "known_items.toml", 1),
+        ("paraphrase", "paraphrases.toml", 3),
+    ):
+        items = _find_phrase(DATA / path, papers)
+        result[name] = {
+            method: round(mean([success_at(rank(q), target, k) for q, target in items]), 3)
+            for method, rank in rankers.items()
+        }
+        result[name]["queries"] = len(items)
+        if detail:
+            misses = [q for q, target in items if target not in rankers["find"](q)[:k]]
+            print(f"Set B {name}: find misses {len(misses)}/{len(items)}: {misses}")
+    if detail:
+        print(f"Set B nDCG@5 by topic: {ndcg}")
+    return result
+
+
+def _pr(figures: Mapping[str, float]) -> str:
+    return f"P {figures['precision']:.2f} R {figures['recall']:.2f}"
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "not met"
+
+
+def table_rows(
+    a: dict[str, Any] | None, b: dict[str, Any], sim: dict[str, Any] | None
+) -> list[tuple[str, ...]]:
+    """(measure, Paperboy, references, goal, met) rows."""
+    rows: list[tuple[str, ...]] = []
+    if a is None:
+        rows.append(("Set A (ICLR 2021)", "skipped: no ../shared corpus", "", "", ""))
+    else:
+        refs = {m: a[m] for m in ("tf-idf", "fts5 OR", "arxiv-sanity")}
+        best = max(r["map"] for r in refs.values())
+
+        def ref(metric: str) -> str:
+            return ", ".join(f"{m} {r[metric]:.3f}" for m, r in refs.items())
+
+        cat, free, find = a["catalog"], a["free text"], a["find"]
+        rows += [
+            (
+                "A catalog topics MAP",
+                f"{cat['map']:.3f}",
+                ref("map"),
+                ">= 0.85",
+                _met(cat["map"] >= 0.85),
+            ),
+            (
+                "A catalog topics P@10",
+                f"{cat['p10']:.3f}",
+                ref("p10"),
+                ">= 0.95",
+                _met(cat["p10"] >= 0.95),
+            ),
+            ("A catalog topics nDCG@10", f"{cat['ndcg10']:.3f}", ref("ndcg10"), "", ""),
+        ]
+        for label, m in (("catalog", cat), ("free text", free)):
+            s = m["selection"]
+            ok = s["precision"] >= 0.9 and s["recall"] >= 0.8
+            rows.append(
+                (
+                    f"A {label} selection at {s['threshold']}",
+                    f"P {s['precision']:.2f} R {s['recall']:.2f}",
+                    "",
+                    "P >= 0.9 at R >= 0.8",
+                    _met(ok),
+                )
+            )
+            ok = s["calibrated_precision"] >= 0.9 and s["calibrated_recall"] >= 0.8
+            rows.append(
+                (
+                    f"A {label} selection at calibrated {s['calibrated_threshold']}",
+                    f"P {s['calibrated_precision']:.2f} R {s['calibrated_recall']:.2f}",
+                    "",
+                    "P >= 0.9 at R >= 0.8",
+                    _met(ok),
+                )
+            )
+        gap = cat["map"] - free["map"]
+        rows += [
+            (
+                "A free text MAP",
+                f"{free['map']:.3f}",
+                f"catalog {cat['map']:.3f}",
+                "within 0.05 of catalog",
+                _met(gap <= 0.05),
+            ),
+            ("A free text P@10 / nDCG@10", f"{free['p10']:.3f} / {free['ndcg10']:.3f}", "", "", ""),
+            (
+                "A find MAP",
+                f"{find['map']:.3f}",
+                ref("map"),
+                f">= best ref {best:.3f}",
+                _met(find["map"] >= best),
+            ),
+            ("A find P@10", f"{find['p10']:.3f}", ref("p10"), "", ""),
+            ("A find nDCG@10", f"{find['ndcg10']:.3f}", ref("ndcg10"), "", ""),
+            ("A repo check (21 topics) at threshold", _pr(a["repo_check"]), "", "", ""),
+        ]
+    rows.append(
+        ("B nDCG@5 (catalog topics)", f"{b['ndcg5']:.3f}", "", ">= 0.95", _met(b["ndcg5"] >= 0.95))
+    )
+    rows.append(("B selection at threshold", _pr(b["selection"]), "", "", ""))
+    for key, label, goal, need in (
+        ("known_item", "B known-item success@1", "= 1.0", 1.0),
+        ("paraphrase", "B paraphrase success@3", ">= 0.75", 0.75),
+    ):
+        r = b[key]
+        refs_b = ", ".join(f"{m} {r[m]:.3f}" for m in ("tf-idf", "fts5 OR", "arxiv-sanity"))
+        rows.append(
+            (
+                f"{label} ({r['queries']} queries)",
+                f"{r['find']:.3f}",
+                refs_b,
+                goal,
+                _met(r["find"] >= need),
+            )
+        )
+    if sim is None:
+        rows.append(("Similar (Set A)", "skipped: no ../shared corpus", "", "", ""))
+    else:
+        rows.append(
+            (
+                f"Similar: top-10 sharing a topic ({sim['sample']} papers)",
+                f"{sim['similar']:.3f}",
+                f"tf-idf {sim['tf-idf']:.3f}",
+                ">= 0.8",
+                _met(sim["similar"] >= 0.8),
+            )
+        )
+    return rows
+
+
+def print_table(rows: Sequence[tuple[str, ...]]) -> None:
+    head = ("measure", "Paperboy", "references", "goal", "")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    for row in [head, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def run(
+    corpus: Path = CORPUS, detail: bool = False, similar_sample: int = SIMILAR_SAMPLE
+) -> dict[str, Any]:
+    """Measure everything, print the table and the JSON line; return what the JSON holds."""
+    started, cpu = time.perf_counter(), time.process_time()
+    catalog = load_catalog()
+    data = load_set_a(corpus)
+    a = sim = None
+    if data is None:
+        print(f"Set A and Similar: skipped, {corpus} is not here")
+    else:
+        a = measure_set_a(data, catalog, detail)
+        a["repo_check"] = repo_check(data, catalog)
+        sim = measure_similar(data, similar_sample)
+    b = measure_set_b(catalog, detail)
+    print_table(table_rows(a, b, sim))
+    result = {
+        "bench": "relevance",
+        "set_a": a,
+        "set_b": b,
+        "similar": sim,
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+    }
+    print(f"time: {result['seconds']} s wall, {result['cpu_seconds']} s CPU")
+    print(json.dumps(result, sort_keys=True))
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threshold", type=float, default=None)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--detail", action="store_true", help="per-topic figures and misses too")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the ICLR 2021 TSV (Set A)")
+    parser.add_argument("--similar-sample", type=int, default=SIMILAR_SAMPLE)
     args = parser.parse_args()
-    threshold = args.threshold if args.threshold is not None else load_catalog().threshold
-    seeds(threshold)
-    iclr(threshold)
-    found = find_map()
-    if found is not None:
-        print(json.dumps({"bench": "relevance", **found}))
+    run(args.corpus, args.detail, args.similar_sample)
 
 
 if __name__ == "__main__":
