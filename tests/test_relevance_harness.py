@@ -1,0 +1,116 @@
+"""The relevance harness (bench/relevance.py, issue 12): its metrics on hand-computed
+examples, its references, and that it runs without ../shared (a user's clone)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.relevance_metrics import (
+    average_precision,
+    half,
+    keyword_matches,
+    ndcg_at,
+    pooled_selection,
+    precision_at,
+    rank_by,
+    success_at,
+)
+from bench.relevance_refs import Doc, Fts5Or, TfIdf, sanity_search_rank
+
+
+def test_average_precision_by_hand() -> None:
+    # Relevant a, c, e; found at ranks 1 and 3, e never: (1/1 + 2/3) / 3.
+    assert average_precision(["a", "b", "c", "d"], {"a", "c", "e"}) == pytest.approx(
+        (1 + 2 / 3) / 3
+    )
+    assert average_precision(["b", "a"], {"a"}) == pytest.approx(0.5)
+    assert average_precision(["x"], set()) == 0.0
+
+
+def test_precision_at_counts_missing_places_as_misses() -> None:
+    assert precision_at(["a", "b", "c"], {"a", "c"}, 10) == pytest.approx(0.2)
+    assert precision_at(["a", "b", "c"], {"a", "c"}, 2) == pytest.approx(0.5)
+
+
+def test_ndcg_by_hand() -> None:
+    # Relevant a, c at ranks 2 and 3; ideal has them at 1 and 2.
+    dcg = 1 / math.log2(3) + 1 / math.log2(4)
+    ideal = 1 + 1 / math.log2(3)
+    assert ndcg_at(["b", "a", "c"], {"a", "c"}, 3) == pytest.approx(dcg / ideal)
+    assert ndcg_at(["a", "c", "b"], {"a", "c"}, 10) == pytest.approx(1.0)
+    # Only the first k count; the ideal is capped at k hits.
+    assert ndcg_at(["b", "a"], {"a", "c", "d"}, 1) == 0.0
+    assert ndcg_at(["a", "b"], {"a", "c", "d"}, 1) == pytest.approx(1.0)
+    assert success_at(["b", "a"], "a", 1) == 0.0
+    assert success_at(["b", "a"], "a", 3) == 1.0
+
+
+def test_rank_by_drops_zero_scores_and_breaks_ties_by_id() -> None:
+    assert rank_by({"b": 1.0, "a": 1.0, "c": 2.0, "z": 0.0}) == ["c", "a", "b"]
+
+
+def test_split_is_a_fixed_function_of_the_id() -> None:
+    keys = [f"paper{i}" for i in range(1000)]
+    parts = [half(k) for k in keys]
+    assert parts == [half(k) for k in keys]
+    assert set(parts) == {"calibrate", "report"}
+    assert 400 < parts.count("report") < 600
+    first = hashlib.sha256(b"1Fqg133qRaI").digest()[0]
+    assert half("1Fqg133qRaI") == ("report" if first & 1 else "calibrate")
+
+
+def test_keyword_rule_short_patterns_must_equal() -> None:
+    assert keyword_matches(" RL ", ("rl",))
+    assert not keyword_matches("deep rl", ("rl",))
+    assert not keyword_matches("dynamics", ("nas",))
+    assert keyword_matches("Offline RL benchmarks", ("offline rl",))
+
+
+def test_pooled_selection_by_hand() -> None:
+    pairs = [(5.0, True), (4.0, False), (3.0, True), (1.0, False)]
+    assert pooled_selection(pairs, 4.0) == (0.5, 0.5)
+    assert pooled_selection(pairs, 9.0) == (1.0, 0.0)
+
+
+def test_sanity_search_rank_follows_arxiv_sanity_lite() -> None:
+    docs = [
+        Doc("p1", "Graph networks", "graph graph graph graph graph"),  # 20 + min(3, 5)
+        Doc("p2", "Other", "graph"),  # 1
+        Doc("p3", "Graph", ""),  # 20
+        Doc("p4", "Nothing", "none"),  # 0: left out
+    ]
+    assert sanity_search_rank("GRAPH", docs) == ["p1", "p3", "p2"]
+    # Substrings count, as str.count does ("graphs" contains "graph").
+    assert sanity_search_rank("graph", [Doc("q", "graphs", "")]) == ["q"]
+    # Equal scores: pairs.sort(reverse=True) puts the larger paper id first.
+    assert sanity_search_rank("x", [Doc("a", "", "x"), Doc("b", "", "x")]) == ["b", "a"]
+
+
+def test_references_rank_the_obvious_paper_first() -> None:
+    docs = [
+        Doc("a", "Offline reinforcement learning", "policies from logged data"),
+        Doc("b", "Graph neural networks", "message passing on graphs"),
+        Doc("c", "Diffusion models", "denoising score matching"),
+    ]
+    assert rank_by(TfIdf(docs).scores("offline reinforcement learning"))[0] == "a"
+    assert rank_by(Fts5Or(docs).scores("graph neural networks"))[0] == "b"
+    assert TfIdf(docs).neighbours("c").get("c") is None
+
+
+def test_harness_skips_set_a_without_the_corpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.relevance import run
+
+    result = run(corpus=tmp_path / "missing.tsv")
+    out = capsys.readouterr().out
+    assert "skipped" in out
+    assert result["set_a"] is None and result["similar"] is None
+    assert result["set_b"]["known_item"]["queries"] == 30
+    last = json.loads(out.strip().splitlines()[-1])
+    assert last["bench"] == "relevance" and last["set_b"]["ndcg5"] > 0
