@@ -546,6 +546,7 @@ def run(slack_http: bool, port: int, db_path: Path | None) -> None:
     parts = runner.components(services, slack_http=slack_http, port=port)
     if len(parts) == 1:
         log.info("No platform token set: running for local: channels only")
+    runner.index_in_background(path)  # lookups never wait for a first build of the index
     asyncio.run(runner.run(parts))
 
 

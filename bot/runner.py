@@ -15,8 +15,12 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.delivery import Poster
@@ -47,6 +51,61 @@ STOP_SECONDS = STOP_GRACE_SECONDS + 3.0
 SOCKET_CONNECT_SECONDS = 30.0  # for the first Socket Mode connection of an attempt
 # slack_sdk's Socket Mode client logs here (see _OneLineFailures).
 SOCKET_LOG = logging.getLogger("bot.slack.socket_mode")
+
+
+INDEX_BUSY_RETRY_SECONDS = 5.0  # another updater holds the search index: look again after
+INDEX_BUSY_RETRIES = 120  # ...this many times (10 minutes: a rebuild of 1M papers takes ~1.5)
+
+
+def index_in_background(db_path: Path) -> threading.Thread:
+    """Bring the search index of `db_path` up to date in a daemon thread, started now, so
+    that the first lookup after an upgrade (or a copy of a database without its index)
+    does not build it inline (10-25 s per 100k papers). Returns the thread at once: the
+    platforms and the scheduler start meanwhile, and a command is acknowledged as usual.
+
+    It goes through `text_index.ready`, as a lookup does, so it never runs beside another
+    update of the index: in this process the index's lock serialises them, and a lookup
+    that finds the lock held for more than 2 s answers from FTS5; across processes,
+    tantivy's writer lock does. If another updater holds it, this waits for that one to
+    finish, then finds the index current. A failure logs one line (`ready`'s warning)
+    and changes nothing else: lookups use FTS5 until the index can be built."""
+    thread = threading.Thread(target=_index_now, args=(db_path,), name="search-index", daemon=True)
+    thread.start()
+    return thread
+
+
+def _index_now(db_path: Path) -> None:
+    from db import text_index
+    from db.connection import open_db
+
+    started = time.monotonic()
+    try:
+        db = open_db(db_path, create=False)
+    except Exception as exc:  # a background nicety: never a traceback
+        log.warning("search index: not updated at start: %s", exc)
+        return
+    try:
+        if not text_index.may_write(db):
+            return  # a read-only store: lookups use FTS5, as they would anyway
+        for _ in range(INDEX_BUSY_RETRIES):
+            try:
+                text_index.ready(db)
+                break
+            except text_index.WriterBusy:
+                time.sleep(INDEX_BUSY_RETRY_SECONDS)  # another updater: then it is current
+        else:
+            log.info("search index: still busy elsewhere; the next lookup catches it up")
+            return
+        with contextlib.suppress(sqlite3.Error):  # busy writers: the next ingest trims
+            text_index.trim(db)
+        log.info("search index: up to date (%.1f s)", time.monotonic() - started)
+    except text_index.IndexUnavailable as exc:
+        if not isinstance(exc.__cause__, (OSError, ValueError)):  # ready logged those
+            log.warning("search index: not updated at start (%s); lookups use FTS5", exc)
+    except Exception as exc:
+        log.warning("search index: not updated at start (%s); lookups use FTS5", exc)
+    finally:
+        db.close()
 
 
 class Unavailable(SettingsError):

@@ -8,6 +8,7 @@ free text ("diffusion policy") becomes a custom topic matched the same way.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import itertools
 import logging
@@ -35,6 +36,13 @@ _GENERIC_WORDS = frozenset(
         "reinforcement machine system systems study"
     ).split()
 )
+# Words that only join others: "continual learning and catastrophic forgetting" is made
+# of catalog names and "and".
+_GLUE_WORDS = frozenset(
+    (  # noqa: SIM905
+        "a an and as at based by for from in into of on or over the to towards under using via with"
+    ).split()
+)
 
 
 class CatalogError(ValueError):
@@ -49,6 +57,7 @@ class Topic:
     terms: tuple[Term, ...]
     aliases: tuple[str, ...] = ()
     custom_text: str | None = None
+    based_on: tuple[str, ...] = ()  # catalog topics a custom topic's text names
 
     @property
     def is_custom(self) -> bool:
@@ -73,6 +82,18 @@ class Catalog:
     @property
     def ids(self) -> list[str]:
         return [topic.id for topic in self.topics]
+
+    @functools.cached_property
+    def name_index(self) -> dict[tuple[str, ...], str]:
+        """{normalised words of a name: topic id} over ids, labels and aliases (the first
+        topic to use a name keeps it)."""
+        names: dict[tuple[str, ...], str] = {}
+        for topic in self.topics:
+            for name in (topic.id, topic.label, *topic.aliases):
+                words = tuple(normalise(name).split())
+                if words:
+                    names.setdefault(words, topic.id)
+        return names
 
     def by_name(self, text: str) -> Topic | None:
         """The catalog topic that `text` names: its id, label or an alias, loosely."""
@@ -152,26 +173,85 @@ def custom_slug(text: str) -> str:
     return CUSTOM_PREFIX + slug
 
 
-def custom_topic(text: str) -> Topic:
+def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
     """A topic for free text: the whole phrase weighs most, then its telling words.
 
     Generic words ("learning", "model") alone would match nearly every paper, so they
     only count inside the phrase. Weights are set so that one mention of the phrase
-    plus its words clears the catalog threshold, as a strong catalog term does.
+    plus its words clears the catalog threshold, as a strong catalog term does, while
+    its words alone need many mentions: "diffusion policy" wants papers about diffusion
+    policies first, not every diffusion paper.
+
+    Text made only of one catalog topic's names (its label, id or aliases) and glue
+    words ("continual learning and catastrophic forgetting") means that topic: the
+    custom topic carries the catalog topic's terms too, and `based_on` names it.
+    `catalog` is the bundled one unless given.
     """
     cleaned = " ".join(text.split())
-    words = [word for word in normalise(cleaned).split() if word]
-    telling = [word for word in dict.fromkeys(words) if word not in _GENERIC_WORDS]
-    terms = [Term.of(cleaned, 3.0)]
-    if len(words) > 1:
-        terms += [Term.of(f"{a} {b}", 1.0) for a, b in itertools.pairwise(words)]
-    share = 2.0 / max(len(telling), 1) if len(words) > 1 else 0.0
-    terms += [Term.of(word, max(share, 0.5)) for word in telling if len(words) > 1]
-    unique = tuple({term.phrase: term for term in terms}.values())
+    terms = {term.phrase: term for term in _own_terms(cleaned)}
+    based_on = _named_topics(cleaned, catalog or bundled_catalog())
+    for topic in based_on:
+        for term in topic.terms:
+            if term.phrase not in terms or terms[term.phrase].weight < term.weight:
+                terms[term.phrase] = term
     return Topic(
         id=custom_slug(cleaned),
         label=f'"{cleaned}"',
         description=f'Papers about "{cleaned}"',
-        terms=unique,
+        terms=tuple(terms.values()),
         custom_text=cleaned,
+        based_on=tuple(topic.id for topic in based_on),
     )
+
+
+def _own_terms(cleaned: str) -> list[Term]:
+    """The free text's own terms: the phrase, its word pairs (for three words or more:
+    for two, the pair is the phrase) and its telling words, the phrase's weight kept."""
+    words = [word for word in normalise(cleaned).split() if word]
+    content = [word for word in dict.fromkeys(words) if word not in _GLUE_WORDS]
+    telling = [word for word in content if word not in _GENERIC_WORDS]
+    # Two words are their own word pair, so the phrase weighs both (3.0 + 1.0): one
+    # mention of it, with its telling word, clears the threshold.
+    terms = [Term.of(cleaned, 4.0 if len(words) == 2 else 3.0)]
+    if len(words) > 2:
+        terms += [Term.of(f"{a} {b}", 1.0) for a, b in itertools.pairwise(words)]
+    if len(words) > 1:
+        # The words share 2.0 with the phrase's other content words ("policy" in
+        # "diffusion policy" has no term of its own, but "diffusion" is half the topic).
+        share = 2.0 / max(len(content), 1)
+        terms += [Term.of(word, max(share, 0.5)) for word in telling]
+    kept: dict[str, Term] = {}
+    for term in terms:  # the first (heaviest) use of a phrase wins
+        kept.setdefault(term.phrase, term)
+    return list(kept.values())
+
+
+def _named_topics(cleaned: str, catalog: Catalog) -> tuple[Topic, ...]:
+    """The one catalog topic whose names, with glue words, make up all of `cleaned`;
+    () when the text has other words ("diffusion policy") or names several topics
+    (their union would follow either, where the text likely means both at once)."""
+    words = normalise(cleaned).split()
+    names = catalog.name_index
+    longest = max((len(name) for name in names), default=0)
+    found: list[str] = []
+    position = 0
+    while position < len(words):
+        for size in range(min(longest, len(words) - position), 0, -1):
+            topic_id = names.get(tuple(words[position : position + size]))
+            if topic_id is not None:
+                found.append(topic_id)
+                position += size
+                break
+        else:
+            if words[position] not in _GLUE_WORDS:
+                return ()
+            position += 1
+    ids = set(found)
+    topic = catalog.get(found[0]) if len(ids) == 1 else None
+    return (topic,) if topic is not None else ()
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_catalog() -> Catalog:
+    """The bundled catalog, read once: custom topics are rebuilt from their text."""
+    return load_catalog()

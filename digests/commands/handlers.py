@@ -233,7 +233,7 @@ def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
             "A topic needs at least one word.",
             f'Example: `{COMMAND} subscribe "diffusion policy"`.',
         )
-    return custom_topic(text)
+    return custom_topic(text, ctx.catalog)
 
 
 def _schedule_line(schedule: Schedule, now: datetime) -> str:
@@ -264,6 +264,10 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     )
     schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
+    named = [t for t in map(ctx.catalog.get, topic.based_on) if t is not None]
+    if named:  # free text that names a catalog topic follows its terms and the phrase
+        what += " (the catalog topic " + ", ".join(f"{t.label} (`{t.id}`)" for t in named)
+        what += " plus the phrase)"
     return _changed(f"{ctx.user} subscribed this channel to {what}.", schedule, ctx.now)
 
 

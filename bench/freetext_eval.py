@@ -1,0 +1,167 @@
+"""Free-text topics against catalog topics on ICLR 2021 (issue 12's Set A, "free text").
+
+    .venv/bin/python -m bench.freetext_eval
+
+Each of the 12 Set A topics is typed as free text, as `subscribe "<query>"` would take
+it (a text that is a catalog name becomes that catalog topic; any other becomes
+`custom_topic(text, catalog)`), and scored on the 2,966 ICLR 2021 papers without their
+keywords. A paper is relevant when one of its author keywords matches the topic's
+patterns (a pattern of 3 characters or fewer must equal the keyword, a longer one is a
+substring). Printed per topic: average precision over the score ranking (papers scoring
+0 are not retrieved), and precision/recall of "score >= catalog threshold", for the
+free text and for the catalog topic it stands for. Ends with one JSON line.
+Skips (prints why, exits 0) without ../shared/corpora.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from db import open_db
+from db.papers import decode
+from digests.ingest import ingest_files
+from digests.matching import PaperText
+from digests.topics import Catalog, Topic, custom_topic, load_catalog
+
+log = logging.getLogger(__name__)
+
+CORPUS = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared"
+    / "corpora"
+    / ("iclr2021-openreview.tsv")
+)
+
+# Issue 12's Set A: (topic, query typed as free text, keyword patterns, catalog topic id or
+# None where the catalog has no such topic).
+SET_A = [
+    ("offline RL", "offline reinforcement learning",
+     ("offline reinforcement", "offline rl", "batch reinforcement", "batch rl"), "offline-rl"),
+    ("multi-agent RL", "multi-agent reinforcement learning",
+     ("multi-agent", "multiagent", "marl"), "multi-agent-rl"),
+    ("RLHF / preference / IRL", "learning from human preferences and feedback",
+     ("human feedback", "preference", "inverse reinforcement", "reward learning", "rlhf"), "rlhf"),
+    ("diffusion", "diffusion models",
+     ("diffusion", "score-based", "score matching", "denoising score"), "diffusion-models"),
+    ("any RL", "reinforcement learning", ("reinforcement learning", "deep rl", "rl"), None),
+    ("GNNs", "graph neural networks", ("graph neural", "gnn", "graph convolution"),
+     "graph-neural-networks"),
+    ("federated", "federated learning", ("federated",), "federated-learning"),
+    ("contrastive / self-supervised", "self-supervised contrastive learning",
+     ("contrastive", "self-supervised", "self supervised"), "self-supervised-learning"),
+    ("meta-learning / few-shot", "meta-learning for few-shot learning",
+     ("meta-learning", "meta learning", "few-shot", "few shot"), "meta-learning"),
+    ("adversarial robustness", "adversarial robustness",
+     ("adversarial robust", "adversarial examples", "adversarial attack", "adversarial training"),
+     "adversarial-robustness"),
+    ("continual learning", "continual learning and catastrophic forgetting",
+     ("continual", "lifelong", "catastrophic forgetting"), "continual-learning"),
+    ("NAS", "neural architecture search", ("architecture search", "nas"), None),
+]  # fmt: skip
+
+
+def keyword_matches(keyword: str, patterns: tuple[str, ...]) -> bool:
+    keyword = keyword.strip().lower()
+    return any(keyword == p if len(p) <= 3 else p in keyword for p in patterns)
+
+
+def average_precision(scores: list[tuple[float, bool]], total_relevant: int) -> float:
+    """AP of the ranking by score (ties in input order); a 0 score is not retrieved."""
+    found, total = 0, 0.0
+    ranked = sorted((s for s in scores if s[0] > 0), key=lambda s: -s[0])
+    for rank, (_, relevant) in enumerate(ranked, start=1):
+        if relevant:
+            found += 1
+            total += found / rank
+    return total / total_relevant if total_relevant else 0.0
+
+
+def as_typed(text: str, catalog: Catalog) -> Topic:
+    """The topic `subscribe "<text>"` follows (see digests.commands.handlers)."""
+    return catalog.by_name(text) or custom_topic(text, catalog)
+
+
+def evaluate(
+    papers: list[tuple[PaperText, list[str]]],
+    catalog: Catalog,
+    typed: Callable[[str, Catalog], Topic] = as_typed,
+) -> dict[str, object]:
+    rows = []
+    print("  topic                          free AP  cat AP   diff | free P/R    cat P/R   | as")
+    for name, query, patterns, catalog_id in SET_A:
+        relevant = [any(keyword_matches(k, patterns) for k in words) for _, words in papers]
+        total = sum(relevant)
+        measured = {}
+        topics = {"free": typed(query, catalog)}
+        if catalog_id is not None:
+            topics["catalog"] = catalog.get(catalog_id)  # type: ignore[assignment]
+        for kind, topic in topics.items():
+            scores = [topic.score(text) for text, _ in papers]
+            chosen = [s >= catalog.threshold for s in scores]
+            hits = sum(c and r for c, r in zip(chosen, relevant, strict=True))
+            measured[kind] = {
+                "ap": round(average_precision(list(zip(scores, relevant, strict=True)), total), 3),
+                "precision": round(hits / sum(chosen), 2) if sum(chosen) else 1.0,
+                "recall": round(hits / total, 2) if total else 1.0,
+            }
+        free, cat = measured["free"], measured.get("catalog")
+        diff = f"{free['ap'] - cat['ap']:+.3f}" if cat else "   -  "
+        cat_text = f"{cat['ap']:.3f}" if cat else "  -  "
+        cat_pr = f"{cat['precision']:.2f}/{cat['recall']:.2f}" if cat else "    -    "
+        print(
+            f"  {name:30s} {free['ap']:.3f}   {cat_text}  {diff} | "
+            f"{free['precision']:.2f}/{free['recall']:.2f}   {cat_pr} | {topics['free'].id}"
+        )
+        rows.append({"topic": name, "as": topics["free"].id, **measured})
+    paired = [row for row in rows if "catalog" in row]
+    free_map = sum(row["free"]["ap"] for row in paired) / len(paired)  # type: ignore[index]
+    cat_map = sum(row["catalog"]["ap"] for row in paired) / len(paired)  # type: ignore[index]
+    worst = min(row["free"]["ap"] - row["catalog"]["ap"] for row in paired)  # type: ignore[index]
+    print(
+        f"  MAP over the {len(paired)} topics with a catalog topic: free {free_map:.3f}, "
+        f"catalog {cat_map:.3f}; worst topic {worst:+.3f}"
+    )
+    return {
+        "topics": rows,
+        "free_map": round(free_map, 3),
+        "catalog_map": round(cat_map, 3),
+        "worst_gap": round(worst, 3),
+        "free_map_12": round(sum(row["free"]["ap"] for row in rows) / len(rows), 3),  # type: ignore[index]
+    }
+
+
+def load_papers() -> list[tuple[PaperText, list[str]]]:
+    """ICLR 2021 papers with author keywords: their text without keywords, and keywords."""
+    csv.field_size_limit(1 << 24)
+    db = open_db(":memory:")
+    ingest_files(db, [CORPUS], now=datetime.now(UTC))
+    return [
+        (PaperText.of({**paper, "keywords": [], "id": None}), list(paper["keywords"]))
+        for paper in (
+            decode(row) for row in db.query("select * from papers where keywords != '[]'")
+        )
+    ]
+
+
+def main() -> int:
+    if not CORPUS.is_file():
+        print(f"skipped: {CORPUS} is not here")
+        return 0
+    papers = load_papers()
+    print(
+        f"Free text vs catalog topics on ICLR 2021: {len(papers)} papers, scored without keywords"
+    )
+    result = evaluate(papers, load_catalog())
+    del result["topics"]  # printed above
+    print(json.dumps({"bench": "freetext", **result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
