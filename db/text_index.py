@@ -19,6 +19,12 @@ Keeping it consistent, also after a crash:
   number (a store restored from a backup under the same path, maybe written to since),
   is rebuilt from the papers table; so is one tantivy cannot open (corrupt files). A
   copied database gets its own folder, so its own index.
+- A connection that found its index current remembers what would move if that stopped
+  being true: SQLite's `data_version` (another connection committed), its own change
+  count (`total_changes`: its own writes, committed or not) and the watermark file's
+  identity (the index updated or removed by another process). While all three stand
+  still, a lookup skips the check (the log's last seq, the watermark file read and
+  matched against the log): 0.16 -> 0.03 ms a lookup.
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
 - Only a connection that may write the database (`may_write`) creates or updates the
@@ -153,6 +159,20 @@ class TextIndex:
 
 _open: dict[str, TextIndex] = {}
 _memory: weakref.WeakKeyDictionary[Database, TextIndex] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class _Current:
+    """What a connection saw when it last found its index current (see `_unchanged`)."""
+
+    key: str | None  # the handle's key in `_open`; None: in memory
+    handle: TextIndex
+    marks: tuple[int, int, tuple[int, int, int] | None]
+
+
+# Per connection: a lookup then skips the whole check (six SQLite statements, two path
+# resolutions, the watermark file read and parsed) while nothing has changed.
+_current: weakref.WeakKeyDictionary[Database, _Current] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 _failures: dict[str, tuple[int, float]] = {}  # failures in a row, and no retry before
 _clock = time.monotonic  # for the failure pauses (tests replace it)
@@ -296,6 +316,9 @@ def ready(db: Database) -> TextIndex:
     index failed (its folder removed under a running process, a full disk): the handle is
     then dropped, so the next lookup opens or rebuilds it afresh.
     """
+    current = _current.get(db)
+    if current is not None and _unchanged(db, current):
+        return current.handle
     key = _failure_key(db)
     failed = _failures.get(key)
     if failed is not None and _clock() < failed[1]:
@@ -316,6 +339,29 @@ def ready(db: Database) -> TextIndex:
         raise IndexUnavailable(f"search index failed: {exc}") from exc
     _failures.pop(key, None)
     return handle
+
+
+def _marks(db: Database, handle: TextIndex) -> tuple[int, int, tuple[int, int, int] | None]:
+    """What moves whenever the index may no longer be current for `db`'s connection:
+    SQLite's data_version (another connection committed), this connection's own change
+    count, and the watermark file's identity (another process updated the index)."""
+    version = int(db.execute("pragma data_version").fetchone()[0])
+    meta = None
+    if handle.folder is not None:
+        stat = os.stat(handle.folder / META)  # FileNotFoundError: a folder removed
+        meta = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return version, db.conn.total_changes, meta
+
+
+def _unchanged(db: Database, current: _Current) -> bool:
+    handle = current.handle
+    registered = _memory.get(db) if current.key is None else _open.get(current.key)
+    if registered is not handle:  # dropped (failed, forgotten) since
+        return False
+    try:
+        return _marks(db, handle) == current.marks
+    except (OSError, sqlite3.Error):
+        return False
 
 
 def _failure_key(db: Database) -> str:
@@ -341,12 +387,22 @@ def _drop(db: Database) -> None:
 def _ready(db: Database) -> TextIndex:
     writable = may_write(db)
     handle = _handle(db, writable)
+    # Read before the checks below: a change made meanwhile moves them, so the next
+    # lookup checks again.
+    try:
+        marks = _marks(db, handle)
+    except OSError:
+        marks = None
     disk_seq = _disk_seq(handle, db)
     last = _last_seq(db)
     if disk_seq == last:
         if disk_seq != handle.seq:  # another process committed: see its changes
             handle.index.reload()
             handle.seq = disk_seq
+        if marks is not None and not db.conn.in_transaction:
+            file = database_file(db)
+            key = None if file is None else str(file.resolve())
+            _current[db] = _Current(key, handle, marks)
         return handle
     if db.conn.in_transaction:
         raise IndexUnavailable("inside a transaction")
