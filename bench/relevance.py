@@ -376,11 +376,16 @@ def measure_set_b(catalog: Catalog, detail: bool) -> dict[str, Any]:
             print(f"Set B {name}: find misses {len(misses)}/{len(items)}: {misses}")
     if detail:
         print(f"Set B nDCG@5 by topic: {ndcg}")
+        print(f"Set B selection errors at {catalog.threshold}:")
+        for key, topic_id, value, relevant in sorted(table, key=lambda r: (r[1], -r[2])):
+            if (value >= catalog.threshold) != relevant:
+                kind = "false positive" if relevant is False else "missed"
+                print(f"  {kind:14s} {topic_id:24s} {value:5.2f}  {key[:48]}")
     return result
 
 
 def _pr(figures: Mapping[str, float]) -> str:
-    return f"P {figures['precision']:.2f} R {figures['recall']:.2f}"
+    return f"P {figures['precision']:.3f} R {figures['recall']:.3f}"
 
 
 def _met(ok: bool) -> str:
@@ -425,7 +430,7 @@ def table_rows(
             rows.append(
                 (
                     f"A {label} selection at {s['threshold']}",
-                    f"P {s['precision']:.2f} R {s['recall']:.2f}",
+                    f"P {s['precision']:.3f} R {s['recall']:.3f}",
                     "",
                     "P >= 0.9 at R >= 0.8",
                     _met(ok),
@@ -435,7 +440,7 @@ def table_rows(
             rows.append(
                 (
                     f"A {label} selection at calibrated {s['calibrated_threshold']}",
-                    f"P {s['calibrated_precision']:.2f} R {s['calibrated_recall']:.2f}",
+                    f"P {s['calibrated_precision']:.3f} R {s['calibrated_recall']:.3f}",
                     "",
                     "P >= 0.9 at R >= 0.8",
                     _met(ok),
