@@ -28,7 +28,11 @@ alike), two references:
 Prints one JSON line: p50/p95/p99 (ms, wall clock) for each, per kind for Paperboy, and
 the ratios reference / Paperboy (above 1: Paperboy is faster). `cpu` has the same
 percentiles of the calling thread's CPU time: on a loaded machine a wall-clock tail is
-mostly waiting for a core, which CPU time leaves out. Objects made while setting up (the
+mostly waiting for a core, which CPU time leaves out. `waits` says, for each engine, how
+many lookups the kernel preempted (an involuntary context switch during the lookup: the
+thread waited for a core), how many blocked (a voluntary one: a read from disk, a lock),
+how many mapped pages were read from disk (major faults), and the percentiles of the
+lookups with none of these. Objects made while setting up (the
 brute force's vectors) are frozen out of the garbage collector's passes before timing.
 """
 
@@ -41,6 +45,7 @@ import json
 import logging
 import math
 import re
+import resource
 import sqlite3
 import statistics
 import sys
@@ -265,13 +270,30 @@ def main() -> int:
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     by_kind: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    # Lookups during which the kernel took the core away (involuntary context switches),
+    # the thread blocked (voluntary ones: a read from disk, a lock) or a mapped page was
+    # read from disk (major faults): their wall clock includes that wait.
+    undisturbed: dict[str, list[float]] = {name: [] for name in names}
+    switches: dict[str, int] = dict.fromkeys(names, 0)
+    blocked: dict[str, int] = dict.fromkeys(names, 0)
+    faults: dict[str, int] = dict.fromkeys(names, 0)
     for number, (kind, q) in enumerate(work):
         for offset in range(len(names)):
             name = names[(number + offset) % len(names)]
+            before = resource.getrusage(resource.RUSAGE_THREAD)
             start, start_cpu = time.perf_counter(), time.thread_time()
             engines[name](q)
             cpu[name].append(time.thread_time() - start_cpu)
             elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_THREAD)
+            switched = after.ru_nivcsw - before.ru_nivcsw
+            waited = after.ru_nvcsw - before.ru_nvcsw
+            faulted = after.ru_majflt - before.ru_majflt
+            switches[name] += switched > 0
+            blocked[name] += waited > 0
+            faults[name] += faulted
+            if not switched and not waited and not faulted:
+                undisturbed[name].append(elapsed)
             times[name].append(elapsed)
             if name == "paperboy":
                 by_kind[kind].append(elapsed)
@@ -286,6 +308,16 @@ def main() -> int:
         "prepare_s": round(prepared, 1),
         "reference": {name: percentiles(times[name]) for name in names if name != "paperboy"},
         "cpu": {name: percentiles(cpu[name]) for name in names},
+        "waits": {
+            name: {
+                "preempted": switches[name],
+                "blocked": blocked[name],
+                "major_faults": faults[name],
+                "undisturbed": {"count": len(undisturbed[name])}
+                | (percentiles(undisturbed[name]) if undisturbed[name] else {}),
+            }
+            for name in names
+        },
     }
     if brute_seconds is not None:
         result["brute_force_build_s"] = brute_seconds
