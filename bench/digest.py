@@ -15,7 +15,10 @@ called it before issue 11's batching): ms per channel. With `--scheduler`, on an
 copy, the scheduler's own path: every channel's job fires at once, as APScheduler starts
 the jobs due at one moment (`DigestScheduler._fire`, each channel's run: sources, inbox,
 build in a batch, queue, delivery; no platform connected, so the messages stay queued):
-total seconds, peak RSS, and how many `build_digests` calls built them.
+total seconds, peak RSS, and how many `build_digests` calls built them. The channels are
+Slack and Discord ones (`--platforms mixed`, the default: 60% / 40%, rendered as Block Kit
+and embeds, as production renders them), or plain-text `local:` ones (`--platforms local`,
+the figures before 2026-11-30).
 
 Reference, in the same run: the naive per-channel loop (the digest code of before issue 11,
 kept here: read every candidate row, and with the backlog every stored paper, and score
@@ -59,6 +62,10 @@ NOW = INGESTED_AT + timedelta(days=7)  # Monday 09:00 UTC: every channel's diges
 FREE_SHARE = 0.35  # of subscriptions: free text (the rest: catalog topics)
 UNIQUE_SHARE = 0.2  # of free-text subscriptions: a text no other channel is likely to have
 POOL = 300  # shared free-text topics
+# `--platforms mixed` (the default): channel i is a Slack channel unless i % 5 is 3 or 4
+# (Discord), so 60% of digests are rendered as Block Kit and 40% as embeds, as production
+# renders them; `local` keeps the plain-text channels the figures before 2026-11-30 used.
+SLACK_EVERY = (0, 1, 2)
 
 
 def _ready(count: int, grow: bool = False) -> Path:
@@ -226,6 +233,36 @@ def prepare(papers: int, channels: int, new: int, backlog_share: float, grow: bo
     return path
 
 
+def platform_mix(path: Path) -> None:
+    """Make the bench's `local:` channels Slack and Discord ones (see SLACK_EVERY), in
+    place, in every table that names a channel: what `--platforms mixed` runs on."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        names = [r[0] for r in conn.execute("select id from channels order by id")]
+        pairs = []
+        for index, name in enumerate(names):
+            if index % 5 in SLACK_EVERY:
+                pairs.append((name, f"slack:TBENCH/C{index:09d}", "slack"))
+            else:
+                pairs.append((name, f"discord:100000/{100000 + index}", "discord"))
+        with conn:
+            conn.execute("create temp table renamed (old text primary key, new text, platform)")
+            conn.executemany("insert into renamed values (?, ?, ?)", pairs)
+            conn.execute(
+                "update channels set platform = (select platform from renamed where old = id), "
+                "id = (select new from renamed where old = id)"
+            )
+            for table in ("subscriptions", "digests", "digest_items", "outbox"):
+                conn.execute(
+                    f"update {table} set channel = (select new from renamed where old = channel)"
+                )
+    finally:
+        conn.close()
+
+
 # --- the naive loop: the digest code of before issue 11, as previews ------------------
 
 NAIVE_NEW = (
@@ -389,7 +426,9 @@ def _scheduler_run(db: Path, channels: list[str], settings: Any, catalog: Any) -
 
     setattr(scheduler_module, "build_digests", counted)  # noqa: B010 (a spy: counts the calls)
     scheduler = DigestScheduler(
-        Services(db, settings, catalog, clock=lambda: NOW), {}, configured={"local"}
+        Services(db, settings, catalog, clock=lambda: NOW),
+        {},
+        configured={"local", "slack", "discord"},
     )
 
     async def fire_all() -> None:  # APScheduler: one task per job due, started together
@@ -449,6 +488,12 @@ def main() -> int:
         help="also every channel's job fired at once through bot.scheduler (its own path)",
     )
     parser.add_argument(
+        "--platforms",
+        choices=["mixed", "local"],
+        default="mixed",
+        help="the channels' platforms: 60%% Slack, 40%% Discord (mixed), or plain text (local)",
+    )
+    parser.add_argument(
         "--worker",
         choices=["prepare", "build", "naive", "single", "scheduler"],
         help=argparse.SUPPRESS,
@@ -484,6 +529,8 @@ def main() -> int:
         for kind in kinds:
             # A fresh copy each time: the build records digests, the naive loop must not see them.
             copy = copy_db(prepared, Path(folder) / f"{kind}-{len(runs)}.db")
+            if args.platforms == "mixed":
+                platform_mix(copy)
             runs.append(_child(kind, copy, args))
             copy.unlink()
             for suffix in ("-wal", "-shm"):
@@ -514,6 +561,7 @@ def main() -> int:
         "papers": args.papers,
         "new_papers": args.new,
         "channels": channels,
+        "platforms": args.platforms,
         "backlog_channels": backlog_channels,
         "seconds": round(built["seconds"], 2),
         "ms_per_channel": round(1000 * built["seconds"] / channels, 2),

@@ -178,3 +178,90 @@ def test_a_window_read_for_one_digest_serves_the_next_only_while_its_papers_are_
     # Unchanged since: the next channel gets the same from the window kept.
     expected = naive_items(db, "local:c", NOW, catalog, settings)
     assert picks(build_digest(db, "local:c", NOW, catalog=catalog, settings=settings)) == expected
+
+
+def test_a_recorded_digest_is_returned_as_get_digest_reads_it(
+    world: Database, settings: Settings
+) -> None:
+    """insert_digest returns the row it wrote without reading it back: the same values,
+    of the same types, as get_digest reads (an int score is a REAL, a str paper id)."""
+    from db import digests as digest_store
+
+    ensure_channel(world, "local:rec", settings, NOW)
+    paper_ids = [row["id"] for row in world.query("select id from papers order by id limit 2")]
+    items = [
+        {"paper_id": paper_ids[0], "topics": ["offline-rl", "x"], "score": 5, "from_archive": True},
+        {"paper_id": paper_ids[1], "topics": [], "score": 2.5},
+    ]
+    written = digest_store.insert_digest(
+        world, "local:rec", "2026-W49", stamp(NOW), ["offline-rl"], items, since=stamp(LONG_AGO)
+    )
+    read = digest_store.get_digest(world, "local:rec", "2026-W49")
+    assert written == read
+    assert [type(item["score"]) for item in written["items"]] == [float, float]
+    # Recorded meanwhile by another process: that one is returned, as it was read.
+    again = digest_store.insert_digest(world, "local:rec", "2026-W49", stamp(NOW), [], [])
+    assert again == read
+    empty = digest_store.insert_digest(world, "local:rec", "2026-W50", stamp(NOW), [], [])
+    assert empty == digest_store.get_digest(world, "local:rec", "2026-W50")
+
+
+def test_a_batch_reads_each_picked_papers_row_once(
+    world: Database, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The channels of a batch share papers: each picked paper's row is read once per
+    build, not once per channel, and every digest still shows the whole row."""
+    read: list[str] = []
+    real = digest_module._rows
+
+    def counting(db: Database, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
+        read.extend(paper_ids)
+        return real(db, paper_ids)
+
+    monkeypatch.setattr(digest_module, "_rows", counting)
+    channels = [f"local:same{n}" for n in range(4)]
+    for channel in channels:
+        follow(world, settings, channel, "offline-rl", "rlhf", "diffusion policy")
+    built = list(build_digests(world, channels, NOW, catalog=catalog, settings=settings))
+    shown = {str(item.paper["id"]) for digest in built for item in digest.items}
+    assert shown and sorted(read) == sorted(shown)  # each once, though 4 channels show it
+    for digest in built:
+        for item in digest.items:
+            row = decode(next(world.query("select * from papers where id = ?", [item.paper["id"]])))
+            assert item.paper == row
+
+
+def test_the_archive_ranks_a_topics_matches_once_for_all_its_pages(
+    world: Database, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages past the first come from the same full-text query (ranking every match is
+    its cost), and hold what a query per page held."""
+    world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
+    follow(world, settings, "local:d", "offline-rl")
+    store.set_backlog(world, "local:d", True)
+    monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 1)
+    monkeypatch.setattr(digest_module, "ARCHIVE_PAGES", 3)
+    topic = catalog.get("offline-rl")
+    assert topic is not None
+    queries: list[str] = []
+    world.conn.set_trace_callback(
+        lambda sql: queries.append(sql) if sql.startswith("select rowid from papers_fts") else None
+    )
+    archive = digest_module._Archive(stamp(NOW), 0.0)
+    pages = [archive.hits(world, topic, page) for page in range(3)]
+    world.conn.set_trace_callback(None)
+    assert len(queries) == 1
+    expression = " OR ".join(dict.fromkeys(f'"{t.phrase.strip()}"' for t in topic.terms))
+    ranked = [
+        row[0]
+        for row in world.execute(
+            "select rowid from papers_fts where papers_fts match ? order by rank", [expression]
+        )
+    ]
+    assert len(ranked) >= 3
+    for page, (candidates, more) in enumerate(pages):
+        (paper_id,) = [
+            r[0] for r in world.execute("select id from papers where rowid = ?", [ranked[page]])
+        ]
+        assert [c[0] for c in candidates] == [paper_id]
+        assert more

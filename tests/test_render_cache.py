@@ -22,6 +22,8 @@ from bot.send import platform_messages
 from bot.services import Services
 from config.settings import Settings, load_settings
 from digests.digest import Digest, DigestItem, build_digest
+from digests.render import discord as discord_render
+from digests.render import slack as slack_render
 from digests.render import view
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -42,6 +44,8 @@ def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
     """Render as before the cache: every paper view and every wrap computed afresh."""
     monkeypatch.setattr(view, "_shown_cached", lambda paper, escape: view._shown(paper, escape))
     monkeypatch.setattr(view, "_wrapped", lambda env, *args: view.do_wordwrap(env, *args))
+    for module in (slack_render, discord_render):
+        monkeypatch.setattr(module, "per_paper", lambda kind, paper, make: make(paper))
 
 
 @pytest.fixture
@@ -145,6 +149,50 @@ def test_the_cache_is_bounded(catalog: Catalog, monkeypatch: pytest.MonkeyPatch)
     digest = one_paper_digest(rows[0], catalog)
     rendered([replace(digest, items=items)])
     assert len(view._shown_cache) <= 5
+
+
+def test_each_platform_item_is_made_once_per_view(
+    channel_digests: list[Digest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Slack section or Discord embed is made once per distinct paper view (paper,
+    topics, section, archive mark), however many digests show it."""
+    view.shown_cache_clear()
+    made: list[str] = []
+    for module, name in ((slack_render, "paper_section"), (discord_render, "paper_embed")):
+        real = getattr(module, name)
+        monkeypatch.setattr(
+            module, name, lambda paper, real=real, name=name: made.append(name) or real(paper)
+        )
+    first = rendered(channel_digests)
+    count = len(made)
+    assert count > 0
+    assert rendered(channel_digests) == first
+    assert len(made) == count  # the second time, every item came from the cache
+
+
+def test_a_caller_changing_a_rendered_item_changes_no_other_message(
+    channel_digests: list[Digest],
+) -> None:
+    view.shown_cache_clear()
+    first = rendered(channel_digests)
+    for digest in channel_digests:
+        for payload, _ in platform_messages(digest, "discord", "post"):
+            for embed in payload["embeds"]:
+                embed["description"] = "changed"
+                embed["fields"].append({"name": "x", "value": "y"})
+        for payload, _ in platform_messages(digest, "slack", "post"):
+            for block in payload["blocks"]:
+                block.get("text", {})["text"] = "changed"
+    assert rendered(channel_digests) == first
+
+
+def test_the_item_cache_is_bounded(
+    channel_digests: list[Digest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view.shown_cache_clear()
+    monkeypatch.setattr(view, "ITEM_CACHE_SIZE", 5)
+    rendered(channel_digests)
+    assert 0 < len(view._item_cache) <= 5
 
 
 class SlowFetcher:

@@ -16,7 +16,7 @@ from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import discord_escape, with_code
 from digests.render.packing import clamp, pack
-from digests.render.view import PaperView, digest_view, paper_view, render
+from digests.render.view import PaperView, digest_view, paper_view, per_paper, render
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,8 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
         ]
     header = render("discord/header.md.j2", view=view)
     footer = render("discord/footer.md.j2", view=view)
-    embeds = [(paper_embed(paper), paper.id) for paper in view.items]
+    # Each paper's embed once per batch (`per_paper`), not once per channel.
+    embeds = [(per_paper("discord-embed", paper, paper_embed), paper.id) for paper in view.items]
     groups = pack(embeds, lambda current, unit: _fits([e for e, _ in current], unit[0])) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):

@@ -25,7 +25,7 @@ from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import slack_escape, slack_link, with_code
 from digests.render.packing import clamp
-from digests.render.view import PaperView, digest_view, paper_view, render
+from digests.render.view import PaperView, digest_view, paper_view, per_paper, render
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,10 @@ def paper_section(paper: PaperView) -> SectionBlock:
     # The TL;DR comes last: a section clamped to Slack's limit loses only its end.
     text = render("slack/item.mrkdwn.j2", paper=paper, link=link, links=links)
     return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
+
+
+def _section_dict(paper: PaperView) -> dict[str, Any]:
+    return paper_section(paper).to_dict()
 
 
 def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
@@ -87,19 +91,20 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     groups = _group(view.items, first_room, room) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):
-        blocks: list[Block] = []
+        blocks: list[dict[str, Any]] = []
         if number == 1:
-            blocks += prelude
+            blocks += _dicts(prelude)
             if group:
-                blocks.append(DividerBlock())
-        blocks += [paper_section(paper) for paper in group]
+                blocks += _dicts([DividerBlock()])
+        # Each paper's section once per batch (`per_paper`), not once per channel.
+        blocks += [per_paper("slack-section", paper, _section_dict) for paper in group]
         if number == len(groups):
-            blocks.append(footer)
+            blocks += _dicts([footer])
         text = render("slack/fallback.txt.j2", view=view, part=number)
         messages.append(
             SlackMessage(
                 clamp(text, limits.SLACK_FALLBACK_TEXT),
-                _dicts(blocks),
+                blocks,
                 tuple(paper.id for paper in group),
             )
         )

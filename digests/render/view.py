@@ -181,6 +181,7 @@ def shown_cache_clear() -> None:
     """Forget every remembered paper view (tests; memory)."""
     with _shown_lock:
         _shown_cache.clear()
+        _item_cache.clear()
 
 
 def _shown_cached(paper: dict[str, Any], escape: Escape) -> _Shown:
@@ -224,6 +225,41 @@ def paper_view(
         links=shown.links,
         from_archive=from_archive,
     )
+
+
+ITEM_CACHE_SIZE = 20_000  # entries (a Slack section or a Discord embed: ~1-2 KB each)
+_item_cache: dict[tuple[Any, ...], Any] = {}
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of nested dicts and lists (the rest is immutable), for a caller to change."""
+    if type(value) is dict:
+        return {key: _fresh(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_fresh(item) for item in value]
+    return value
+
+
+def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> Any:
+    """`make(paper)`, remembered by `kind` and the value of every field of the view (a
+    platform's item: `make` must read nothing else), and returned as a fresh copy that
+    the caller may change. The channels of a batch show the same papers, mostly under
+    the same topics: a Slack section was a third of rendering 10,000 digests (its item
+    template, links checked again, slack_sdk's validation). Bounded: emptied when full."""
+    key = (kind, *(tuple(v) if type(v) is list else v for v in vars(paper).values()))
+    try:
+        hash(key)
+    except TypeError:  # a field of an unexpected, unhashable type: no caching
+        return make(paper)
+    with _shown_lock:
+        found = _item_cache.get(key, _item_cache)
+    if found is _item_cache:
+        found = make(paper)
+        with _shown_lock:
+            if len(_item_cache) >= ITEM_CACHE_SIZE:
+                _item_cache.clear()
+            _item_cache[key] = found
+    return _fresh(found)
 
 
 def item_view(item: DigestItem, escape: Escape) -> PaperView:
