@@ -28,9 +28,11 @@ Keeping it consistent, also after a crash:
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
 - Only a connection that may write the database (`may_write`) creates or updates the
-  index. Another user's read-only lookup uses FTS5 (tantivy must take a lock file in the
-  folder even to read, and keeps its file list private), and leaves no file of its own
-  beside the database.
+  index. Any other reads it only when it is current and this user may open it; else
+  (no index, an index behind the store, a folder it may not read: tantivy writes its
+  meta.json owner-only; a lock file it may not take: tantivy takes one even to read)
+  the lookup answers from FTS5, with no warning, and leaves no file of its own beside
+  the database. So another user's lookup, or one on a read-only copy, uses FTS5.
 
 An in-memory database (the tests) gets an in-memory index. The index lives in the
 folder `<database file>.search-v1/` (the index format's number).
@@ -252,16 +254,15 @@ def _handle(db: Database, writable: bool) -> TextIndex:
         found = _open.get(key)
         if found is None:
             folder = index_folder(file)
-            if not writable and not (folder / META).is_file():
-                raise IndexUnavailable(f"no search index at {folder}, and none may be made")
+            if not writable:
+                found = _open[key] = TextIndex(_open_for_reading(folder), folder, seq=-1)
+                return found
             try:
                 index = _new_index(folder)
             except (OSError, ValueError) as exc:
                 # Corrupt files, an index of a tantivy version this one cannot read, or a
                 # folder we cannot use. It is derived data: make it again (the lookup then
                 # rebuilds it), else every lookup would use slow FTS5 for ever.
-                if not writable:
-                    raise IndexUnavailable(f"cannot open {folder}: {exc}") from exc
                 log.warning("search index at %s cannot be opened, making it again: %s", folder, exc)
                 try:
                     shutil.rmtree(folder)
@@ -270,6 +271,20 @@ def _handle(db: Database, writable: bool) -> TextIndex:
                     raise IndexUnavailable(f"cannot open {folder}: {again}") from again
             found = _open[key] = TextIndex(index, folder, seq=-1)
         return found
+
+
+def _open_for_reading(folder: Path) -> Any:
+    """The index in `folder` for a connection that may not write the store: never made,
+    never repaired. Whatever stops it (no index yet; a folder or files this user may not
+    read, as tantivy writes its meta.json owner-only; a lock file it may not take, as
+    tantivy takes one even to read) is `IndexUnavailable`: the lookup answers from FTS5,
+    with no warning and no failure pause, as this is how things are, not a failure."""
+    try:
+        if not (folder / META).is_file():  # PermissionError from an unreadable folder
+            raise IndexUnavailable(f"no search index at {folder}, and none may be made")
+        return _new_index(folder)
+    except (OSError, ValueError) as exc:
+        raise IndexUnavailable(f"cannot open {folder}: {exc}") from exc
 
 
 def _last_seq(db: Database) -> int:
