@@ -405,6 +405,11 @@ class _Windows:
     a database in memory (tests) is never cached."""
 
     SIZE = 2
+    # A window of more papers is used for its build and not kept: a kept window holds
+    # about 2 KB a paper (id, date, normalised text) plus its hits, and windows grow
+    # with the time since a channel's last digest (a first digest after a bulk load, a
+    # channel back after months: 100,000 papers, ~200 MB). A week of arXiv cs is ~3,000.
+    KEEP_PAPERS = 20_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -427,11 +432,13 @@ class _Windows:
             window = self._cached.get(key) if path else None
             if window is None or window.fingerprint != fingerprint:
                 window = _Window.read(db, now, since, stale, threshold, fingerprint)
-                if path:
+                self._cached.pop(key, None)
+                if path and len(window.papers) <= self.KEEP_PAPERS:
                     self._cached[key] = window
                     while len(self._cached) > self.SIZE:
                         self._cached.popitem(last=False)
-            self._cached.move_to_end(key) if path else None
+            if key in self._cached:
+                self._cached.move_to_end(key)
             window.score(topics)
         return window
 

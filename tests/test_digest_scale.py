@@ -265,3 +265,40 @@ def test_the_archive_ranks_a_topics_matches_once_for_all_its_pages(
         ]
         assert [c[0] for c in candidates] == [paper_id]
         assert more
+
+
+def test_a_window_of_more_than_keep_papers_is_not_kept(
+    tmp_path: Any,
+    seed_paths: list[Any],
+    catalog: Catalog,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kept windows are bounded: one of more than KEEP_PAPERS papers serves its own build
+    and is then dropped (read again by the next), a smaller one is kept."""
+    from db import open_db
+
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, seed_paths, now=NOW - timedelta(days=2))  # all 38 new
+    follow(db, settings, "local:a", "offline-rl")
+    follow(db, settings, "local:b", "offline-rl")
+    reads: list[int] = []
+    real = digest_module._Window.read
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        window = real(*args, **kwargs)
+        reads.append(len(window.papers))
+        return window
+
+    monkeypatch.setattr(digest_module._Window, "read", counting)
+    digest_module.WINDOWS.clear()
+    monkeypatch.setattr(digest_module._Windows, "KEEP_PAPERS", 37)
+    big = build_digest(db, "local:a", NOW, catalog=catalog, settings=settings, preview=True)
+    assert reads == [38] and not digest_module.WINDOWS._cached
+    again = build_digest(db, "local:a", NOW, catalog=catalog, settings=settings, preview=True)
+    assert reads == [38, 38] and picks(again) == picks(big)
+    monkeypatch.setattr(digest_module._Windows, "KEEP_PAPERS", 38)
+    build_digest(db, "local:a", NOW, catalog=catalog, settings=settings, preview=True)
+    kept = build_digest(db, "local:b", NOW, catalog=catalog, settings=settings, preview=True)
+    assert reads == [38, 38, 38] and picks(kept) == picks(big)
+    digest_module.WINDOWS.clear()
