@@ -72,10 +72,35 @@ _VERB_HINT = (
 _NAMING_HINT = "called|named|termed|dubbed|coined|denoted as|referred to as|term |call |name "
 _HAS_VERB = re.compile(_VERB_HINT)
 _HAS_TRIGGER = re.compile(f"{_VERB_HINT}|{_NAMING_HINT}")
+# _NAMING_HINT's words: the trigger hint is "_HAS_VERB matches or one of these is there".
+_NAMING_WORDS = tuple(_NAMING_HINT.split("|"))
 
 
 def _may_have(hint: re.Pattern[str], sentence: str) -> bool:
-    return not sentence.isascii() or hint.search(sentence.lower()) is not None
+    if not sentence.isascii():
+        return True
+    low = sentence.lower()
+    if hint is _HAS_TRIGGER:  # the same test, faster (see `_hinted`)
+        return _HAS_VERB.search(low) is not None or any(word in low for word in _NAMING_WORDS)
+    return hint.search(low) is not None
+
+
+def _hinted(text: str, sents: list[str]) -> list[bool]:
+    """`_may_have(_HAS_TRIGGER, s)` for each of `sents`, the sentences of `text`, cheaper
+    (issue 11: these scans were 40% of `_method`'s time). The hint is its verb pattern or
+    one of its naming words (`in` tests, 4 times faster than the regex's alternation of
+    literals), and a sentence is searched only for the naming words the whole text holds:
+    a sentence is pieces of `text` (cut after a full stop) joined by a space, so a word
+    that it holds, which has no full stop, is in `text`."""
+    if not text.isascii():
+        return [_may_have(_HAS_TRIGGER, sentence) for sentence in sents]
+    lowered = text.lower()
+    naming = [word for word in _NAMING_WORDS if word in lowered]
+    flags: list[bool] = []
+    for sentence in sents:
+        low = sentence.lower()
+        flags.append(_HAS_VERB.search(low) is not None or any(word in low for word in naming))
+    return flags
 
 
 _FINDING = re.compile(r"\b(?:we|paper|work)\s+(?:\w+\s+)?(?:show|prove|demonstrate|find)s? that\b")
@@ -206,13 +231,20 @@ MAX_WINDOW = 400  # characters after a trigger in which its name must appear
 MAX_SENTENCES = 60
 
 
-def _candidates_in(sentence: str, index: int) -> list[_Candidate]:
-    """Names introduced in one sentence, closest to their trigger first."""
+def _candidates_in(sentence: str, index: int, hinted: bool | None = None) -> list[_Candidate]:
+    """Names introduced in one sentence, closest to their trigger first. `hinted`: its
+    `_may_have(_HAS_TRIGGER, sentence)`, if the caller has it (`_hinted`)."""
     found: list[_Candidate] = []
-    if not _may_have(_HAS_TRIGGER, sentence):  # most sentences have no trigger word
+    if hinted is None:
+        hinted = _may_have(_HAS_TRIGGER, sentence)
+    if not hinted:  # most sentences have no trigger word
         return found
     triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
-    triggers += [(m, "naming") for m in _NAMING.finditer(sentence)]
+    # Every match of _NAMING holds one of _NAMING_WORDS (lower case, for ASCII text): a
+    # sentence without any is not scanned (most hinted sentences have only a verb).
+    low = sentence.lower() if sentence.isascii() else ""
+    if not low or any(word in low for word in _NAMING_WORDS):
+        triggers += [(m, "naming") for m in _NAMING.finditer(sentence)]
     triggers = sorted(triggers, key=lambda pair: pair[0].start())[:MAX_TRIGGERS]
     for trigger, kind in triggers:
         window = sentence[trigger.end() : trigger.end() + MAX_WINDOW]
@@ -288,7 +320,10 @@ def _phrase_before_naming(before: str) -> str | None:
 
 
 def _method(text: str, sents: list[str]) -> _Candidate | None:
-    candidates = [c for i, s in enumerate(sents[:MAX_SENTENCES]) for c in _candidates_in(s, i)]
+    read = sents[:MAX_SENTENCES]
+    hints = _hinted(text, read)
+    pairs = enumerate(zip(read, hints, strict=True))
+    candidates = [c for i, (s, hinted) in pairs for c in _candidates_in(s, i, hinted)]
     if not candidates:
         return None
     return max(

@@ -1,0 +1,67 @@
+"""The cheap tests that `derive` runs before its costly patterns (issue 11) decide nothing:
+with them or without them, every abstract gets the same title, method, name and TL;DR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from digests.enrich import titles
+from digests.enrich.text import plain_text, sentences
+from tests.conftest import seed_abstracts
+
+# Words that make or nearly make a trigger: verbs at a sentence's start or end, naming
+# words with and without their space, look-alikes ("typically" holds "call"), case, a
+# Kelvin sign (re.I matches it with "k"), abbreviations that do not end a sentence.
+WORDS = [
+    "we", "We", "propose", "Propose", "proposes", "presents", "representation", "put",
+    "forward", "puts", "call", "called", "CALLED", "name", "named", "term", "termed",
+    "this", "it", "as", "dubbed", "coined", "denoted", "referred", "to", "typically",
+    "AlphaDPO", "(FoO)", "L-PPO,", "a", "novel", "method", "paper", "e.g.", "et al.",
+    "end.", "End.", "Why?", "\u212aey", "désign", "design", "develops", "1.", "(ours)",
+]  # fmt: skip
+
+
+def _slow(monkeypatch: Any) -> None:
+    """Every sentence goes through the full patterns, as if no cheap test existed."""
+    monkeypatch.setattr(titles, "_may_have", lambda hint, sentence: True)
+    monkeypatch.setattr(titles, "_hinted", lambda text, sents: [True] * len(sents))
+    monkeypatch.setattr(titles, "_NAMING_WORDS", ("",))  # "" is in every sentence
+
+
+def _derived(abstract: str) -> list[tuple[Any, ...]]:
+    return [
+        (d.title, d.method, d.long_name, d.tldr)
+        for d in (titles.derive(abstract, titled=t) for t in (False, True))
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40))
+def test_the_hint_scan_finds_what_one_search_per_sentence_finds(words: list[str]) -> None:
+    text = plain_text(" ".join(words))
+    sents = sentences(text)
+    hint = titles._HAS_TRIGGER
+    expected = [not s.isascii() or hint.search(s.lower()) is not None for s in sents]
+    assert titles._hinted(text, sents) == expected
+    assert [titles._may_have(hint, s) for s in sents] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40))
+def test_derived_fields_are_the_same_without_the_cheap_tests(words: list[str]) -> None:
+    abstract = " ".join(words)
+    fast = _derived(abstract)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _slow(monkeypatch)
+        assert _derived(abstract) == fast
+
+
+def test_the_seed_abstracts_derive_the_same_without_the_cheap_tests(monkeypatch: Any) -> None:
+    abstracts = seed_abstracts()
+    fast = [_derived(abstract) for abstract in abstracts]
+    _slow(monkeypatch)
+    assert [_derived(abstract) for abstract in abstracts] == fast
