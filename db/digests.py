@@ -127,9 +127,12 @@ def _insert(
     }
 
 
-def last_digest(db: Database, channel: str, at_or_before: str | None = None) -> Row | None:
+def last_digest(
+    db: Database, channel: str, at_or_before: str | None = None, with_items: bool = True
+) -> Row | None:
     """The channel's most recently built digest (of those built at or before
-    `at_or_before`, when given), with its items."""
+    `at_or_before`, when given), with its items (unless `with_items` is False: the
+    digest's own row only, with `topics` decoded)."""
     bound = "and built_at <= ? " if at_or_before is not None else ""
     rows = list(
         db.query(
@@ -138,7 +141,11 @@ def last_digest(db: Database, channel: str, at_or_before: str | None = None) -> 
             [channel, *([at_or_before] if at_or_before is not None else [])],
         )
     )
-    return _with_items(db, rows[0]) if rows else None
+    if not rows:
+        return None
+    if not with_items:
+        return {**rows[0], "topics": json.loads(rows[0]["topics"])}
+    return _with_items(db, rows[0])
 
 
 def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row | None:

@@ -661,9 +661,11 @@ def _covering(
     existing = digest_store.get_digest(db, channel, key)
     if existing is not None:
         return existing
-    latest = digest_store.last_digest(db, channel, at_or_before=stamp(now))
+    # Its row first, its items only if it covers (reading them for each of 10,000
+    # channels, to find it does not, was most of this check).
+    latest = digest_store.last_digest(db, channel, at_or_before=stamp(now), with_items=False)
     if latest is not None and schedule.key(datetime.fromisoformat(latest["built_at"])) == key:
-        return latest
+        return digest_store.get_digest(db, channel, str(latest["week"]))
     return None
 
 

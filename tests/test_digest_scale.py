@@ -81,7 +81,10 @@ def test_many_channels_built_at_once_get_what_the_old_code_picked_for_each(
     build_digest(world, "local:e", week_ago, catalog=catalog, settings=settings)
     channels = ["local:a", "local:b", "local:c", "local:d", "local:e", "local:f"]
     expected = {ch: naive_items(world, ch, NOW, catalog, settings) for ch in channels}
-    assert any(expected.values()) and any(a for ch in expected.values() for _, a in ch)
+    assert any(expected.values())
+    # The backlog fills empty slots: with one slot a topic, each of local:d's topics has a
+    # new paper since free text keeps its phrase (a6546ec), so only 2 and 50 reach it.
+    assert size == 1 or any(a for ch in expected.values() for _, a in ch)
     one_by_one = copy_of(world)
     built = list(build_digests(world, channels, NOW, catalog=catalog, settings=settings))
     assert sorted(digest.channel for digest in built) == channels
@@ -204,6 +207,10 @@ def test_a_recorded_digest_is_returned_as_get_digest_reads_it(
     assert again == read
     empty = digest_store.insert_digest(world, "local:rec", "2026-W50", stamp(NOW), [], [])
     assert empty == digest_store.get_digest(world, "local:rec", "2026-W50")
+    whole = digest_store.last_digest(world, "local:rec")
+    assert whole is not None and whole["week"] == "2026-W50"
+    row = digest_store.last_digest(world, "local:rec", with_items=False)
+    assert row == {key: value for key, value in whole.items() if key != "items"}
 
 
 def test_a_batch_reads_each_picked_papers_row_once(
