@@ -29,8 +29,10 @@ order, from the archive or not); a backlog channel's archive picks may differ on
 the bounded archive search (`ARCHIVE_LIMIT`) left a paper out, reported as
 `backlog_archive_overlap`.
 
-Prints one JSON line. The prepared database is cached in bench/.cache (per N, channels,
-schema). Machines here are shared and noisy: compare ratios from one run.
+Prints one JSON line (`cpu_seconds`: the worker process's CPU time, all threads, for the
+same span: steadier than wall time on a shared machine). The prepared database is cached
+in bench/.cache (per N, channels, schema). Machines here are shared and noisy: compare
+ratios from one run.
 """
 
 from __future__ import annotations
@@ -375,7 +377,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         result["seconds"] = time.perf_counter() - start
         result["built"] = len(sample)
     else:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if hasattr(digest_module, "build_digests"):
             for _ in digest_module.build_digests(
                 db, channels, NOW, catalog=catalog, settings=settings
@@ -385,6 +387,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             for channel in channels:
                 digest_module.build_digest(db, channel, NOW, catalog=catalog, settings=settings)
         result["seconds"] = time.perf_counter() - start
+        result["cpu_seconds"] = time.process_time() - cpu
         result["items"] = db.execute("select count(*) from digest_items").fetchone()[0]
         result["picks"] = _picks(db, _sample(db, args.sample, args.backlog_sample))
     result["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -434,9 +437,9 @@ def _scheduler_run(db: Path, channels: list[str], settings: Any, catalog: Any) -
     async def fire_all() -> None:  # APScheduler: one task per job due, started together
         await asyncio.gather(*(scheduler._fire(channel) for channel in channels))
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(fire_all())
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     check = scheduler.services.db()
     built = check.execute("select count(*) from digests where week = '2026-W03'").fetchone()[0]
     queued = check.execute(
@@ -444,6 +447,7 @@ def _scheduler_run(db: Path, channels: list[str], settings: Any, catalog: Any) -
     ).fetchone()[0]
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "built": built,
         "queued_channels": queued,
         "build_digests_calls": len(calls),
@@ -564,6 +568,7 @@ def main() -> int:
         "platforms": args.platforms,
         "backlog_channels": backlog_channels,
         "seconds": round(built["seconds"], 2),
+        "cpu_seconds": round(built.get("cpu_seconds", 0.0), 2),
         "ms_per_channel": round(1000 * built["seconds"] / channels, 2),
         "peak_rss_mb": built["rss_mb"],
         "items": built["items"],
@@ -574,6 +579,7 @@ def main() -> int:
             "what": "every channel's job fired at once through bot.scheduler: sources, "
             "inbox, builds in batches, queue (no platform connected)",
             "seconds": round(through["seconds"], 2),
+            "cpu_seconds": round(through.get("cpu_seconds", 0.0), 2),
             "ms_per_channel": round(1000 * through["seconds"] / channels, 2),
             "peak_rss_mb": through["rss_mb"],
             "built": through["built"],
