@@ -117,3 +117,14 @@ def test_free_text_comes_within_005_of_the_catalog_on_iclr2021(
             assert row["free"]["recall"] >= row["catalog"]["recall"] - 0.02, row
             checked += 1
     assert checked == 3  # continual, meta-learning, self-supervised
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["diffusion policy", "robot robot", "reinforcement learning", "a a", "x", "in-context RL"],
+)
+def test_the_phrase_is_the_heaviest_term_of_its_own_text(text: str, catalog: Catalog) -> None:
+    topic = custom_topic(text, catalog)
+    weights = {term.phrase: term.weight for term in topic.terms}
+    assert weights[normalise(text)] == max(weights.values()) >= 3.0
+    assert len(weights) == len(topic.terms)  # one term per phrase
