@@ -167,6 +167,8 @@ def _shown(paper: dict[str, Any], escape: Escape) -> _Shown:
 
 
 def _frozen(value: Any) -> Any:
+    if type(value) is str:  # most fields: itself (no other key part equals a str)
+        return value
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(item) for item in value))
     hash(value)  # TypeError: not cacheable
@@ -191,17 +193,18 @@ def _shown_cached(paper: dict[str, Any], escape: Escape) -> _Shown:
     a different key, so no stale text can be rendered. The many channels of one batch
     show the same papers: each is escaped, shortened and its links checked once. Bounded:
     emptied when full."""
-    present = {name: paper[name] for name in SHOWN_FIELDS if name in paper}
-    try:
-        key = (escape, *((name, _frozen(value)) for name, value in present.items()))
-        hash(key)
+    key: tuple[Any, ...] | None
+    try:  # the key is built from the row (only a miss builds the reduced paper)
+        key = (escape, *((name, _frozen(paper[name])) for name in SHOWN_FIELDS if name in paper))
+        with _shown_lock:
+            found = _shown_cache.get(key)
     except TypeError:  # a field of an unexpected, unhashable type: no caching
-        return _shown(present, escape)
-    with _shown_lock:
-        found = _shown_cache.get(key)
+        key, found = None, None
     if found is not None:
         return found
-    shown = _shown(present, escape)
+    shown = _shown({name: paper[name] for name in SHOWN_FIELDS if name in paper}, escape)
+    if key is None:
+        return shown
     with _shown_lock:
         if len(_shown_cache) >= SHOWN_CACHE_SIZE:
             _shown_cache.clear()
