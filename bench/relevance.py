@@ -25,7 +25,7 @@ known-item success@1 (tests/data/known_items.toml) and paraphrase success@3
 (tests/data/paraphrases.toml) through `digests.lookup.find`.
 
 Similar: for a deterministic sample of Set A papers with a label, the share of the top 10
-of `similar` (the handler's query, title + names + keywords, through `search_papers`)
+of `similar` (`digests.similar.similar_papers`, what the handler answers)
 that share a labelled topic with the paper; tf-idf cosine neighbours as the reference.
 Without ../shared, Set A and Similar print "skipped" and Set B still runs.
 """
@@ -62,12 +62,12 @@ from bench.relevance_metrics import (
 from bench.relevance_refs import Doc, Fts5Or, TfIdf, sanity_search_rank
 from db import open_db
 from db.papers import decode
-from db.search import search_papers
 from digests import lookup
 from digests.ingest import ingest_files
 from digests.matching import PaperText, normalise
 from digests.relevance import calibrate, load_labels
 from digests.samples import sample_paths
+from digests.similar import similar_papers
 from digests.topics import Catalog, Topic, custom_topic, load_catalog
 
 log = logging.getLogger(__name__)
@@ -304,13 +304,9 @@ def repo_check(data: SetA, catalog: Catalog) -> dict[str, float]:
 
 
 def similar_ranking(db: Any, paper: Mapping[str, Any], k: int) -> list[str]:
-    """What `similar` answers (digests/commands/handlers.py `_similar`): a lookup for the
-    paper's title, names and keywords, the paper itself left out. Keep in step with it."""
-    words = " ".join(paper.get("keywords") or [])
-    query = f"{paper['title']} {paper.get('names') or ''} {words}"
-    return [h.paper["id"] for h in search_papers(db, query, k + 1) if h.paper["id"] != paper["id"]][
-        :k
-    ]
+    """What `similar` answers: `digests.similar.similar_papers`, the function the handler
+    (digests/commands/handlers.py `_similar`) calls, so the two cannot drift."""
+    return [hit.paper["id"] for hit in similar_papers(db, paper, k)]
 
 
 def measure_similar(data: SetA, sample: int) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
 from db.papers import count_papers, last_ingest
-from db.search import search_papers
 from db.transactions import write_transaction
 from digests import lookup
 from digests.channels import ChannelError, parse_channel
@@ -50,6 +49,7 @@ from digests.schedule import (
     parse_timezone,
     parse_when,
 )
+from digests.similar import similar_papers
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
 
@@ -175,13 +175,8 @@ def _similar(command: Command, ctx: Context) -> Reply:
     found = _paper_or_error(command.args["id"], ctx)
     if isinstance(found, Reply):
         return found
-    keywords = " ".join(found.get("keywords") or [])  # type: ignore[arg-type]
-    query = f"{found['title']} {found.get('names') or ''} {keywords}"
-    hits = [
-        hit
-        for hit in search_papers(ctx.db, query, FIND_LIMIT + 1)
-        if hit.paper["id"] != found["id"]
-    ]
+    # By content (distinctive words of title and abstract), not by name: digests/similar.py.
+    hits = similar_papers(ctx.db, found, FIND_LIMIT)
     if not hits:
         return info(f"I found nothing similar to “{found['title']}”.")
     results = tuple(lookup.as_result(hit.paper, hit.score) for hit in hits[:FIND_LIMIT])
