@@ -392,6 +392,7 @@ def main() -> int:
         return 0
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("discord").setLevel(logging.ERROR)  # one warning line per 429
+    logging.getLogger("bot.ratelimits").setLevel(logging.INFO)  # what the limiter learns
     papers_file = corpus.jsonl_path(PAPERS)
     platforms = ["slack", "discord"] if args.platform == "both" else [args.platform]
     results: dict[str, Any] = {}

@@ -76,6 +76,8 @@ class DiscordPoster:
         channel or (global) for every send. A 429 to any other request than a post
         (a command sync, an interaction's answer) matters only when it is global."""
         if response.status != 429:
+            if response.status < 300 and _CHANNEL_POST.search(response.url.path):
+                self.limits.accepted()  # what Discord let through: its rate, measured
             return
         body: Any = None  # as discord.py reads it: JSON only when it says so, else text
         with contextlib.suppress(Exception):  # cut off: decided by the headers alone
@@ -84,11 +86,24 @@ class DiscordPoster:
             body = raw.decode("utf-8", "replace")
             if response.headers.get("Content-Type") == "application/json":
                 body = json.loads(raw)
-        retry_after, scope = _limit_of(response.headers, body)
+        headers = response.headers
+        retry_after, scope = _limit_of(headers, body)
         channel = _CHANNEL_POST.search(response.url.path)
         if channel is None and scope != "global":
             return
-        self.limits.limited(channel.group(1) if channel else "", retry_after, scope)
+        # Declared global (not a Cloudflare ban, which is global without saying so): the
+        # limits measure the bot's real global rate from these (a rate set above it).
+        declared = (isinstance(body, dict) and body.get("global") is True) or str(
+            headers.get("X-RateLimit-Global", "")
+        ).lower() == "true"
+        self.limits.limited(
+            channel.group(1) if channel else "",
+            retry_after,
+            scope,
+            declared=declared,
+            bucket_size=_number(headers.get("X-RateLimit-Limit")),
+            full_after=_number(headers.get("X-RateLimit-Reset-After")),
+        )
         if channel is not None and (retry_after or 0.0) <= MAX_RATE_LIMIT_WAIT_SECONDS:
             # discord.py will send this post again, after retry_after, by itself: that send
             # takes its turn like any other, or it skips the pause and the rate (each of
@@ -127,6 +142,15 @@ class DiscordPoster:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(message.id)
+
+
+def _number(text: str | None) -> float | None:
+    """A header's number; None when absent, not a number, or not finite and positive."""
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and 0 < value < float("inf") else None
 
 
 def _rate_limited(exc: discord.HTTPException) -> TransientError:
