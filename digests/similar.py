@@ -39,6 +39,8 @@ from tantivy import Occur, Query
 from db import text_index
 from db.papers import decode
 from db.search import Hit
+from digests import semantic
+from digests.semantic import Encoder
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +120,22 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     return sum(weight * b[word] for word, weight in a.items() if word in b)
 
 
-def similar_papers(db: Database, paper: Mapping[str, Any], limit: int = 5) -> list[Hit]:
-    """Up to `limit` stored papers closest to `paper` in content, best first, `paper`
+def similar_papers(
+    db: Database, paper: Mapping[str, Any], limit: int = 5, model: Encoder | None = None
+) -> list[Hit]:
+    """Up to `limit` stored papers closest to `paper`, best first, `paper` itself left out.
+
+    With the semantic extra and stored embeddings (or `model` and its vectors): the
+    nearest by meaning (`digests.semantic`), scores are cosines. Otherwise by content
+    words (`lexical_similar`)."""
+    near = semantic.similar_hits(db, paper, limit, model)
+    if near is not None:
+        return near
+    return lexical_similar(db, paper, limit)
+
+
+def lexical_similar(db: Database, paper: Mapping[str, Any], limit: int = 5) -> list[Hit]:
+    """Up to `limit` stored papers closest to `paper` in content words, best first, `paper`
     itself left out. Hit scores are tf-idf cosines in 0..1. Empty when the paper has no
     content words or nothing shares one."""
     counts = term_counts(paper)

