@@ -128,3 +128,65 @@ def test_the_phrase_is_the_heaviest_term_of_its_own_text(text: str, catalog: Cat
     weights = {term.phrase: term.weight for term in topic.terms}
     assert weights[normalise(text)] == max(weights.values()) >= 3.0
     assert len(weights) == len(topic.terms)  # one term per phrase
+
+
+# --- review-12a: hostile free text -------------------------------------------------------
+
+CHANNEL = "slack:T0001/C0001"
+
+
+@pytest.mark.parametrize("text", ["the", "and", "we", "what is this", "😀 the", "It Is"])
+def test_subscribe_refuses_text_of_function_words_only(
+    text: str, seeded_db: Database, settings: Settings, catalog: Catalog
+) -> None:
+    """Such text matched nearly every paper ("the" selected 36 of the 38 seeds): refused
+    with one line, nothing stored."""
+    from db.channels import active_subscriptions
+
+    ctx = Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
+    reply = handle(f'subscribe "{text}"', ctx)
+    assert reply.error and not reply.changed
+    assert "no word a paper could be about" in reply.text
+    assert active_subscriptions(seeded_db, CHANNEL) == []
+
+
+def test_a_function_word_subscription_stored_earlier_still_lists_and_unsubscribes(
+    seeded_db: Database, settings: Settings, catalog: Catalog
+) -> None:
+    """Data stored before the check: `list` shows it and `unsubscribe` removes it."""
+    from db.channels import active_subscriptions, add_subscription
+    from digests.digest import ensure_channel
+
+    ensure_channel(seeded_db, CHANNEL, settings, NOW)
+    add_subscription(seeded_db, CHANNEL, custom_topic("the", catalog).id, "the", "bob", "2026")
+    ctx = Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
+    assert '#1 "the"' in handle("list", ctx).lines[0]
+    reply = handle('unsubscribe "the"', ctx)
+    assert reply.changed and not reply.error
+    assert active_subscriptions(seeded_db, CHANNEL) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Continual Learning and Catastrophic Forgetting",  # another case
+        "continual-learning and catastrophic-forgetting",  # hyphens
+        "continual learning, continual learning",  # one topic named twice
+        "the continual learning",  # glue around it
+        "ｃｏｎｔｉｎｕａｌ learning and catastrophic forgetting",  # fullwidth (NFKC)
+    ],
+)
+def test_variants_of_a_catalog_topic_s_names_follow_it(text: str, catalog: Catalog) -> None:
+    assert custom_topic(text, catalog).based_on == ("continual-learning",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "сontinual learning and catastrophic forgetting",  # Cyrillic "с": not the name
+        "not continual learning",  # a word that is not glue changes the meaning
+        "continual learning and diffusion models",  # two topics
+    ],
+)
+def test_lookalikes_and_changed_meanings_stay_their_own(text: str, catalog: Catalog) -> None:
+    assert custom_topic(text, catalog).based_on == ()

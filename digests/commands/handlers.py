@@ -58,6 +58,18 @@ log = logging.getLogger(__name__)
 FIND_LIMIT = 5
 MAX_SUBSCRIPTIONS = 25
 MAX_FREE_TEXT = 100
+# Words that say nothing a paper could be about: free text made only of them ("the",
+# "what is this") matched nearly every paper, so `subscribe` refuses it.
+_FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905
+        "a about above after all also am an and any are as at be been being both but by can "
+        "could did do does doing for from had has have he her here his how i if in into is it "
+        "its just me more most my no nor not of off on once only or other our out over she so "
+        "some such than that the their them then there these they this those through to too "
+        "under until up us very was we were what when where which while who whom why will "
+        "with would you your"
+    ).split()
+)
 UNSAFE_CHANGE = (
     "Topic names and schedules can't contain invisible or control characters "
     "(bidi overrides, zero-width spaces, terminal escapes)."
@@ -226,6 +238,11 @@ def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
     if not re.search(r"[^\W_]", text):
         return error(
             "A topic needs at least one word.",
+            f'Example: `{COMMAND} subscribe "diffusion policy"`.',
+        )
+    if all(word in _FUNCTION_WORDS for word in re.findall(r"[^\W_]+", text.casefold())):
+        return error(
+            f"`{text[:40]}` has no word a paper could be about; it would match nearly every paper.",
             f'Example: `{COMMAND} subscribe "diffusion policy"`.',
         )
     return custom_topic(text, ctx.catalog)
