@@ -15,13 +15,14 @@ import logging
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from config.topics import catalog_path
 from digests.enrich.text import name_key
 from digests.matching import PaperText, Term, normalise, score
+from digests.topic_model import MODELS_FILE, ModelError, combine, load_models
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,11 @@ class Topic:
     aliases: tuple[str, ...] = ()
     custom_text: str | None = None
     based_on: tuple[str, ...] = ()  # catalog topics a custom topic's text names
+    # The topic's own line, before its terms were scaled to the catalog's threshold
+    # (`digests.topic_model`): None for the catalog's one line.
+    threshold: float | None = None
+    # The hand-written terms' phrases, when learned terms were added (`search_phrases`).
+    hand_phrases: tuple[str, ...] = ()
 
     @property
     def is_custom(self) -> bool:
@@ -65,6 +71,13 @@ class Topic:
 
     def score(self, paper: PaperText) -> float:
         return score(paper, self.terms)
+
+    @property
+    def search_phrases(self) -> tuple[str, ...]:
+        """The phrases a full-text search for the topic's papers should look for: its
+        hand-written terms (learned terms include words common enough to match most of
+        a store, and a paper matching only those rarely reaches the line)."""
+        return self.hand_phrases or tuple(term.phrase for term in self.terms)
 
 
 @dataclass(frozen=True)
@@ -143,11 +156,48 @@ def _parse_topic(raw: Mapping[str, Any], index: int) -> Topic:
             raise CatalogError(f"topic {topic_id!r}: term {phrase!r} needs a positive weight")
         parsed.append(Term.of(phrase, weight))
     aliases = tuple(str(alias) for alias in raw.get("aliases", ()))
-    return Topic(topic_id, label, description, tuple(parsed), aliases)
+    threshold = raw.get("threshold")
+    if threshold is not None and (not isinstance(threshold, int | float) or threshold <= 0):
+        raise CatalogError(f"topic {topic_id!r}: threshold must be a positive number")
+    return Topic(
+        topic_id,
+        label,
+        description,
+        tuple(parsed),
+        aliases,
+        threshold=None if threshold is None else float(threshold),
+    )
 
 
-def load_catalog(path: Path | None = None) -> Catalog:
-    """Read and check the catalog (the bundled one unless `path` is given)."""
+def _with_models(
+    topics: tuple[Topic, ...], threshold: float, models_path: Path
+) -> tuple[Topic, ...]:
+    """Each topic with its learned terms (`models_path`, if there) and scaled to its own
+    line: a topic's model line, else its `threshold`, else the catalog's."""
+    try:
+        models = load_models(models_path)
+    except ModelError as exc:
+        raise CatalogError(str(exc)) from None
+    unknown = sorted(set(models) - {topic.id for topic in topics})
+    if unknown:
+        log.warning("%s: models of topics the catalog does not have: %s", models_path, unknown)
+    result = []
+    for topic in topics:
+        model = models.get(topic.id)
+        line = model.threshold if model else topic.threshold
+        if line is None:
+            result.append(topic)
+            continue
+        terms = combine(topic.terms, model, line, threshold)
+        hand = tuple(term.phrase for term in topic.terms)
+        result.append(replace(topic, terms=terms, threshold=line, hand_phrases=hand))
+    return tuple(result)
+
+
+def load_catalog(path: Path | None = None, *, learned: bool = True) -> Catalog:
+    """Read and check the catalog (the bundled one unless `path` is given), with the
+    learned models beside it unless `learned` is False (the hand terms alone: what
+    bench/train_topics.py learns from)."""
     source = path or catalog_path()
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
@@ -160,7 +210,12 @@ def load_catalog(path: Path | None = None) -> Catalog:
         raise CatalogError(f"{source}: duplicate topic ids {', '.join(duplicates)}")
     if not topics:
         raise CatalogError(f"{source}: no [[topics]]")
-    return Catalog(topics, float(data.get("threshold", 4.0)))
+    threshold = float(data.get("threshold", 4.0))
+    # The learned models sit beside the catalog (config/topic_models.toml): a catalog
+    # read from elsewhere (a test's) has its own or none.
+    if learned:
+        topics = _with_models(topics, threshold, source.with_name(MODELS_FILE))
+    return Catalog(topics, threshold)
 
 
 def custom_slug(text: str) -> str:

@@ -116,9 +116,14 @@ def test_selection_meets_the_precision_and_recall_goal(table, catalog: Catalog) 
     assert result.recall >= 0.8, result
 
 
-def test_threshold_is_the_calibrated_one(table, catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+def test_threshold_is_the_calibrated_one(seeded_db: Database) -> None:
     # Edit the terms, and this fails until config/topics.toml's threshold is re-calibrated
-    # (python3 tasks.py relevance prints the new value).
+    # (python3 tasks.py relevance prints the new value). The catalog's threshold is the
+    # hand terms' line, calibrated on the seeds; topics with a learned model have their
+    # own line (config/topic_models.toml, bench/train_topics.py), scaled onto this one.
+    catalog = load_catalog(learned=False)
+    papers = [decode(row) for row in seeded_db.query("select * from papers")]
+    table = score_table(load_labels(LABELS, papers), catalog)
     best = calibrate(table, min_precision=0.9)
     assert measure(table, catalog.threshold) == measure(table, best.threshold)
     assert abs(catalog.threshold - best.threshold) < 0.3
@@ -135,12 +140,13 @@ def test_calibrate_picks_the_best_f1_at_target_precision_between_scores() -> Non
     assert calibrate(rows, min_precision=0.6).threshold == 2.0
 
 
-def test_adversarial_robustness_names_the_word_forms_the_stemmer_keeps_apart(
-    catalog: Catalog,
-) -> None:
+def test_adversarial_robustness_names_the_word_forms_the_stemmer_keeps_apart() -> None:
     """The matcher folds plurals only (Snowball stemming measured worse, issue 12), so the
     catalog names the adverb and participle forms: "adversarially trained" and
-    "certifiably robust" papers are adversarial robustness papers."""
+    "certifiably robust" papers are adversarial robustness papers. (The hand terms, at
+    their line: with the learned model the topic's line asks for more than these
+    one-sentence abstracts.)"""
+    catalog = load_catalog(learned=False)
     topic = catalog.get("adversarial-robustness")
     assert topic is not None
     for title, abstract in [

@@ -1,0 +1,186 @@
+"""Learned topic models, per-topic lines, and feedback: all as weighted terms.
+
+A learned model is a linear model over the matcher's own features: each word and word
+pair of a paper's normalised text, valued as `digests.matching.score` values a term
+(1 + ln(count in abstract), + 1 in the title, + 1 in the keywords). Its weights are
+therefore term weights, and a model ships as terms (`config/topic_models.toml`, written
+by `bench/train_topics.py`) added to a catalog topic's hand terms: the digest scores it
+with the same `Matcher`, at the same cost per (paper, term), and nothing else changes.
+
+A topic's own line (`threshold` in the model file, or in a topic of
+`config/topics.toml`) is applied by scaling: its weights are multiplied by
+(catalog threshold / its threshold), so a score reaches the catalog's one threshold
+exactly when it reaches the topic's own line. Every consumer of scores (digest
+selection, the window cache keyed by terms, the archive, `topics` output) keeps one
+threshold, and scores of different topics are on one scale (a channel's merged list
+and "the best of several topics" compare like with like).
+
+`refine` is the feedback hook (issue 13): labelled papers of a channel's topic shift
+its weights Rocchio-style towards the words of the papers marked relevant and away
+from those marked not.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from digests.matching import PaperText, Term
+
+if TYPE_CHECKING:
+    from digests.topics import Topic
+
+log = logging.getLogger(__name__)
+
+MODELS_FILE = "topic_models.toml"
+MODELS_PATH = Path(str(resources.files("config").joinpath(MODELS_FILE)))
+
+# Words too common to tell topics apart (and glue inside word pairs); never features.
+STOP_WORDS = frozenset(
+    (  # noqa: SIM905
+        "a about above after again all also an and any are as at be been before being below "
+        "between both but by can could did do doe does doing down during each few for from "
+        "further had ha has have having he her here his how i if in into is it its itself "
+        "just more most no nor not of off on once only or other our out over own same she "
+        "should so some such than that the their them then there these they this those "
+        "through to too under until up very wa was we were what when where which while who "
+        "whom why will with would you your thi u"
+    ).split()
+)
+
+
+@dataclass(frozen=True)
+class TopicModel:
+    """A catalog topic's learned model: `terms` added to its hand terms weighted `hand`,
+    and `threshold`, its line on that score."""
+
+    threshold: float
+    hand: float
+    terms: tuple[Term, ...]
+
+
+class ModelError(ValueError):
+    """The model file is malformed; the message says where."""
+
+
+def features(text: PaperText) -> dict[str, float]:
+    """{padded phrase: value} for the paper's words and word pairs (stop words left out),
+    valued as the matcher values a term of weight 1: 1 + ln(count in the abstract) if
+    there, + 1 if in the title, + 1 if in the keywords."""
+    counts: dict[str, int] = {}
+    for phrase in _phrases(text.abstract):
+        counts[phrase] = counts.get(phrase, 0) + 1
+    found = {phrase: 1.0 + math.log(count) for phrase, count in counts.items()}
+    for field in (text.title, text.keywords):
+        for phrase in set(_phrases(field)):
+            found[phrase] = found.get(phrase, 0.0) + 1.0
+    return found
+
+
+def _phrases(normalised: str) -> Iterable[str]:
+    previous = ""
+    for token in normalised.split():
+        if token in STOP_WORDS or len(token) < 2 or token.isdigit():
+            previous = ""
+            continue
+        yield f" {token} "
+        if previous:
+            yield f" {previous} {token} "
+        previous = token
+
+
+def load_models(path: Path | None = None) -> dict[str, TopicModel]:
+    """{topic id: model} from the model file ({} when there is none: hand terms only)."""
+    source = path or MODELS_PATH
+    if not source.is_file():
+        return {}
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ModelError(f"{source}: {exc}") from None
+    models = {}
+    for topic_id, raw in data.items():
+        try:
+            threshold, hand = float(raw["threshold"]), float(raw.get("hand", 1.0))
+            terms = tuple(Term.of(str(k), float(v)) for k, v in raw.get("terms", {}).items())
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelError(f"{source}: topic {topic_id!r}: {exc}") from None
+        if threshold <= 0:
+            raise ModelError(f"{source}: topic {topic_id!r} needs a positive threshold")
+        models[topic_id] = TopicModel(threshold, hand, terms)
+    return models
+
+
+def combine(
+    hand: Sequence[Term], model: TopicModel | None, line: float, scale_to: float
+) -> tuple[Term, ...]:
+    """A topic's terms: hand terms (x the model's `hand`) plus its learned terms, summed
+    per phrase, all scaled so that `scale_to` (the catalog's threshold) is its `line`."""
+    weights: dict[str, float] = {}
+    for term in hand:
+        weights[term.phrase] = weights.get(term.phrase, 0.0) + term.weight * (
+            model.hand if model else 1.0
+        )
+    for term in model.terms if model else ():
+        weights[term.phrase] = weights.get(term.phrase, 0.0) + term.weight
+    factor = scale_to / line
+    return tuple(Term(phrase, round(w * factor, 4)) for phrase, w in weights.items() if w)
+
+
+# Feedback (Rocchio): how far the labelled papers move a topic, and how many words.
+FEEDBACK_POSITIVE = 0.75
+FEEDBACK_NEGATIVE = 0.75
+FEEDBACK_TERMS = 40
+
+
+def refine(
+    topic: Topic,
+    positives: Sequence[PaperText],
+    negatives: Sequence[PaperText] = (),
+    *,
+    scale: float = 1.0,
+    max_terms: int = FEEDBACK_TERMS,
+) -> Topic:
+    """The topic moved towards `positives` and away from `negatives` (Rocchio):
+    weight += scale x (FEEDBACK_POSITIVE x mean feature of the positives
+                       - FEEDBACK_NEGATIVE x mean feature of the negatives),
+    for the `max_terms` words and pairs the labels move most that occur in at least
+    two labelled papers of one side (one paper's odd words are not its topic). `scale`
+    is the size of a typical term weight of the topic's scores (the catalog's threshold
+    divided by the words an on-topic paper usually matches; 1.0 suits the catalog).
+    The returned topic has the same id; its terms are new, so caches keyed by terms
+    (the digest's windows) score it afresh. No labels: the topic unchanged."""
+    if not positives and not negatives:
+        return topic
+    shift: dict[str, float] = {}
+    support: dict[str, list[int]] = {}
+    for side, papers, weight in (
+        (0, positives, FEEDBACK_POSITIVE),
+        (1, negatives, -FEEDBACK_NEGATIVE),
+    ):
+        for paper in papers:
+            for phrase, value in features(paper).items():
+                shift[phrase] = shift.get(phrase, 0.0) + weight * value / len(papers)
+                support.setdefault(phrase, [0, 0])[side] += 1
+    moved = sorted(
+        ((abs(v), p) for p, v in shift.items() if max(support[p]) >= 2 and v),
+        reverse=True,
+    )[:max_terms]
+    weights = {term.phrase: term.weight for term in topic.terms}
+    for _, phrase in moved:
+        weights[phrase] = round(weights.get(phrase, 0.0) + scale * shift[phrase], 4)
+    terms = tuple(Term(p, w) for p, w in weights.items() if w)
+    log.debug(
+        "topic %s refined by %d/%d papers: %d terms moved",
+        topic.id,
+        len(positives),
+        len(negatives),
+        len(moved),
+    )
+    return replace(topic, terms=terms)

@@ -1,0 +1,195 @@
+"""Learned topic models (config/topic_models.toml), per-topic lines, and feedback (refine)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from digests.digest import select_items
+from digests.matching import Matcher, PaperText, Term, normalise, score
+from digests.topic_model import MODELS_PATH, features, load_models, refine
+from digests.topics import CatalogError, Topic, load_catalog
+from tests.conftest import ROOT
+
+CATALOG = """threshold = 4.0
+
+[[topics]]
+id = "graphs"
+label = "Graphs"
+description = "Graph learning."
+[topics.terms]
+"graph neural network" = 3.0
+"graph" = 1.0
+
+[[topics]]
+id = "strict"
+label = "Strict"
+description = "A topic with its own line."
+threshold = 8.0
+[topics.terms]
+"robot" = 2.0
+
+[[topics]]
+id = "loose"
+label = "Loose"
+description = "A topic with a low line."
+threshold = 2.0
+[topics.terms]
+"robot" = 2.0
+"""
+
+MODELS = """[graphs]
+threshold = 6.0
+hand = 0.5
+[graphs.terms]
+"message passing" = 3.0
+"graph" = 1.0
+"""
+
+
+def _text(title: str, abstract: str) -> PaperText:
+    return PaperText(title=normalise(title), keywords=" ", abstract=normalise(abstract))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "topics.toml").write_text(CATALOG, encoding="utf-8")
+    (tmp_path / "topic_models.toml").write_text(MODELS, encoding="utf-8")
+    return tmp_path
+
+
+def test_learned_terms_join_the_hand_terms_scaled_to_the_topic_line(folder: Path) -> None:
+    catalog = load_catalog(folder / "topics.toml")
+    graphs = catalog.get("graphs")
+    assert graphs is not None and graphs.threshold == 6.0
+    # hand x 0.5 plus learned, summed per phrase, then x (4.0 / 6.0)
+    weights = {term.phrase.strip(): term.weight for term in graphs.terms}
+    assert weights == pytest.approx(
+        {"graph neural network": 1.0, "graph": (0.5 + 1.0) * 4 / 6, "message passing": 2.0}
+    )
+    # The learned phrase alone now scores: "message passing" in the title and abstract.
+    paper = _text("Message passing", "We study message passing.")
+    assert graphs.score(paper) == 4.0  # = the catalog's line: raw 6.0, the topic's own
+    # The hand terms alone, and the full-text search's phrases, are the catalog's.
+    hand = load_catalog(folder / "topics.toml", learned=False).get("graphs")
+    assert hand is not None and hand.threshold is None
+    assert {t.phrase for t in hand.terms} == set(graphs.search_phrases)
+    assert hand.score(paper) == 0.0
+
+
+def test_a_topic_threshold_scales_its_terms_and_the_digest_applies_it(folder: Path) -> None:
+    catalog = load_catalog(folder / "topics.toml")
+    strict, loose = catalog.get("strict"), catalog.get("loose")
+    assert strict is not None and loose is not None
+    # "robot" 2.0 raw: x 4/8 for the strict topic, x 4/2 for the loose one.
+    assert [t.weight for t in strict.terms] == [1.0]
+    assert [t.weight for t in loose.terms] == [4.0]
+    papers = [
+        {"id": "p1", "title": "Robots", "abstract": "A robot and another robot and robot."},
+        {"id": "p2", "title": "Arms", "abstract": "A robot arm."},
+    ]
+    # p1: raw 2 x (1 + ln 3) + 2 = 6.2, p2: raw 2.0 (abstract only). The digest keeps
+    # its one threshold (the catalog's); each topic's scaled scores apply its own line.
+    items = select_items(
+        papers, [strict, loose], threshold=catalog.threshold, per_topic=5, archive=None
+    )
+    picked = {(item.paper["id"], topic.id) for item in items for topic in item.topics}
+    assert picked == {("p1", "loose"), ("p2", "loose")}
+    strong = {"id": "p3", "title": "Robot", "abstract": "robot " * 20}  # raw 2(1+ln 20)+2 = 10
+    items = select_items([strong], [strict], threshold=catalog.threshold, per_topic=5)
+    assert [item.paper["id"] for item in items] == ["p3"]
+
+
+def test_bad_model_files_and_lines_are_one_line_errors(folder: Path) -> None:
+    models = folder / "topic_models.toml"
+    models.write_text('[graphs]\nhand = 1.0\n[graphs.terms]\n"a" = 1\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"graphs.*threshold"):
+        load_catalog(folder / "topics.toml")
+    models.write_text("[graphs]\nthreshold = 0\n", encoding="utf-8")
+    with pytest.raises(CatalogError, match="positive threshold"):
+        load_catalog(folder / "topics.toml")
+    models.write_text("not toml [", encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"topic_models\.toml"):
+        load_catalog(folder / "topics.toml")
+    models.unlink()  # no model file: hand terms, the topics' own lines still apply
+    catalog = load_catalog(folder / "topics.toml")
+    graphs = catalog.get("graphs")
+    assert graphs is not None and graphs.threshold is None
+    catalog_text = (folder / "topics.toml").read_text(encoding="utf-8")
+    (folder / "topics.toml").write_text(
+        catalog_text.replace("threshold = 8.0", "threshold = -1"), encoding="utf-8"
+    )
+    with pytest.raises(CatalogError, match=r"strict.*positive"):
+        load_catalog(folder / "topics.toml")
+
+
+def test_features_are_what_the_matcher_scores_for_a_term_of_weight_one() -> None:
+    """The trainer learns weights over `features`; they ship as terms, so each feature
+    must be exactly the matcher's value of that phrase as a term of weight 1."""
+    paper = PaperText(
+        title=normalise("Offline RL with graph networks"),
+        keywords=normalise("offline rl; graphs"),
+        abstract=normalise(
+            "Offline reinforcement learning from offline data: the offline agent and "
+            "graph networks, graph networks again, in 2021."
+        ),
+    )
+    found = features(paper)
+    assert " the " not in found and " 2021 " not in found and " data the " not in found
+    assert " offline rl " in found and " graph network " in found
+    matcher = Matcher({phrase: (Term(phrase, 1.0),) for phrase in found})
+    scores = matcher.scores(paper)
+    for phrase, value in found.items():
+        assert score(paper, (Term(phrase, 1.0),)) == round(value, 3), phrase
+        assert scores[phrase] == round(value, 3), phrase
+
+
+def _paper(i: int, words: str) -> PaperText:
+    return _text(f"Paper {i}", f"We study {words}. Our method {words.split()[0]} works. {i}")
+
+
+def test_refine_moves_papers_like_the_labelled_ones_up_and_down() -> None:
+    """Five papers marked relevant and five marked not: a new paper like the relevant
+    ones scores higher than before, one like the others lower (issue 13's 👍/👎)."""
+    topic = Topic("diffusion", "Diffusion", "d", (Term.of("diffusion", 2.0),))
+    positives = [
+        _paper(i, "diffusion policy for robot manipulation with action chunks") for i in range(5)
+    ]
+    negatives = [_paper(i, "graph diffusion kernels on citation networks") for i in range(5, 10)]
+    refined = refine(topic, positives, negatives)
+    assert refined.id == topic.id and refined.terms != topic.terms
+    like_positive = _text("Diffusion policy", "A diffusion policy for robot manipulation.")
+    like_negative = _text("Graph diffusion", "Graph diffusion kernels on citation networks.")
+    assert refined.score(like_positive) > topic.score(like_positive)
+    assert refined.score(like_negative) < topic.score(like_negative)
+    assert refined.score(like_positive) > refined.score(like_negative)
+    assert refine(topic, [], []) is topic
+    # One paper's odd word is not the topic: only words two labelled papers share move.
+    odd = refine(topic, [*positives[:4], _paper(99, "diffusion quasar spectra")])
+    assert " quasar " not in {t.phrase for t in odd.terms}
+
+
+def test_the_bundled_models_are_catalog_topics_learned_on_the_calibrate_half() -> None:
+    models = load_models()
+    hand = load_catalog(learned=False)
+    assert models and set(models) <= set(hand.ids)
+    assert "calibrate half" in MODELS_PATH.read_text(encoding="utf-8")
+    catalog = load_catalog()
+    for topic_id, model in models.items():
+        topic = catalog.get(topic_id)
+        assert topic is not None and topic.threshold == model.threshold
+        assert all(term.weight > 0 for term in topic.terms)
+        assert len(model.terms) <= 100  # the matcher's cost per (paper, topic) stays small
+
+
+def test_train_topics_says_so_without_the_corpus(tmp_path: Path) -> None:
+    out = tmp_path / "models.toml"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.train_topics", "--corpus", str(tmp_path / "none.tsv"),
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert "no corpus" in result.stdout and not out.exists()
