@@ -20,9 +20,11 @@ poster (one per Slack client or Discord bot) and is shared by every delivery thr
 - A 429 the platform declares global (`declared`: Discord's `global` flag or
   `X-RateLimit-Global`) teaches the platform's real rate (issue 11): at the first the rate
   is halved (nothing measured yet: the platform's burst went out at the start); at a later
-  one, 2 s or more after, the platform's bucket was empty at both, so what it accepted
-  between them (`accepted`), over the time between them, is its rate. The rate is then
-  98% of that, and never climbs back above it (until the setting changes). A channel's 429 with
+  one, 2 to 30 s after, the platform's bucket was empty at both, so what it accepted
+  between them (`accepted`), over the time between them, is its rate (one further apart
+  starts a new measure: the bot may have idled between). The rate is then 98% of that,
+  and does not climb back above it for 10 minutes after the last declared global 429
+  (nor until the setting changes); then it climbs back as after any 429. A channel's 429 with
   its bucket's size and the time until it is full (`X-RateLimit-Limit`,
   `-Reset-After`) spaces that channel's later sends at the bucket's rate.
 - A pause longer than `max_wait` is not waited out: `wait_turn` raises `Throttled`, and the
@@ -63,6 +65,15 @@ LEARN_MARGIN = 0.98  # of a measured rate: the rate sent at once it is known
 # 429s closer together measure nothing: the same overrun's sends under way come back 429
 # within a round trip, and over a short time the answers still on their way count more.
 MIN_MEASURE_SECONDS = 2.0
+# 429s further apart measure nothing either: the bucket was empty at both only if the bot
+# kept sending between them, and one that idled between two batches (a 429 on Monday's,
+# another on Tuesday's: 10,000 posts over a day, 0.1/s) "measured" the 0.5/s floor and
+# kept to it for good. The later one starts a new measure instead.
+MAX_MEASURE_SECONDS = 30.0
+# A measured rate holds this long after the last declared global 429, then the rate
+# climbs back towards the setting (and a 429 measures again): a wrong measure (a forged
+# or stray 429, another process sending with the same token) does not throttle for good.
+LEARNED_SECONDS = 600.0
 
 
 def pause_seconds(retry_after: float | None) -> float | None:
@@ -112,6 +123,7 @@ class SendLimits:
         self.learned: float | None = None  # the platform-wide rate measured, x LEARN_MARGIN
         self._accepted = 0  # sends the platform answered as posted (`accepted`)
         self._empty: tuple[float, int] | None = None  # a declared global 429: when, accepted
+        self._declared_at = -math.inf  # the last declared global 429 (`learned` holds since)
 
     def configure(self, rate: float | None) -> None:
         """Take the configured platform-wide rate (the settings'); a change resets what
@@ -122,6 +134,13 @@ class SendLimits:
             self._adjusted = self.monotonic()
 
     def _recover(self, now: float) -> None:
+        expires = self._declared_at + LEARNED_SECONDS
+        if self.learned is not None and now >= expires:
+            log.info(
+                "platform-wide rate measured %.0f s ago: climbing back", now - self._declared_at
+            )
+            self.learned, self._empty = None, None  # the next 429 starts over
+            self._adjusted = max(self._adjusted, expires)  # climbs from then on
         if self.rate is not None and self.ceiling is not None:
             cap = min(self.ceiling, self.learned or math.inf)  # never back above a measure
             if self.rate < cap:
@@ -192,8 +211,12 @@ class SendLimits:
                     self._channel_spacing[channel] = spacing
             self._remember(channel, until)
             return
+        if declared:
+            self._recover(now)  # a measure that has expired is forgotten first
         first = declared and self._empty is None
         measured = self._measure(now) if declared else None
+        if declared:
+            self._declared_at = now
         slowed_lately = now - self._slowed_at < SLOW_DOWN_INTERVAL
         if self.rate is not None and (
             measured is not None or (self._paused_until <= now and not slowed_lately)
@@ -246,6 +269,9 @@ class SendLimits:
             return None
         since, before = self._empty
         if now - since < MIN_MEASURE_SECONDS:
+            return None
+        if now - since > MAX_MEASURE_SECONDS:  # idle meanwhile, maybe: measure from here
+            self._empty = (now, through)
             return None
         self._empty = (now, through)
         return max(through - before, 0) / (now - since)

@@ -523,3 +523,84 @@ async def test_a_channel_429_with_its_bucket_spaces_that_channel_at_the_buckets_
     await time.run([turns("a"), turns("b")])
     assert at["a"] == pytest.approx([0.5, 0.5 + 1 / 0.98, 0.5 + 2 / 0.98])
     assert at["b"] == [0.0, 0.0, 0.0]
+
+
+def test_declared_global_429s_far_apart_measure_nothing() -> None:
+    """The bucket was empty at both 429s only if the bot kept sending between them: one
+    on Monday's batch and one on Tuesday's (a few posts between, a day apart) "measured"
+    the 0.5/s floor and kept to it for good (review of issue 11). The later one only
+    starts a new measure; one 2-30 s after it measures."""
+    time = VirtualTime()
+    limits = SendLimits(50.0, monotonic=time.monotonic, sleep=time.sleep)
+    limits.limited("a", 0.01, "global", declared=True)
+    for _ in range(10):
+        limits.accepted()
+    time.now += 86_400.0
+    limits.limited("a", 0.01, "global", declared=True)
+    assert limits.learned is None and limits.rate is not None and limits.rate >= 40.0
+    for _ in range(100):
+        limits.accepted()
+    time.now += 4.0
+    limits.limited("a", 0.01, "global", declared=True)
+    assert limits.learned == pytest.approx(25.0 * 0.98)
+
+
+async def test_a_measured_rate_holds_ten_minutes_after_the_last_global_429_then_climbs() -> None:
+    """A measure that was wrong (a stray or forged global 429, another process sending
+    with the bot's token) capped the rate for as long as the bot ran. It holds while
+    declared global 429s keep coming, and 10 minutes after the last one the rate climbs
+    back towards the setting, as after any 429."""
+    time = VirtualTime()
+    limits = SendLimits(50.0, monotonic=time.monotonic, sleep=time.sleep)
+    limits.limited("a", 0.01, "global", declared=True)
+    for _ in range(4):  # 2/s measured: far too low
+        limits.accepted()
+    time.now += 2.0
+    limits.limited("a", 0.01, "global", declared=True)
+    assert limits.learned == pytest.approx(2.0 * 0.98) and limits.rate == limits.learned
+    time.now += 300.0
+    limits.limited("a", 0.01, "global", declared=True)  # too far apart to measure: holds
+    time.now += 599.0
+    await limits.wait_turn("b")
+    assert limits.learned is not None and limits.rate == pytest.approx(2.0 * 0.98)
+    time.now += 11.0  # 10 s past the 10 minutes: 1% of 50/s a second regained since
+    await limits.wait_turn("b")
+    assert limits.learned is None
+    assert limits.rate == pytest.approx(2.0 * 0.98 + 5.0)
+
+
+async def test_the_discord_poster_passes_a_channel_429s_bucket_headers(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """A channel's 429 says its bucket's size (X-RateLimit-Limit 5) and when it is full
+    again (X-RateLimit-Reset-After 0.2 s): the poster hands both to the limiter, which
+    spaces that channel's sends 0.2 / 5 / 0.98 s apart; no other channel."""
+    fake_discord.queue_rate_limit("/messages", retry_after=0.2)
+    results, _, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 2)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 6}
+    refused = fake_discord.made("POST", "/messages")[0].path.split("/")[2]
+    assert poster.limits._channel_spacing == {refused: pytest.approx(0.2 / 5 / 0.98)}
+
+
+async def test_a_429_with_garbage_rate_limit_headers_pauses_and_delivers(
+    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+) -> None:
+    """Headers that are not numbers (or are 0, negative, infinite) space nothing, crash
+    nothing, and every message is delivered once."""
+    for limit, after in (("abc", "nan"), ("0", "-3"), ("inf", "1e999"), ("", "")):
+        fake_discord.queue(
+            "/messages",
+            {"message": "You are being rate limited.", "retry_after": 0.1, "global": False},
+            429,
+            {
+                "Via": "1.1 google",
+                "X-RateLimit-Limit": limit,
+                "X-RateLimit-Reset-After": after,
+                "X-RateLimit-Scope": "user",
+            },
+        )
+    results, _, poster = await _discord_run(fake_discord, time, tmp_path, catalog, db, 2)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 6}
+    created = Counter((m["channel_id"], m["content"]) for m in fake_discord.created)
+    assert len(created) == 6 and set(created.values()) == {1}
+    assert poster.limits._channel_spacing == {} and poster.limits.rate == 20.0
