@@ -24,18 +24,31 @@ FINGERPRINT_HEX_DIGITS = 32
 # n/2^64, so more than one is never needed in practice (tests use 2-hex ids).
 MAX_PROBES = 64
 _WORD = re.compile(r"[^\W_]+")
+# ASCII text's words, folded, in one C pass: letters to lower case, digits kept, every
+# other byte a space (then `split`). On ASCII text this is what `_words` does: NFKC
+# changes no ASCII character, `casefold` is `lower`, and `[^\W_]` is [A-Za-z0-9].
+_ASCII_FOLD = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 0x20 for c in range(128)) + bytes(
+    range(128, 256)  # never met: the text is ASCII
+)
+
+
+def _words(text: str) -> bytes:
+    """`text`'s words, case-folded and NFKC-normalised, joined by single spaces (UTF-8)."""
+    if text.isascii():  # most abstracts: 8 times faster than the Unicode regex (issue 11)
+        return b" ".join(text.encode("ascii").translate(_ASCII_FOLD).split())
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_WORD.findall(folded)).encode("utf-8")
 
 
 def abstract_fingerprint(abstract: str) -> str:
     """The abstract's words only: markup, case, punctuation and spacing don't count."""
-    text = unicodedata.normalize("NFKC", plain_text(abstract)).casefold()
-    return " ".join(_WORD.findall(text))
+    return _words(plain_text(abstract)).decode("utf-8")
 
 
 def fingerprint_hash(abstract: str) -> str:
     """What identifies an abstract in the store: the first 32 hex digits of the SHA-256
     of its fingerprint (`papers.fingerprint`). Its ids are derived from it."""
-    digest = hashlib.sha256(abstract_fingerprint(abstract).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(_words(plain_text(abstract))).hexdigest()
     return digest[:FINGERPRINT_HEX_DIGITS]
 
 
