@@ -229,10 +229,12 @@ def ingest(
             db, list(paths), now=_now(), fmt=fmt, venue=venue, progress=_progress, limits=limits
         )
     except KeyboardInterrupt:
-        # One line, not click's bare "Aborted!": what was stored and how to finish.
-        note = _interrupted_note(db, before)
-        new.discard(db)  # a new database that got no chunk is removed
-        echo(note, err=True)
+        # One line, not click's bare "Aborted!": what was stored and how to finish. A
+        # second Ctrl-C meanwhile (users press it twice) would cut this short.
+        with _ctrl_c_ignored():
+            note = _interrupted_note(db, before)
+            new.discard(db)  # a new database that got no chunk is removed
+            echo(note, err=True)
         sys.exit(INTERRUPTED)
     except BaseException:
         new.discard(db)  # a refused file leaves no empty database behind
@@ -252,6 +254,22 @@ INTERRUPTED_INDEXING = (
     "interrupted while updating the search index: every paper above is stored; "
     "the next lookup finishes the index"
 )
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """Ctrl-C does nothing inside (in the main thread; elsewhere signals go there)."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _last_ingest_id(db: Database) -> int:

@@ -75,3 +75,90 @@ def test_ctrl_c_before_the_first_chunk_says_nothing_was_stored_and_leaves_no_dat
         "(stored papers are skipped)"
     )
     assert not db_path.exists()
+
+
+def test_a_second_ctrl_c_while_reporting_the_first_still_reports_and_cleans_up(
+    run,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C pressed again while the first is being reported (impatient users press it
+    twice) gave click's bare "Aborted!" (exit 1) and left the new empty database behind:
+    the report and the clean-up now run with Ctrl-C ignored, and it is restored after."""
+    import os
+    import signal
+
+    import bot.cli
+
+    path = papers_file(tmp_path, count=10)
+    db_path = tmp_path / "x.db"
+    interrupt_after(monkeypatch, 5)
+    real_note = bot.cli._interrupted_note
+
+    def note_pressed_again(db: Any, before: int) -> str:
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal: Python's handler would raise
+        for _ in range(1000):  # give the handler its chance to run
+            pass
+        return real_note(db, before)
+
+    monkeypatch.setattr(bot.cli, "_interrupted_note", note_pressed_again)
+    handler = signal.getsignal(signal.SIGINT)
+    result = run("ingest", str(path), "--db", str(db_path))
+    assert result.exit_code == 130
+    assert result.output.strip().startswith("interrupted: nothing was stored;")
+    assert not db_path.exists()
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_ctrl_c_never_removes_a_database_that_existed_before(
+    run,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing stored by this run, but the database was there before, empty (made by an
+    earlier command) or an empty file: it stays, as it was."""
+    path = papers_file(tmp_path, count=10)
+    empty = tmp_path / "empty.db"
+    open_db(empty).close()
+    zero = tmp_path / "zero.db"
+    zero.write_bytes(b"")
+    interrupt_after(monkeypatch, 5)
+    for db_path in (empty, zero):
+        result = run("ingest", str(path), "--db", str(db_path))
+        assert result.exit_code == 130, result.output
+        assert db_path.exists()
+    db = open_db(empty)
+    assert count_papers(db) == 0 and db["_sqlite_migrations"].count > 0
+    db.close()
+
+
+def test_ctrl_c_never_removes_a_new_database_another_process_wrote_to(
+    run,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database is new, this run stored nothing, but another process committed a
+    paper to the same path meanwhile (a `paperboy run` started on it): it is kept."""
+    import sqlite3
+
+    from db import fresh
+
+    path = papers_file(tmp_path, count=10)
+    db_path = tmp_path / "x.db"
+    interrupt_after(monkeypatch, 5)
+    real_discard = fresh.NewDatabase.discard
+
+    def discard_after_another_write(self: fresh.NewDatabase, db: Any) -> None:
+        other = sqlite3.connect(db_path, timeout=5)
+        with other:
+            other.execute("create table if not exists notes (text)")
+            other.execute("insert into notes values ('kept')")
+        other.close()
+        real_discard(self, db)
+
+    monkeypatch.setattr(fresh.NewDatabase, "discard", discard_after_another_write)
+    result = run("ingest", str(path), "--db", str(db_path))
+    assert result.exit_code == 130
+    other = sqlite3.connect(db_path)
+    assert other.execute("select text from notes").fetchall() == [("kept",)]
+    other.close()
