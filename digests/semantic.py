@@ -355,17 +355,17 @@ def coverage(db: Database) -> tuple[int, int]:
 
 
 def status_line(db: Database) -> str:
-    """What `status` says about meaning-based lookups."""
+    """What `paperboy status` says about meaning-based lookups (terminal text: no Markdown)."""
     if not installed():
         return (
             "Semantic lookups: off (the optional extra is not installed: "
-            "`pip install paperboy[semantic]`); find and similar match words."
+            "pip install 'paperboy[semantic]'); find and similar match words."
         )
     have, total = coverage(db)
     if have < total:
         return (
             f"Semantic lookups: {have:,} of {total:,} papers have embeddings "
-            "(`paperboy embed` computes the rest)."
+            "(paperboy embed computes the rest)."
         )
     return f"Semantic lookups: on, all {total:,} papers have embeddings."
 
