@@ -1,20 +1,28 @@
 """Free-text topics against catalog topics on ICLR 2021 (issue 12's Set A, "free text").
 
-    .venv/bin/python -m bench.freetext_eval
+    .venv/bin/python -m bench.freetext_eval [--half calibrate|report|all]
 
 Each of the 12 Set A topics is typed as free text, as `subscribe "<query>"` would take
 it (a text that is a catalog name becomes that catalog topic; any other becomes
-`custom_topic(text, catalog)`), and scored on the 2,966 ICLR 2021 papers without their
-keywords. A paper is relevant when one of its author keywords matches the topic's
-patterns (a pattern of 3 characters or fewer must equal the keyword, a longer one is a
-substring). Printed per topic: average precision over the score ranking (papers scoring
-0 are not retrieved), and precision/recall of "score >= catalog threshold", for the
-free text and for the catalog topic it stands for. Ends with one JSON line.
+`custom_topic(text, catalog)`), and scored on the ICLR 2021 papers that have author
+keywords (2,613 of 2,966), without their keywords.
+
+This is a tool to tune with, so by default it measures only the "calibrate" half
+(`bench.relevance_metrics.half` of the OpenReview id): `python3 tasks.py relevance`
+reports on the other half, which nothing may be tuned on. `--half report` is for a
+final check only; `--half all` for the figures quoted before the split existed.
+
+A paper is relevant when one of its author keywords matches the topic's patterns (a
+pattern of 3 characters or fewer must equal the keyword, a longer one is a substring).
+Printed per topic: average precision over the score ranking (papers scoring 0 are not
+retrieved), and precision/recall of "score >= catalog threshold", for the free text and
+for the catalog topic it stands for. Ends with one JSON line.
 Skips (prints why, exits 0) without ../shared/corpora.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import logging
@@ -23,6 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.relevance_metrics import half, keyword_matches
 from db import open_db
 from db.papers import decode
 from digests.ingest import ingest_files
@@ -64,11 +73,6 @@ SET_A = [
      ("continual", "lifelong", "catastrophic forgetting"), "continual-learning"),
     ("NAS", "neural architecture search", ("architecture search", "nas"), None),
 ]  # fmt: skip
-
-
-def keyword_matches(keyword: str, patterns: tuple[str, ...]) -> bool:
-    keyword = keyword.strip().lower()
-    return any(keyword == p if len(p) <= 3 else p in keyword for p in patterns)
 
 
 def average_precision(scores: list[tuple[float, bool]], total_relevant: int) -> float:
@@ -136,26 +140,56 @@ def evaluate(
     }
 
 
-def load_papers() -> list[tuple[PaperText, list[str]]]:
-    """ICLR 2021 papers with author keywords: their text without keywords, and keywords."""
+def load_papers(part: str = "calibrate") -> list[tuple[PaperText, list[str]]]:
+    """ICLR 2021 papers with author keywords: their text without keywords, and keywords;
+    only those of half `part` ("calibrate" or "report", as the harness splits them by
+    OpenReview id), or all of them for "all"."""
+    if part not in ("calibrate", "report", "all"):
+        raise ValueError(f"part must be calibrate, report or all, not {part!r}")
     csv.field_size_limit(1 << 24)
     db = open_db(":memory:")
     ingest_files(db, [CORPUS], now=datetime.now(UTC))
+    source = {
+        row["paper_id"]: row["alias"]
+        for row in db.query("select alias, paper_id from paper_aliases")
+        if row["alias"] in _openreview_ids()
+    }
     return [
         (PaperText.of({**paper, "keywords": [], "id": None}), list(paper["keywords"]))
         for paper in (
             decode(row) for row in db.query("select * from papers where keywords != '[]'")
         )
+        if part == "all" or half(source[paper["id"]]) == part
     ]
 
 
-def main() -> int:
+def _openreview_ids() -> set[str]:
+    with CORPUS.open(encoding="utf-8", newline="") as handle:
+        return {row["paper_id"] for row in csv.DictReader(handle, delimiter="\t")}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--half",
+        choices=("calibrate", "report", "all"),
+        default="calibrate",
+        help="which papers to measure (default: the calibrate half, the one to tune on)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if not CORPUS.is_file():
         print(f"skipped: {CORPUS} is not here")
         return 0
-    papers = load_papers()
+    papers = load_papers(args.half)
     print(
-        f"Free text vs catalog topics on ICLR 2021: {len(papers)} papers, scored without keywords"
+        f"Free text vs catalog topics on ICLR 2021 ({args.half} half): {len(papers)} papers, "
+        "scored without keywords"
     )
     result = evaluate(papers, load_catalog())
     del result["topics"]  # printed above
