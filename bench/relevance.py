@@ -37,6 +37,7 @@ import csv
 import hashlib
 import json
 import logging
+import math
 import os
 import platform
 import tempfile
@@ -222,6 +223,14 @@ def _ranking_metrics(
     }
 
 
+def _line(table: Sequence[tuple[str, str, float, bool]], min_precision: float = 0.9) -> float:
+    """`calibrate`'s threshold; inf (selects nothing) when no paper of `table` scores
+    above 0, where `calibrate` has no candidate and raises."""
+    if not any(score > 0 for _, _, score, _ in table):
+        return math.inf
+    return calibrate(table, min_precision).threshold
+
+
 def measure_set_a(data: SetA, catalog: Catalog, detail: bool) -> dict[str, Any]:
     """Ranking metrics on the report half for Paperboy's three paths and the references,
     and digest selection at the catalog threshold and at one calibrated on the other half."""
@@ -269,7 +278,7 @@ def measure_set_a(data: SetA, catalog: Catalog, detail: bool) -> dict[str, Any]:
     for method in ("catalog", "free text"):
         held = [(score, relevant) for _, _, score, relevant in pairs[method]["report"]]
         precision, recall = pooled_selection(held, catalog.threshold)
-        tuned = calibrate(pairs[method]["calibrate"], MIN_PRECISION).threshold
+        tuned = _line(pairs[method]["calibrate"], MIN_PRECISION)
         tuned_p, tuned_r = pooled_selection(held, tuned)
         result[method]["selection"] = {
             "threshold": catalog.threshold,
@@ -282,7 +291,7 @@ def measure_set_a(data: SetA, catalog: Catalog, detail: bool) -> dict[str, Any]:
         # A diagnostic for issue 12's "per-topic thresholds" direction: each topic's own
         # line calibrated on the calibrate half, all applied to the report half, pooled.
         lines = {
-            name: calibrate([row for row in pairs[method]["calibrate"] if row[1] == name]).threshold
+            name: _line([row for row in pairs[method]["calibrate"] if row[1] == name])
             for name, _, _ in SET_A
         }
         per_p, per_r = pooled_selection(
@@ -413,9 +422,9 @@ def measure_set_b(catalog: Catalog, detail: bool) -> dict[str, Any]:
     if detail:
         print(f"Set B nDCG@5 by topic: {ndcg}")
         print(f"Set B selection errors at {catalog.threshold}:")
-        for key, topic_id, value, relevant in sorted(table, key=lambda r: (r[1], -r[2])):
-            if (value >= catalog.threshold) != relevant:
-                kind = "false positive" if relevant is False else "missed"
+        for key, topic_id, value, wanted in sorted(table, key=lambda r: (r[1], -r[2])):
+            if (value >= catalog.threshold) != wanted:
+                kind = "false positive" if wanted is False else "missed"
                 print(f"  {kind:14s} {topic_id:24s} {value:5.2f}  {key[:48]}")
     return result
 

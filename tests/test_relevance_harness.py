@@ -114,3 +114,69 @@ def test_harness_skips_set_a_without_the_corpus(
     assert result["set_b"]["known_item"]["queries"] == 30
     last = json.loads(out.strip().splitlines()[-1])
     assert last["bench"] == "relevance" and last["set_b"]["ndcg5"] > 0
+
+
+# --- review-12a: the split and the labels, on a small made-up Set A ----------------------
+
+
+def _tiny_corpus(path: Path) -> dict[str, str]:
+    """A 30-paper ICLR-style TSV (20 with keywords); returns {OpenReview id: its half}."""
+    rows = ["paper_id\ttitle\tlink\tkeywords\tabstract"]
+    halves = {}
+    for i in range(30):
+        key = f"syn{i:03d}x"
+        fed = i % 3 == 0
+        title = f"{'Federated' if fed else 'Graph'} study number {i}"
+        abstract = (
+            f"We study {'federated learning across many clients' if fed else 'graphs'} "
+            f"in setting {i}. Our method improves accuracy on several benchmarks."
+        )
+        keywords = "" if i >= 20 else ("federated learning, zzqsecret" if fed else "graphs")
+        rows.append(
+            f"{key}\t{title}\thttps://openreview.net/forum?id={key}\t{keywords}\t{abstract}"
+        )
+        if keywords:
+            halves[key] = half(key)
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return halves
+
+
+def test_set_a_hides_keywords_and_reports_on_the_report_half_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing Paperboy sees holds a keyword; every ranking measured holds report-half
+    papers only; every threshold is calibrated on calibrate-half papers only."""
+    from bench import relevance
+    from digests.topics import load_catalog
+
+    halves = _tiny_corpus(tmp_path / "tiny.tsv")
+    assert {"calibrate", "report"} <= set(halves.values())
+    data = relevance.load_set_a(tmp_path / "tiny.tsv")
+    assert data is not None
+    assert sorted(data.source.values()) == sorted(halves)  # papers without keywords left out
+    stored = json.dumps([dict(row) for row in data.db.query("select * from papers")])
+    assert "zzqsecret" not in stored and all(not p["keywords"] for p in data.papers.values())
+    assert data.labels["federated"] == {p for p, k in data.source.items() if int(k[3:6]) % 3 == 0}
+
+    measured: list[str] = []
+    calibrated: list[str] = []
+    real_ap, real_calibrate = relevance.average_precision, relevance.calibrate
+
+    def ap(ranking: list[str], relevant: set[str]) -> float:
+        measured.extend(ranking)
+        measured.extend(relevant)
+        return real_ap(ranking, relevant)
+
+    def calibrate(table, *args):  # type: ignore[no-untyped-def]
+        calibrated.extend(row[0] for row in table)
+        return real_calibrate(table, *args)
+
+    monkeypatch.setattr(relevance, "average_precision", ap)
+    monkeypatch.setattr(relevance, "calibrate", calibrate)
+    result = relevance.measure_set_a(data, load_catalog(), detail=False)
+    side = {p: halves[k] for p, k in data.source.items()}
+    assert measured and {side[p] for p in measured} == {"report"}
+    assert calibrated and {side[p] for p in calibrated} == {"calibrate"}
+    assert result["report_half"] == sum(1 for h in side.values() if h == "report")
+    report_fed = {p for p in data.labels["federated"] if side[p] == "report"}
+    assert result["relevant"]["federated"] == len(report_fed)
