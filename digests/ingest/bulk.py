@@ -38,7 +38,6 @@ import multiprocessing
 import os
 import pickle
 import queue as queues
-import re
 import sqlite3
 import tempfile
 import time
@@ -89,7 +88,25 @@ WORKERS = 1  # enrichment processes: with this one writing, they keep 2 cores bu
 
 # What Markdown and LaTeX rendering (`plain_text`) acts on; text without any of these
 # renders as itself, whitespace aside.
-_MARKUP = re.compile(r"[\[\]`*_$\\{}]")
+MARKUP_CHARS = "\\${}_`[]*"
+
+
+def has_markup(text: str) -> bool:
+    """Whether `text` holds any of MARKUP_CHARS. An `in` test per character (C's memchr)
+    is 6 times faster than a search for the character class (issue 11: the check pass
+    tests every abstract and title)."""
+    return (
+        "\\" in text
+        or "$" in text
+        or "{" in text
+        or "}" in text
+        or "_" in text
+        or "`" in text
+        or "[" in text
+        or "]" in text
+        or "*" in text
+    )
+
 
 # Called with the papers as they are stored (a sized sequence), so a CLI can show progress.
 Progress = Callable[[Sequence[Any]], Iterable[Any]]
@@ -104,7 +121,7 @@ def _check_rendered(record: PaperRecord, path: str) -> None:
     abstract and title are checked in the first pass, so such a file stores nothing. Only
     text with markup characters is rendered (cheap otherwise). `prepare` checks every
     rendered field again in the second pass."""
-    texts = [t for t in (record.abstract, record.title) if t and _MARKUP.search(t)]
+    texts = [t for t in (record.abstract, record.title) if t and has_markup(t)]
     if texts:
         refuse_secrets([plain_text(text) for text in texts], path, record.line)
 

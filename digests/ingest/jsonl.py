@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
@@ -21,9 +22,16 @@ log = logging.getLogger(__name__)
 _normalise_key = functools.lru_cache(maxsize=1024)(normalise_key)
 
 
+# A lone surrogate that is in the text itself (not spelt as an escape). A file's text,
+# strictly decoded, never holds one; a caller's text might.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _may_escape(text: str) -> bool:
-    """Whether JSON `text` may decode to a lone surrogate (see `_record`)."""
-    return "\\u" in text or not text.isascii()
+    """Whether JSON `text` may decode to a lone surrogate (see `_record`): JSON makes one
+    only from a `\\u` escape, or copies one that the text holds (searched for only in
+    text that is not ASCII: a scan, far cheaper than re-encoding the decoded value)."""
+    return "\\u" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
 
 
 def _record(value: Any, *, source: str, path: str, line: int, escapes: bool = True) -> PaperRecord:

@@ -73,7 +73,8 @@ def secret_kind(line: str) -> str | None:
             for text in (line, bare):
                 if _SLACK_TOKEN.search(text):
                     return "a Slack token"
-    if ("hooks." in line or "webhooks/" in line) and _WEBHOOK.search(line):
+    # Both "hooks." and "webhooks/" hold "hooks": one scan in the common case.
+    if "hooks" in line and ("hooks." in line or "webhooks/" in line) and _WEBHOOK.search(line):
         return "a Slack or Discord webhook URL"
     assignment = _ASSIGNMENT.match(line)
     if assignment and _SENSITIVE_WORD.search(assignment["name"]):
