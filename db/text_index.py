@@ -21,10 +21,12 @@ Keeping it consistent, also after a crash:
   copied database gets its own folder, so its own index.
 - A connection that found its index current remembers what would move if that stopped
   being true: SQLite's `data_version` (another connection committed), its own change
-  count (`total_changes`: its own writes, committed or not) and the watermark file's
-  identity (the index updated or removed by another process). While all three stand
-  still, a lookup skips the check (the log's last seq, the watermark file read and
-  matched against the log): 0.16 -> 0.03 ms a lookup.
+  count (`total_changes`: its own writes, committed or not), the watermark file's
+  identity (the index updated or removed by another process) and the handle's own
+  watermark (updated by another thread). While all four stand still, a lookup outside a
+  transaction skips the check (the log's last seq, the watermark file read and matched
+  against the log): 0.16 -> 0.03 ms a lookup. Inside one it always checks: a snapshot
+  holds data_version still while the index moves past it.
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
 - Only a connection that may write the database (`may_write`) creates or updates the
@@ -169,7 +171,7 @@ class _Current:
 
     key: str | None  # the handle's key in `_open`; None: in memory
     handle: TextIndex
-    marks: tuple[int, int, tuple[int, int, int] | None]
+    marks: tuple[int, int, tuple[int, int, int] | None, int]
 
 
 # Per connection: a lookup then skips the whole check (six SQLite statements, two path
@@ -332,7 +334,9 @@ def ready(db: Database) -> TextIndex:
     then dropped, so the next lookup opens or rebuilds it afresh.
     """
     current = _current.get(db)
-    if current is not None and _unchanged(db, current):
+    # Not inside a transaction: its snapshot holds data_version and the change count
+    # still while another thread or process moves the index past it.
+    if current is not None and not db.conn.in_transaction and _unchanged(db, current):
         return current.handle
     key = _failure_key(db)
     failed = _failures.get(key)
@@ -356,16 +360,18 @@ def ready(db: Database) -> TextIndex:
     return handle
 
 
-def _marks(db: Database, handle: TextIndex) -> tuple[int, int, tuple[int, int, int] | None]:
+def _marks(db: Database, handle: TextIndex) -> tuple[int, int, tuple[int, int, int] | None, int]:
     """What moves whenever the index may no longer be current for `db`'s connection:
     SQLite's data_version (another connection committed), this connection's own change
-    count, and the watermark file's identity (another process updated the index)."""
+    count, the watermark file's identity (another process updated the index) and the
+    handle's own watermark (another thread of this process updated it: the file's
+    identity alone may repeat, as its inode is reused and timestamps can be coarse)."""
     version = int(db.execute("pragma data_version").fetchone()[0])
     meta = None
     if handle.folder is not None:
         stat = os.stat(handle.folder / META)  # FileNotFoundError: a folder removed
         meta = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    return version, db.conn.total_changes, meta
+    return version, db.conn.total_changes, meta, handle.seq
 
 
 def _unchanged(db: Database, current: _Current) -> bool:

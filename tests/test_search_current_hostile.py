@@ -241,3 +241,107 @@ def test_a_reader_threads_connection_sees_a_writer_threads_commits(
     done.set()
     thread.join(60)
     assert found == [[], [], ["Narwhal tusks"]]
+
+
+def test_inside_a_read_transaction_an_index_moved_by_another_thread_is_not_served(
+    file_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read transaction sees its snapshot: data_version and the change count stand
+    still in it. Another thread's ingest and catch-up moved the process's shared index
+    past that snapshot; only the watermark file's identity said so, and it need not (a
+    file system with coarse timestamps that reuses inodes, as ext4 does for the
+    watermark's two files in turn: simulated here by a stat that stands still). The
+    lookup served the index's newer hits with the snapshot's older rows; now a lookup
+    inside a transaction always checks (FTS5 then), and the handle's own watermark is
+    part of what is remembered."""
+    import os
+    import types
+
+    path = db_path(file_db)
+    folder = text_index.index_folder(path)
+    frozen = os.stat(folder / text_index.META)
+    real_stat = os.stat
+
+    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        if Path(str(target)) == folder / text_index.META:
+            return frozen
+        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    file_db.conn.execute("BEGIN")
+    assert titles(file_db, "okapi") == []  # the snapshot starts here
+    other = open_db(path)
+    with other.conn:
+        other.execute("update papers set title = 'Okapi stripes' where method = 'LoMAP'")
+    assert text_index.catch_up(other)
+    other.close()
+    assert titles(file_db, "okapi") == []  # the snapshot's rows: no Okapi yet
+    file_db.conn.rollback()
+    assert titles(file_db, "okapi") == ["Okapi stripes"]
+
+
+def test_a_snapshot_held_by_an_unfinished_statement_gets_no_newer_hits(
+    file_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement not read to its end holds its read snapshot with no transaction open
+    (`in_transaction` is false): the same as above, through the handle's watermark."""
+    import os
+    import types
+
+    path = db_path(file_db)
+    folder = text_index.index_folder(path)
+    frozen = os.stat(folder / text_index.META)
+    real_stat = os.stat
+
+    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        if Path(str(target)) == folder / text_index.META:
+            return frozen
+        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    cursor = file_db.conn.execute("select id from papers")
+    assert cursor.fetchone() is not None and not file_db.conn.in_transaction
+    other = open_db(path)
+    with other.conn:
+        other.execute("update papers set title = 'Okapi stripes' where method = 'LoMAP'")
+    assert text_index.catch_up(other)
+    other.close()
+    assert titles(file_db, "okapi") == []  # the snapshot has no Okapi
+    cursor.close()
+    assert titles(file_db, "okapi") == ["Okapi stripes"]
+
+
+def test_inside_a_read_transaction_an_index_moved_by_another_process_is_not_served(
+    file_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, the index moved by another process: this process's handle keeps its
+    watermark, but tantivy's reader reloads by itself when the index's files change on
+    disk (its meta watcher; done here at once). Inside the transaction the lookup checks,
+    and answers from FTS5 over its snapshot."""
+    import os
+    import types
+
+    path = db_path(file_db)
+    folder = text_index.index_folder(path)
+    frozen = os.stat(folder / text_index.META)
+    real_stat = os.stat
+
+    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        if Path(str(target)) == folder / text_index.META:
+            return frozen
+        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    file_db.conn.execute("BEGIN")
+    assert titles(file_db, "okapi") == []  # the snapshot starts here
+    retitle_elsewhere(path, "LoMAP", "Okapi stripes")
+    in_another_process(
+        f"""
+        from db import open_db, text_index
+        assert text_index.catch_up(open_db({str(path)!r}))
+        """
+    )
+    text_index.ready.__globals__["_open"][str(path.resolve())].index.reload()
+    assert titles(file_db, "okapi") == []  # the snapshot's rows: no Okapi yet
+    file_db.conn.rollback()
+    assert titles(file_db, "okapi") == ["Okapi stripes"]
