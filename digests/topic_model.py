@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -144,7 +145,7 @@ def refine(
     positives: Sequence[PaperText],
     negatives: Sequence[PaperText] = (),
     *,
-    scale: float = 1.0,
+    scale: float | None = None,
     max_terms: int = FEEDBACK_TERMS,
 ) -> Topic:
     """The topic moved towards `positives` and away from `negatives` (Rocchio):
@@ -152,12 +153,15 @@ def refine(
                        - FEEDBACK_NEGATIVE x mean feature of the negatives),
     for the `max_terms` words and pairs the labels move most that occur in at least
     two labelled papers of one side (one paper's odd words are not its topic). `scale`
-    is the size of a typical term weight of the topic's scores (the catalog's threshold
-    divided by the words an on-topic paper usually matches; 1.0 suits the catalog).
+    is the size of a typical term weight on the topic's scale: by default the median of
+    its weights (a learned topic's weights are scaled to its line, so a fixed step would
+    move a topic with a high line much more than one with a low line).
     The returned topic has the same id; its terms are new, so caches keyed by terms
     (the digest's windows) score it afresh. No labels: the topic unchanged."""
     if not positives and not negatives:
         return topic
+    if scale is None:
+        scale = statistics.median([abs(t.weight) for t in topic.terms]) if topic.terms else 1.0
     shift: dict[str, float] = {}
     support: dict[str, list[int]] = {}
     for side, papers, weight in (

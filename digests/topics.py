@@ -243,12 +243,18 @@ def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
     `catalog` is the bundled one unless given.
     """
     cleaned = " ".join(text.split())
-    terms = {term.phrase: term for term in _own_terms(cleaned)}
+    own = _own_terms(cleaned)
+    terms = {term.phrase: term for term in own}
     based_on = _named_topics(cleaned, catalog or bundled_catalog())
     for topic in based_on:
         for term in topic.terms:
             if term.phrase not in terms or terms[term.phrase].weight < term.weight:
                 terms[term.phrase] = term
+    # A followed catalog topic's learned terms score but are not searched for (its
+    # `search_phrases`): the text's own phrases and the topic's hand phrases are.
+    searched = dict.fromkeys(
+        [*(t.phrase for t in own), *(p for topic in based_on for p in topic.search_phrases)]
+    )
     return Topic(
         id=custom_slug(cleaned),
         label=f'"{cleaned}"',
@@ -256,6 +262,7 @@ def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
         terms=tuple(terms.values()),
         custom_text=cleaned,
         based_on=tuple(topic.id for topic in based_on),
+        hand_phrases=tuple(searched) if based_on else (),
     )
 
 

@@ -167,6 +167,10 @@ def test_refine_moves_papers_like_the_labelled_ones_up_and_down() -> None:
     assert refined.score(like_negative) < topic.score(like_negative)
     assert refined.score(like_positive) > refined.score(like_negative)
     assert refine(topic, [], []) is topic
+    # A topic on a tenth of the scale (a learned topic with a high line) moves a tenth.
+    small = Topic("diffusion", "Diffusion", "d", (Term.of("diffusion", 0.2),))
+    moved = {t.phrase: t.weight for t in refine(small, positives, negatives).terms}
+    assert moved == pytest.approx({t.phrase: t.weight / 10 for t in refined.terms}, abs=1e-3)
     # One paper's odd word is not the topic: only words two labelled papers share move.
     odd = refine(topic, [*positives[:4], _paper(99, "diffusion quasar spectra")])
     assert " quasar " not in {t.phrase for t in odd.terms}
@@ -193,3 +197,21 @@ def test_train_topics_says_so_without_the_corpus(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
     assert "no corpus" in result.stdout and not out.exists()
+
+
+def test_free_text_that_follows_a_learned_topic_searches_its_hand_phrases() -> None:
+    from digests.topics import custom_topic
+
+    hand_only = load_catalog(learned=False)
+    hand = hand_only.get("meta-learning")
+    assert hand is not None
+    topic = custom_topic("meta-learning for few-shot learning")
+    assert topic.based_on == ("meta-learning",)
+    learned_only = {t.phrase for t in topic.terms} - {t.phrase for t in hand.terms}
+    own = {t.phrase for t in custom_topic("meta-learning for few-shot learning", hand_only).terms}
+    assert learned_only - own  # learned terms: scored, not searched
+    assert not (learned_only - own) & set(topic.search_phrases)
+    assert {t.phrase for t in hand.terms} <= set(topic.search_phrases)
+    assert normalise("meta-learning for few-shot learning") in topic.search_phrases
+    plain = custom_topic("diffusion policy")  # no catalog topic: all its terms are searched
+    assert plain.search_phrases == tuple(t.phrase for t in plain.terms)
