@@ -75,6 +75,9 @@ KEYS = "keys"  # a method name's lookup keys (`papers.name_keys`), for exact-nam
 SYNC_HEAP = 64_000_000
 REBUILD_BATCH = 5_000
 BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
+# A catch-up of more changes than this (about 1 s of indexing, or more) or a rebuild is
+# not waited for by a lookup of this process at all: it answers from FTS5 at once.
+LONG_BACKLOG = 5_000
 FAILURE_PAUSE_S = 30.0  # after a second failure in a row, no new attempt for this long...
 FAILURE_PAUSE_MAX_S = 600.0  # ...doubling each time, up to this
 
@@ -152,6 +155,7 @@ class TextIndex:
     folder: Path | None  # None: in memory
     seq: int = 0  # the last change this process's searcher includes
     lock: threading.Lock = field(default_factory=threading.Lock)
+    long_update: bool = False  # the lock's holder is rebuilding or catching up a backlog
 
     @property
     def schema(self) -> Any:
@@ -434,6 +438,8 @@ def _ready(db: Database) -> TextIndex:
     # whole rebuild (minutes at 1M papers).
     deadline = time.monotonic() + BUSY_WAIT_S
     while True:
+        if handle.long_update:  # minutes at 1M papers: every lookup waited 2 s meanwhile
+            raise WriterBusy("another thread is building the search index")
         if not handle.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise WriterBusy("another thread is updating the search index")
         try:
@@ -450,6 +456,14 @@ def _ready(db: Database) -> TextIndex:
 def _catch_up(db: Database, handle: TextIndex) -> None:
     disk_seq = _disk_seq(handle, db)
     last = _last_seq(db)
+    handle.long_update = disk_seq < 0 or disk_seq > last or last - disk_seq > LONG_BACKLOG
+    try:
+        _apply(db, handle, disk_seq, last)
+    finally:
+        handle.long_update = False
+
+
+def _apply(db: Database, handle: TextIndex, disk_seq: int, last: int) -> None:
     if disk_seq < 0:
         rebuild(db, handle)
     elif disk_seq > last:

@@ -345,3 +345,41 @@ def test_inside_a_read_transaction_an_index_moved_by_another_process_is_not_serv
     assert titles(file_db, "okapi") == []  # the snapshot's rows: no Okapi yet
     file_db.conn.rollback()
     assert titles(file_db, "okapi") == ["Okapi stripes"]
+
+
+def test_a_lookup_does_not_wait_for_another_threads_long_catch_up(
+    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog of more than LONG_BACKLOG changes (another process's big ingest) is
+    caught up by one thread; the lookups of the others answer from FTS5 at once instead
+    of each waiting BUSY_WAIT_S for it. A short one is still waited for."""
+    monkeypatch.setattr(text_index, "LONG_BACKLOG", 0)
+    monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
+    go, syncing = threading.Event(), threading.Event()
+    real_sync = text_index._sync
+
+    def slow_sync(db: Database, handle: text_index.TextIndex, since: int) -> int:
+        syncing.set()
+        assert go.wait(30)
+        return real_sync(db, handle, since)
+
+    monkeypatch.setattr(text_index, "_sync", slow_sync)
+    path = db_path(file_db)
+    retitle_elsewhere(path, "LoMAP", "Okapi stripes")
+
+    def catch_up() -> None:
+        db = open_db(path)
+        text_index.catch_up(db)
+        db.close()
+
+    thread = threading.Thread(target=catch_up)
+    thread.start()
+    try:
+        assert syncing.wait(30)
+        with pytest.raises(text_index.WriterBusy, match="building"):
+            text_index.ready(file_db)
+        assert titles(file_db, "okapi") == ["Okapi stripes"]  # FTS5
+    finally:
+        go.set()
+        thread.join(30)
+    assert titles(file_db, "okapi") == ["Okapi stripes"]
