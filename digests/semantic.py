@@ -119,7 +119,20 @@ def encoder() -> Encoder | None:
         except ImportError as exc:
             log.info("semantic extra not installed (%s): lookups stay lexical", exc)
             _loaded[MODEL] = None
+        except Exception as exc:  # a broken install (torch, model files): stay lexical
+            log.warning("semantic model could not be loaded, lookups stay lexical: %s", exc)
+            _loaded[MODEL] = None
     return _loaded[MODEL]
+
+
+def _encode_one(model: Encoder, text: str) -> Sequence[float] | None:
+    """`text`'s vector, or None if the model fails (logged): a lookup then stays lexical
+    rather than showing the user an error."""
+    try:
+        return model.encode([text])[0]
+    except Exception as exc:
+        log.warning("semantic model failed on a lookup, answered lexically: %s", exc)
+        return None
 
 
 _installed: list[bool] = []
@@ -427,7 +440,10 @@ def similar_ids(
         model = model or encoder()
         if model is None:
             return None
-        query: Sequence[float] = model.encode([paper_text(paper)])[0]
+        encoded = _encode_one(model, paper_text(paper))
+        if encoded is None:
+            return None
+        query: Sequence[float] = encoded
     else:
         query = mine
     return nearest(vectors, query, limit, exclude=[str(paper.get("id"))])
@@ -459,7 +475,10 @@ def hybrid_ids(
     model = model or encoder()
     if model is None:
         return None
-    near = [paper_id for paper_id, _ in nearest(vectors, model.encode([query])[0], FUSE_DEPTH)]
+    encoded = _encode_one(model, query)
+    if encoded is None:
+        return None
+    near = [paper_id for paper_id, _ in nearest(vectors, encoded, FUSE_DEPTH)]
     return fuse([list(lexical), near])
 
 

@@ -159,6 +159,24 @@ def test_hybrid_find_keeps_an_exact_method_name_first(seeded: Database) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+class _Broken(HashingEncoder):
+    broken = False
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.broken:
+            raise RuntimeError("model failed")
+        return super().encode(texts)
+
+
+def test_a_failing_model_leaves_lookups_lexical(seeded: Database) -> None:
+    model = _Broken()
+    embed(seeded, model)  # vectors are stored, then the model breaks
+    model.broken = True
+    assert semantic.hybrid_hits(seeded, "preference optimization", 5, model) is None
+    unembedded = {"id": "new", "title": "A new paper", "abstract": "about robots"}
+    assert semantic.similar_hits(seeded, unembedded, 5, model) is None
+
+
 def test_status_counts_papers_with_embeddings(
     seeded: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
