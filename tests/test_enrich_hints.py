@@ -28,7 +28,7 @@ WORDS = [
 def _slow(monkeypatch: Any) -> None:
     """Every sentence goes through the full patterns, as if no cheap test existed."""
     monkeypatch.setattr(titles, "_may_have", lambda hint, sentence: True)
-    monkeypatch.setattr(titles, "_hinted", lambda text, sents: [True] * len(sents))
+    monkeypatch.setattr(titles, "_hinted", lambda text, sents, verbs=None: [True] * len(sents))
     monkeypatch.setattr(titles, "_NAMING_WORDS", ("",))  # "" is in every sentence
 
 
@@ -64,4 +64,37 @@ def test_the_seed_abstracts_derive_the_same_without_the_cheap_tests(monkeypatch:
     abstracts = seed_abstracts()
     fast = [_derived(abstract) for abstract in abstracts]
     _slow(monkeypatch)
+    assert [_derived(abstract) for abstract in abstracts] == fast
+
+
+class _Forgetful(dict):  # type: ignore[type-arg]
+    """A memo that keeps nothing: every sentence is scanned again, as before."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def _no_memo(monkeypatch: Any) -> None:
+    made = titles._Scans
+
+    def scans() -> titles._Scans:
+        return made(searched=_Forgetful(), verbs=_Forgetful())
+
+    monkeypatch.setattr(titles, "_Scans", scans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40))
+def test_derived_fields_are_the_same_without_the_scans_memo(words: list[str]) -> None:
+    abstract = " ".join(words)
+    fast = _derived(abstract)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _no_memo(monkeypatch)
+        assert _derived(abstract) == fast
+
+
+def test_the_seed_abstracts_derive_the_same_without_the_scans_memo(monkeypatch: Any) -> None:
+    abstracts = seed_abstracts()
+    fast = [_derived(abstract) for abstract in abstracts]
+    _no_memo(monkeypatch)
     assert [_derived(abstract) for abstract in abstracts] == fast

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from digests.enrich.text import plain_text, sentences, shorten
 
@@ -85,21 +85,25 @@ def _may_have(hint: re.Pattern[str], sentence: str) -> bool:
     return hint.search(low) is not None
 
 
-def _hinted(text: str, sents: list[str]) -> list[bool]:
+def _hinted(text: str, sents: list[str], verbs: dict[int, bool] | None = None) -> list[bool]:
     """`_may_have(_HAS_TRIGGER, s)` for each of `sents`, the sentences of `text`, cheaper
     (issue 11: these scans were 40% of `_method`'s time). The hint is its verb pattern or
     one of its naming words (`in` tests, 4 times faster than the regex's alternation of
     literals), and a sentence is searched only for the naming words the whole text holds:
     a sentence is pieces of `text` (cut after a full stop) joined by a space, so a word
-    that it holds, which has no full stop, is in `text`."""
+    that it holds, which has no full stop, is in `text`. `verbs` gets each sentence's
+    `_may_have(_HAS_VERB, sentence)` by index, when it is found on the way (ASCII text)."""
     if not text.isascii():
         return [_may_have(_HAS_TRIGGER, sentence) for sentence in sents]
     lowered = text.lower()
     naming = [word for word in _NAMING_WORDS if word in lowered]
     flags: list[bool] = []
-    for sentence in sents:
+    for index, sentence in enumerate(sents):
         low = sentence.lower()
-        flags.append(_HAS_VERB.search(low) is not None or any(word in low for word in naming))
+        verb = _HAS_VERB.search(low) is not None
+        if verbs is not None:
+            verbs[index] = verb
+        flags.append(verb or any(word in low for word in naming))
     return flags
 
 
@@ -231,15 +235,37 @@ MAX_WINDOW = 400  # characters after a trigger in which its name must appear
 MAX_SENTENCES = 60
 
 
-def _candidates_in(sentence: str, index: int, hinted: bool | None = None) -> list[_Candidate]:
+# `_CONTRIBUTION.search` of a derivation's sentences, by index, for those that
+# `_candidates_in` scanned (the first match of its `finditer`): `_key_sentence` and
+# `_contribution` use them instead of searching the same sentences again (issue 11).
+Searched = dict[int, "re.Match[str] | None"]
+
+
+@dataclass
+class _Scans:
+    """What `_method` found out about a derivation's sentences, by index, for
+    `_key_sentence` and `_contribution` (issue 11: they scanned the same sentences with
+    the same patterns again): `_CONTRIBUTION.search` (`searched`) and
+    `_may_have(_HAS_VERB, ...)` (`verbs`). A sentence missing from one is scanned."""
+
+    searched: Searched = field(default_factory=dict)
+    verbs: dict[int, bool] = field(default_factory=dict)
+
+
+def _candidates_in(
+    sentence: str, index: int, hinted: bool | None = None, searched: Searched | None = None
+) -> list[_Candidate]:
     """Names introduced in one sentence, closest to their trigger first. `hinted`: its
-    `_may_have(_HAS_TRIGGER, sentence)`, if the caller has it (`_hinted`)."""
+    `_may_have(_HAS_TRIGGER, sentence)`, if the caller has it (`_hinted`). `searched`
+    gets the sentence's `_CONTRIBUTION.search`, if it is scanned."""
     found: list[_Candidate] = []
     if hinted is None:
         hinted = _may_have(_HAS_TRIGGER, sentence)
     if not hinted:  # most sentences have no trigger word
         return found
     triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
+    if searched is not None:
+        searched[index] = triggers[0][0] if triggers else None
     # Every match of _NAMING holds one of _NAMING_WORDS (lower case, for ASCII text): a
     # sentence without any is not scanned (most hinted sentences have only a verb).
     low = sentence.lower() if sentence.isascii() else ""
@@ -319,11 +345,14 @@ def _phrase_before_naming(before: str) -> str | None:
     return phrase or None
 
 
-def _method(text: str, sents: list[str]) -> _Candidate | None:
+def _method(text: str, sents: list[str], scans: _Scans | None = None) -> _Candidate | None:
+    scans = scans or _Scans()
     read = sents[:MAX_SENTENCES]
-    hints = _hinted(text, read)
+    hints = _hinted(text, read, scans.verbs)
     pairs = enumerate(zip(read, hints, strict=True))
-    candidates = [c for i, (s, hinted) in pairs for c in _candidates_in(s, i, hinted)]
+    candidates = [
+        c for i, (s, hinted) in pairs for c in _candidates_in(s, i, hinted, scans.searched)
+    ]
     if not candidates:
         return None
     return max(
@@ -331,14 +360,19 @@ def _method(text: str, sents: list[str]) -> _Candidate | None:
     )
 
 
-def _contribution(sents: list[str]) -> tuple[int, str] | None:
+def _contribution(sents: list[str], scans: _Scans | None = None) -> tuple[int, str] | None:
     """The first sentence that states the main contribution, and the words after its verb.
 
     An add-on ("We also propose several practical enhancements ...", "Finally, we ...")
     is taken only when no sentence states a main contribution.
     """
     add_on: tuple[int, str] | None = None
-    verbs = [_may_have(_HAS_VERB, sentence) for sentence in sents]
+    scans = scans or _Scans()
+    searched, known = scans.searched, scans.verbs
+    verbs = [
+        known[index] if index in known else _may_have(_HAS_VERB, sentence)
+        for index, sentence in enumerate(sents)
+    ]
     for pattern in (_CONTRIBUTION, _COORDINATED, _FINDING, _INVESTIGATE):
         if pattern is _INVESTIGATE and add_on:
             return add_on  # an add-on still beats a motivation ("to understand how")
@@ -353,7 +387,10 @@ def _contribution(sents: list[str]) -> tuple[int, str] | None:
                     continue
             elif not verbs[index]:
                 continue
-            match = pattern.search(sentence)
+            if pattern is _CONTRIBUTION and index in searched:
+                match = searched[index]
+            else:
+                match = pattern.search(sentence)
             if match and not _ANAPHORIC.match(sentence[match.end() :].strip()):
                 if not _ADD_ON.search(sentence):
                     return index, sentence[match.end() :].strip()
@@ -361,13 +398,17 @@ def _contribution(sents: list[str]) -> tuple[int, str] | None:
     return add_on
 
 
-def _key_sentence(sents: list[str], method: _Candidate | None) -> str:
+def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans | None = None) -> str:
     """The sentence for the TL;DR: the one introducing the method, if it says enough."""
+    scans = scans or _Scans()
     if method is not None:
-        sentence = sents[method.sentence_index]
-        if _CONTRIBUTION.search(sentence) and len(sentence) >= 60:
+        index = method.sentence_index
+        sentence = sents[index]
+        searched = scans.searched
+        match = searched[index] if index in searched else _CONTRIBUTION.search(sentence)
+        if match and len(sentence) >= 60:
             return sentence
-    found = _contribution(sents)
+    found = _contribution(sents, scans)
     if found is not None:
         return sents[found[0]]
     if method is not None:
@@ -381,7 +422,7 @@ _NAMED_CONCEPT = re.compile(
 )
 
 
-def _headline(sents: list[str]) -> str:
+def _headline(sents: list[str], scans: _Scans | None = None) -> str:
     """A headline for an abstract that names no method: what it names or contributes."""
     for sentence in sents:
         concept = _NAMED_CONCEPT.search(sentence.lower()) if "this" in sentence else None
@@ -389,7 +430,7 @@ def _headline(sents: list[str]) -> str:
             # "We name this issue task representation shift": that is the paper's subject.
             phrase = sentence[concept.start("concept") : concept.end("concept")]
             return phrase[:1].upper() + phrase[1:]
-    found = _contribution(sents)
+    found = _contribution(sents, scans)
     if found is not None:
         phrase = tidy_phrase(found[1])
         if len(phrase.split()) >= 2:
@@ -430,7 +471,8 @@ def derive(abstract: str, *, titled: bool = False) -> Derived:
         cut = text.rfind(" ", DERIVE_MAX_CHARS // 2, DERIVE_MAX_CHARS)
         text = text[: cut if cut > 0 else DERIVE_MAX_CHARS]
     sents = sentences(text)
-    method = _method(text, sents)
+    scans = _Scans()
+    method = _method(text, sents, scans)
     if titled:
         title = ""
     elif method is not None:
@@ -440,10 +482,10 @@ def derive(abstract: str, *, titled: bool = False) -> Derived:
             described = ""
         title = f"{method.name}: {described}" if described else method.name
     else:
-        title = _headline(sents)
+        title = _headline(sents, scans)
     if not titled:
         title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
-    tldr = tldr_from(_key_sentence(sents, method) or text)
+    tldr = tldr_from(_key_sentence(sents, method, scans) or text)
     return Derived(
         title=title,
         method=method.name if method else None,
