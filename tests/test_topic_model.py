@@ -5,14 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from digests.digest import select_items
 from digests.matching import Matcher, PaperText, Term, normalise, score
 from digests.topic_model import MODELS_PATH, features, load_models, refine
 from digests.topics import CatalogError, Topic, load_catalog
-from tests.conftest import ROOT
+from tests.conftest import NOW, ROOT
 
 CATALOG = """threshold = 4.0
 
@@ -215,3 +217,30 @@ def test_free_text_that_follows_a_learned_topic_searches_its_hand_phrases() -> N
     assert normalise("meta-learning for few-shot learning") in topic.search_phrases
     plain = custom_topic("diffusion policy")  # no catalog topic: all its terms are searched
     assert plain.search_phrases == tuple(t.phrase for t in plain.terms)
+
+
+def test_the_archive_searches_a_learned_topic_by_its_hand_phrases(
+    seeded_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Learned terms include words common enough to match much of a store ("cooperative",
+    "execution"): the archive's full-text query asks for the hand-written phrases only."""
+    from digests import digest as digest_module
+    from digests.timestamps import stamp
+
+    catalog = load_catalog()
+    topic = catalog.get("multi-agent-rl")
+    hand = load_catalog(learned=False).get("multi-agent-rl")
+    assert topic is not None and hand is not None
+    assert {t.phrase for t in topic.terms} > {t.phrase for t in hand.terms}  # learned ones
+    expressions: list[str] = []
+    execute = seeded_db.execute
+
+    def spy(sql: str, parameters: Any = None) -> Any:
+        if "papers_fts match" in sql:
+            expressions.append(parameters[0])
+        return execute(sql, parameters) if parameters is not None else execute(sql)
+
+    monkeypatch.setattr(seeded_db, "execute", spy)
+    archive = digest_module._Archive(stamp(NOW), catalog.threshold)
+    archive.hits(seeded_db, topic, 0)
+    assert expressions == [" OR ".join(f'"{t.phrase.strip()}"' for t in hand.terms)]
