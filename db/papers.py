@@ -184,6 +184,17 @@ def insert_papers(db: Database, rows: list[Row]) -> None:
     db.conn.executemany(f"insert into papers ({names}) values ({marks})", encoded)
 
 
+def insert_encoded_papers(db: Database, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """`insert_papers` for rows encoded already (issue 11: by the ingest's worker process,
+    which has a core to spare): each a tuple of `columns`' values in order, the JSON
+    columns as `json.dumps(value, ensure_ascii=False)` text."""
+    if not rows:
+        return
+    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
+    marks = ", ".join("?" for _ in columns)
+    db.conn.executemany(f"insert into papers ({names}) values ({marks})", rows)
+
+
 def add_aliases(db: Database, pairs: list[tuple[str, str]]) -> None:
     """Many (alias, paper id) pairs; an alias already taken keeps its paper."""
     db.conn.executemany(
