@@ -180,7 +180,9 @@ def test_channels_never_see_each_other(
     one = build_digest(seeded_db, "slack:T1/C1", NOW, catalog=catalog, settings=settings)
     deliver_all(seeded_db, one)  # T1 has had these papers now
     two = build_digest(seeded_db, "slack:T2/C1", NOW, catalog=catalog, settings=settings)
-    assert ids(one) == ids(two) and ids(one)  # T2 is not affected by T1's deliveries
+    # (b7eee63's robotics model emptied both: say so, rather than seem to break isolation)
+    assert ids(one), "robotics picks no seed paper: the catalog changed, not the isolation"
+    assert ids(one) == ids(two)  # T2 is not affected by T1's deliveries
 
 
 def test_an_empty_week(seeded_db: Database, catalog: Catalog, settings: Settings) -> None:
