@@ -220,7 +220,7 @@ class Vectors:
 
 
 _memory: weakref.WeakKeyDictionary[Database, dict[str, Vectors]] = weakref.WeakKeyDictionary()
-_cache: dict[tuple[str, str], tuple[tuple[int, int], Vectors]] = {}
+_cache: dict[tuple[str, str], tuple[tuple[int, int, int], Vectors]] = {}
 
 
 def vectors_file(db: Database, model: str) -> Path | None:
@@ -243,7 +243,9 @@ def load(db: Database, model: str = MODEL, dim: int = 384) -> Vectors:
         stat = path.stat()
     except OSError:
         return Vectors(model, dim)
-    mark = (stat.st_mtime_ns, stat.st_size)
+    # The inode too: a save replaces the file, and two saves in one clock tick can leave
+    # the same size and mtime (ext4's timestamps are coarse).
+    mark = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
     cached = _cache.get((str(path), model))
     if cached is not None and cached[0] == mark:
         return cached[1]
@@ -254,14 +256,38 @@ def load(db: Database, model: str = MODEL, dim: int = 384) -> Vectors:
             data.frombytes(handle.read())
         if sys.byteorder != "little":
             data.byteswap()
-        if header.get("format") != FORMAT or len(data) != header["dim"] * len(header["ids"]):
-            raise ValueError("not a vectors file of this format")
-        found = Vectors(header["model"], header["dim"], header["ids"], header["hashes"], data)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("embeddings file %s unreadable, ignored (%s)", path, exc)
+        _check_header(header, model, dim, len(data))
+        found = Vectors(model, dim, header["ids"], header["hashes"], data)
+    except (OSError, ValueError) as exc:
+        # A torn, foreign or hand-made file: its vectors could not be compared with this
+        # model's (another model or dimension), so none is used; `embed` writes it again.
+        log.warning("embeddings file %s ignored (%s); paperboy embed rebuilds it", path, exc)
         return Vectors(model, dim)
     _cache[(str(path), model)] = (mark, found)
     return found
+
+
+def _check_header(header: object, model: str, dim: int, floats: int) -> None:
+    """Raise ValueError unless `header` (a vectors file's first line) describes `floats`
+    floats of `model`'s `dim`-float vectors, one per distinct paper id, each with a hash."""
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError("not a vectors file of this format")
+    if header.get("model") != model or header.get("dim") != dim:
+        raise ValueError(
+            f"vectors of {header.get('model')!r} ({header.get('dim')!r} floats), "
+            f"not of {model!r} ({dim})"
+        )
+    ids, hashes = header.get("ids"), header.get("hashes")
+    if (
+        not isinstance(ids, list)
+        or not isinstance(hashes, list)
+        or len(ids) != len(hashes)
+        or len(set(ids)) != len(ids)
+        or not all(isinstance(item, str) for item in (*ids, *hashes))
+    ):
+        raise ValueError("a damaged header (ids and hashes)")
+    if floats != dim * len(ids):
+        raise ValueError(f"{floats} floats for {len(ids)} vectors of {dim}: a torn file")
 
 
 def save(db: Database, vectors: Vectors) -> None:
@@ -352,8 +378,11 @@ def _stored_ids(db: Database) -> set[str]:
         return set(load(db).ids)
     try:
         with path.open("rb") as handle:
-            return set(json.loads(handle.readline()).get("ids") or ())
-    except (OSError, ValueError, AttributeError):
+            header = json.loads(handle.readline())
+        if not isinstance(header, dict) or header.get("model") != MODEL:
+            return set()  # a foreign file: `load` ignores it too
+        return {item for item in header.get("ids") or () if isinstance(item, str)}
+    except (OSError, ValueError, TypeError):
         return set()
 
 

@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 from db import open_db
 from db.papers import decode
-from digests import lookup, semantic
+from digests import lookup, semantic, similar
 from digests.ingest import ingest_files
 from digests.semantic import HashingEncoder, embed, fuse, load
 from digests.similar import similar_papers
@@ -230,3 +230,48 @@ def test_the_real_model_puts_a_paraphrase_nearer_than_an_unrelated_text() -> Non
     near = sum(a * b for a, b in zip(prompt, paper, strict=True))
     far = sum(a * b for a, b in zip(prompt, other, strict=True))
     assert near > far + 0.1
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"[1, 2]",  # JSON, not an object
+        # Each states as many floats as follow (128), so only the header gives it away.
+        b'{"format": 1, "model": "hashing-test", "dim": 32, "ids": ["p1", "p2", "p3", "p4"], '
+        b'"hashes": ["h", "h", "h", "h"]}',
+        b'{"format": 1, "model": "other-model", "dim": 64, "ids": ["p1", "p2"], '
+        b'"hashes": ["h", "h"]}',
+        b'{"format": 1, "model": "hashing-test", "dim": 64, "ids": ["p1", "p2"], "hashes": ["h"]}',
+        b'{"format": 1, "model": "hashing-test", "dim": 64, "ids": ["p1", "p1"], '
+        b'"hashes": ["h", "h"]}',
+        b'{"format": 1, "model": "hashing-test", "dim": 64, "ids": "p1", "hashes": "h"}',
+    ],
+)
+def test_a_foreign_or_damaged_header_is_ignored_and_rebuilt(tmp_path: Path, header: bytes) -> None:
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder(dim=64)
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None
+    floats = array.array("f", [0.5] * 64 * 2)
+    stored.write_bytes(header + b"\n" + floats.tobytes())
+    assert len(load(db, model.name, model.dim)) == 0
+    target = _paper(db, "AlphaDPO")
+    assert similar_papers(db, target, 5, model)  # lexical, no traceback
+    assert embed(db, model).encoded == 38  # rebuilt
+    assert len(load(db, model.name, model.dim)) == 38
+
+
+def test_vectors_of_another_dimension_are_never_compared(tmp_path: Path) -> None:
+    # The same model name with another size (a new release of the model package): the old
+    # file must not be used (a shape error, or neighbours by the wrong vectors).
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, SEEDS, now=NOW)
+    embed(db, HashingEncoder(dim=32))
+    model = HashingEncoder(dim=64)
+    target = _paper(db, "AlphaDPO")
+    lexical = [h.paper["id"] for h in similar.lexical_similar(db, target, 5)]
+    assert [h.paper["id"] for h in similar_papers(db, target, 5, model)] == lexical
+    assert semantic.hybrid_hits(db, "preference optimization", 5, model) is None
+    assert embed(db, model).encoded == 38
+    assert len(load(db, model.name, model.dim)) == 38
