@@ -125,13 +125,22 @@ def encoder() -> Encoder | None:
     return _loaded[MODEL]
 
 
+_failed: list[Encoder] = []  # models that failed on a lookup (kept: ids are not reused)
+
+
 def _encode_one(model: Encoder, text: str) -> Sequence[float] | None:
-    """`text`'s vector, or None if the model fails (logged): a lookup then stays lexical
-    rather than showing the user an error."""
+    """`text`'s vector, or None if the model fails: a lookup then stays lexical rather than
+    showing the user an error. A model that failed once is not asked again in this process
+    (a broken torch fails every time: one warning, not one per lookup, and no retry cost)."""
+    if any(model is failed for failed in _failed):
+        return None
     try:
         return model.encode([text])[0]
     except Exception as exc:
-        log.warning("semantic model failed on a lookup, answered lexically: %s", exc)
+        log.warning(
+            "semantic model failed on a lookup; lookups stay lexical in this process: %s", exc
+        )
+        _failed.append(model)
         return None
 
 
@@ -532,6 +541,8 @@ def hybrid_hits(
     ones (sums of 1 / (RRF_K + rank))."""
     if limit <= 0 or not active(db, model):
         return None
+    if any((model or encoder()) is failed for failed in _failed):
+        return None  # before the lexical search below: the caller runs its own
     lexical = search_papers(db, query, max(limit, FUSE_DEPTH))
     lexical_ids = [hit.paper["id"] for hit in lexical]
     fused = hybrid_ids(db, query, lexical_ids, model)

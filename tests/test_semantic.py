@@ -161,9 +161,11 @@ def test_hybrid_find_keeps_an_exact_method_name_first(seeded: Database) -> None:
 
 class _Broken(HashingEncoder):
     broken = False
+    failures = 0
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
         if self.broken:
+            self.failures += 1
             raise RuntimeError("model failed")
         return super().encode(texts)
 
@@ -175,6 +177,21 @@ def test_a_failing_model_leaves_lookups_lexical(seeded: Database) -> None:
     assert semantic.hybrid_hits(seeded, "preference optimization", 5, model) is None
     unembedded = {"id": "new", "title": "A new paper", "abstract": "about robots"}
     assert semantic.similar_hits(seeded, unembedded, 5, model) is None
+
+
+def test_a_failing_model_warns_once_and_is_not_asked_again(
+    seeded: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = _Broken()
+    embed(seeded, model)
+    model.broken = True
+    for _ in range(3):
+        assert semantic.hybrid_hits(seeded, "preference optimization", 5, model) is None
+        unembedded = {"id": "new", "title": "A new paper", "abstract": "about robots"}
+        assert semantic.similar_hits(seeded, unembedded, 5, model) is None
+    warnings = [r for r in caplog.records if r.name == "digests.semantic" and "failed" in r.message]
+    assert len(warnings) == 1
+    assert model.failures == 1  # not asked again after it failed
 
 
 def test_status_counts_papers_with_embeddings(
