@@ -474,6 +474,8 @@ def similar_ids(
     if not len(vectors):
         return None
     mine = vectors.get(str(paper.get("id")))
+    if mine is not None and vectors.hash_of(str(paper.get("id"))) != text_hash(paper_text(paper)):
+        mine = None  # its text changed since `embed` (re-enriched, merged): not that vector
     if mine is None:
         model = model or encoder()
         if model is None:
@@ -554,18 +556,29 @@ def hybrid_hits(
         for hit in lexical
         if key and key in str(hit.paper.get("name_keys") or "").split()
     ]
-    order = list(dict.fromkeys([*pinned, *fused, *lexical_ids]))[:limit]
-    rows = _rows(db, order, {hit.paper["id"]: hit.paper for hit in lexical})
-    scores = {paper_id: 1.0 / (RRF_K + rank) for rank, paper_id in enumerate(order, start=1)}
-    return [Hit(rows[i], round(scores[i], 5)) for i in order if i in rows]
+    candidates = list(dict.fromkeys([*pinned, *fused, *lexical_ids]))
+    rows = _rows(db, candidates, {hit.paper["id"]: hit.paper for hit in lexical})
+    # Papers deleted since `embed` still have vectors: left out before the limit is taken.
+    order = [paper_id for paper_id in candidates if paper_id in rows][:limit]
+    return [
+        Hit(rows[paper_id], round(1.0 / (RRF_K + rank), 5))
+        for rank, paper_id in enumerate(order, start=1)
+    ]
 
 
 def similar_hits(
     db: Database, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
 ) -> list[Hit] | None:
-    """`similar` by meaning (`similar_ids`) as hits; None when not available."""
-    near = similar_ids(db, paper, limit, model)
-    if near is None:
-        return None
-    rows = _rows(db, [paper_id for paper_id, _ in near], {})
-    return [Hit(rows[i], score) for i, score in near if i in rows]
+    """`similar` by meaning (`similar_ids`) as hits; None when not available. Papers
+    deleted since `embed` (their vectors stay until the next pass) are skipped, and
+    deeper neighbours fill their places."""
+    depth = limit + 10
+    while True:
+        near = similar_ids(db, paper, depth, model)
+        if near is None:
+            return None
+        rows = _rows(db, [paper_id for paper_id, _ in near], {})
+        hits = [Hit(rows[i], score) for i, score in near if i in rows]
+        if len(hits) >= limit or len(near) < depth or depth >= 4_000:
+            return hits[:limit]  # (4,000: a store mostly deleted since `embed`; bounded work)
+        depth *= 4

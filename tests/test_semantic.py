@@ -292,3 +292,49 @@ def test_vectors_of_another_dimension_are_never_compared(tmp_path: Path) -> None
     assert semantic.hybrid_hits(db, "preference optimization", 5, model) is None
     assert embed(db, model).encoded == 38
     assert len(load(db, model.name, model.dim)) == 38
+
+
+def test_similar_skips_papers_deleted_since_embed_and_still_fills_the_limit(
+    seeded: Database,
+) -> None:
+    model = HashingEncoder()
+    embed(seeded, model)
+    target = _paper(seeded, "AlphaDPO")
+    first = [h.paper["id"] for h in similar_papers(seeded, target, 5, model)]
+    for paper_id in first[:3]:
+        seeded.execute("delete from papers where id = ?", [paper_id])
+    hits = [h.paper["id"] for h in similar_papers(seeded, target, 5, model)]
+    assert len(hits) == 5 and not set(hits) & set(first[:3])
+    assert hits[:2] == first[3:]
+
+
+def test_hybrid_find_skips_deleted_papers_and_still_fills_the_limit(seeded: Database) -> None:
+    model = HashingEncoder()
+    embed(seeded, model)
+    before = semantic.hybrid_hits(seeded, "preference optimization", 30, model)
+    assert before is not None and len(before) == 30
+    for hit in before[:5]:
+        seeded.execute("delete from papers where id = ?", [hit.paper["id"]])
+    after = semantic.hybrid_hits(seeded, "preference optimization", 30, model)
+    assert after is not None and len(after) == 30
+    assert not {h.paper["id"] for h in before[:5]} & {h.paper["id"] for h in after}
+
+
+def test_similar_does_not_use_the_vector_of_a_paper_whose_text_changed(
+    seeded: Database,
+) -> None:
+    model = HashingEncoder()
+    embed(seeded, model)
+    target = _paper(seeded, "AlphaDPO")
+    calls = model.calls
+    similar_papers(seeded, target, 5, model)
+    assert model.calls == calls  # unchanged text: its stored vector, no encoding
+    other = _paper(seeded, "FoO")
+    seeded.execute(  # re-enriched since `embed`: now about FoO's subject
+        "update papers set abstract_text = ? where id = ?",
+        [other["abstract_text"], target["id"]],
+    )
+    changed = _paper(seeded, "AlphaDPO")
+    hits = similar_papers(seeded, changed, 5, model)
+    assert model.calls == calls + 1
+    assert hits[0].paper["id"] == other["id"]
