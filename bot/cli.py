@@ -345,6 +345,8 @@ def embed(limit: int | None, db_path: Path | None) -> None:
     except KeyboardInterrupt:
         echo("interrupted: the papers encoded so far are saved; run it again to go on", err=True)
         sys.exit(INTERRUPTED)
+    except semantic.EmbedBusy as exc:
+        raise UserError(f"{exc}; wait for it to finish") from None
     except OSError as exc:
         raise UserError(f"cannot write the embeddings beside the database: {exc}") from None
     rate = f" ({report.encoded / report.seconds:.1f} a second)" if report.seconds else ""

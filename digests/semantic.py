@@ -27,16 +27,20 @@ Tests use `HashingEncoder`, a deterministic stand-in with the same interface.
 from __future__ import annotations
 
 import array
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import math
 import os
+import stat
 import sys
+import tempfile
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -249,12 +253,12 @@ def load(db: Database, model: str = MODEL, dim: int = 384) -> Vectors:
     if path is None:
         return _memory.setdefault(db, {}).setdefault(model, Vectors(model, dim))
     try:
-        stat = path.stat()
+        info = path.stat()
     except OSError:
         return Vectors(model, dim)
     # The inode too: a save replaces the file, and two saves in one clock tick can leave
     # the same size and mtime (ext4's timestamps are coarse).
-    mark = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    mark = (info.st_ino, info.st_mtime_ns, info.st_size)
     cached = _cache.get((str(path), model))
     if cached is not None and cached[0] == mark:
         return cached[1]
@@ -316,13 +320,49 @@ def save(db: Database, vectors: Vectors) -> None:
     if sys.byteorder != "little":
         data = array.array("f", data)
         data.byteswap()
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as handle:
-        handle.write(json.dumps(header).encode("utf-8") + b"\n")
-        handle.write(data.tobytes())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    # A temporary file of its own (two writers never share one: a shared name let one
+    # truncate the other's half-written file), removed if the write fails (a full disk
+    # must not keep a second copy of the vectors).
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        # mkstemp makes it private (0600); the database's own permissions instead, so a bot
+        # running as another user who can read the database can read its vectors too.
+        with os.fdopen(fd, "wb") as handle:
+            db_file = text_index.database_file(db)
+            mode = stat.S_IMODE(db_file.stat().st_mode) if db_file is not None else 0o644
+            os.fchmod(handle.fileno(), mode)
+            handle.write(json.dumps(header).encode("utf-8") + b"\n")
+            handle.write(data.tobytes())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+class EmbedBusy(RuntimeError):
+    """Another `embed` pass holds this database's vectors file."""
+
+
+@contextlib.contextmanager
+def _embed_lock(db: Database, model: str) -> Iterator[None]:
+    """One `embed` pass per database and model at a time (an exclusive lock on
+    `<vectors file>.lock`, released when the process ends, also by kill -9): two passes
+    would encode the same papers twice and the last save would drop the other's work."""
+    path = vectors_file(db, model)
+    if path is None:
+        yield
+        return
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EmbedBusy("another paperboy embed is running on this database") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -344,6 +384,17 @@ def embed(
     """Encode every stored paper that has no vector of `model`, or whose text changed since
     (at most `limit` of them), and drop the vectors of deleted papers. Saved every
     SAVE_EVERY papers, so an interrupted pass keeps what it did."""
+    with _embed_lock(db, model.name):
+        return _embed(db, model, limit, clock, progress)
+
+
+def _embed(
+    db: Database,
+    model: Encoder,
+    limit: int | None,
+    clock: Callable[[], float] | None,
+    progress: Callable[[int, int], None] | None,
+) -> EmbedReport:
     now = clock or time.perf_counter
     vectors = load(db, model.name, model.dim)
     rows = db.query("select id, title, abstract, abstract_text from papers order by id")

@@ -338,3 +338,63 @@ def test_similar_does_not_use_the_vector_of_a_paper_whose_text_changed(
     hits = similar_papers(seeded, changed, 5, model)
     assert model.calls == calls + 1
     assert hits[0].paper["id"] == other["id"]
+
+
+def test_a_second_embed_pass_on_the_same_database_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+    import os
+
+    from bot.cli import main
+
+    db_path = tmp_path / "papers.db"
+    db = open_db(db_path)
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder()
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None
+    # Another process's pass, as the lock file sees it (flock: per open file).
+    fd = os.open(stored.with_name(stored.name + ".lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(semantic.EmbedBusy):
+            embed(db, model)
+        assert not stored.exists() and model.calls == 0
+        monkeypatch.setattr(semantic, "installed", lambda: True)
+        monkeypatch.setattr(semantic, "encoder", lambda: model)
+        result = CliRunner().invoke(main, ["embed", "--db", str(db_path)])
+        assert result.exit_code == 2
+        assert "another paperboy embed is running" in result.output
+        assert "Traceback" not in result.output
+    finally:
+        os.close(fd)
+    assert embed(db, model).encoded == 38  # free again
+
+
+def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    db_path = tmp_path / "papers.db"
+    db_path.touch(mode=0o640)
+    db = open_db(db_path)
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder()
+    embed(db, model, limit=5)
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None
+    before = stored.read_bytes()
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError):
+        embed(db, model)
+    assert stored.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+    # Readable as the database is (mkstemp's own mode is 0600: a bot running as another
+    # user would lose its vectors).
+    assert stored.stat().st_mode & 0o777 == db_path.stat().st_mode & 0o777
