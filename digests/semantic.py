@@ -29,6 +29,7 @@ from __future__ import annotations
 import array
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import logging
@@ -385,6 +386,10 @@ def embed(
     (at most `limit` of them), and drop the vectors of deleted papers. Saved every
     SAVE_EVERY papers, so an interrupted pass keeps what it did."""
     with _embed_lock(db, model.name):
+        path = vectors_file(db, model.name)
+        if path is not None:  # a save killed mid-write (kill -9, power) left its file
+            for left in path.parent.glob(glob.escape(path.name) + ".*.tmp"):
+                left.unlink(missing_ok=True)
         return _embed(db, model, limit, clock, progress)
 
 

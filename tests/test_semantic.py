@@ -372,6 +372,20 @@ def test_a_second_embed_pass_on_the_same_database_is_refused(
     assert embed(db, model).encoded == 38  # free again
 
 
+def test_embed_removes_the_temporary_file_of_a_killed_save(tmp_path: Path) -> None:
+    db = open_db(tmp_path / "papers.db")
+    ingest_files(db, SEEDS, now=NOW)
+    model = HashingEncoder()
+    stored = semantic.vectors_file(db, model.name)
+    assert stored is not None
+    left = stored.with_name(stored.name + ".k3x9q1.tmp")  # as mkstemp names them
+    left.write_bytes(b"half a file")
+    other = tmp_path / "notes.k3x9q1.tmp"  # not ours
+    other.write_bytes(b"keep")
+    embed(db, model)
+    assert not left.exists() and other.exists()
+
+
 def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
