@@ -15,6 +15,13 @@ selection, the window cache keyed by terms, the archive, `topics` output) keeps 
 threshold, and scores of different topics are on one scale (a channel's merged list
 and "the best of several topics" compare like with like).
 
+A model is fitted to its topic's hand terms (the mix `hand` and the line are chosen on
+hand + learned scores), so the file records a hash of them (`hand_terms`): a topic whose
+hand terms were edited since keeps its hand terms alone, with one warning, until the
+models are learned again. A model that is malformed (a missing, non-finite, zero or
+negative line or weight, a huge weight) is likewise left out with one warning: the
+models are an improvement on the hand terms, never a reason for the catalog to fail.
+
 `refine` is the feedback hook (issue 13): labelled papers of a channel's topic shift
 its weights Rocchio-style towards the words of the papers marked relevant and away
 from those marked not.
@@ -22,6 +29,7 @@ from those marked not.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import statistics
@@ -56,18 +64,39 @@ STOP_WORDS = frozenset(
 )
 
 
+# A learned weight above this is not one the trainer writes (its largest is ~11 on
+# lines of 2.75-25): a hostile or broken file, which would make one word a topic.
+MAX_WEIGHT = 1000.0
+
+
 @dataclass(frozen=True)
 class TopicModel:
     """A catalog topic's learned model: `terms` added to its hand terms weighted `hand`,
-    and `threshold`, its line on that score."""
+    and `threshold`, its line on that score; `hand_terms`, the `hand_key` of the hand
+    terms it was learned with."""
 
     threshold: float
     hand: float
     terms: tuple[Term, ...]
+    hand_terms: str = ""
 
 
 class ModelError(ValueError):
-    """The model file is malformed; the message says where."""
+    """A model in the model file is malformed; the message says where."""
+
+
+def hand_key(terms: Iterable[Term]) -> str:
+    """A short hash of a topic's hand terms, phrases and weights, in any order: what the
+    model file records so that a model is not applied to hand terms it was not fitted to."""
+    text = "\n".join(sorted(f"{term.phrase.strip()}={term.weight!r}" for term in terms))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _positive(value: object, what: str) -> float:
+    number = float(value)  # type: ignore[arg-type]  # TypeError/ValueError: the caller's
+    if not math.isfinite(number) or number <= 0 or number > MAX_WEIGHT:
+        raise ModelError(f"{what} must be a positive number up to {MAX_WEIGHT:g}, not {value!r}")
+    return number
 
 
 def features(text: PaperText) -> dict[str, float]:
@@ -97,25 +126,56 @@ def _phrases(normalised: str) -> Iterable[str]:
 
 
 def load_models(path: Path | None = None) -> dict[str, TopicModel]:
-    """{topic id: model} from the model file ({} when there is none: hand terms only)."""
+    """{topic id: model} from the model file ({} when there is none: hand terms only).
+    A file that cannot be read, and each malformed model in it, is left out with a
+    one-line warning (those topics keep their hand terms)."""
     source = path or MODELS_PATH
     if not source.is_file():
         return {}
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"{source}: {exc}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        warn_once("%s: not read, hand terms only: %s", source, exc)
+        return {}
     models = {}
     for topic_id, raw in data.items():
         try:
-            threshold, hand = float(raw["threshold"]), float(raw.get("hand", 1.0))
-            terms = tuple(Term.of(str(k), float(v)) for k, v in raw.get("terms", {}).items())
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ModelError(f"{source}: topic {topic_id!r}: {exc}") from None
-        if threshold <= 0:
-            raise ModelError(f"{source}: topic {topic_id!r} needs a positive threshold")
-        models[topic_id] = TopicModel(threshold, hand, terms)
+            models[topic_id] = _model(raw)
+        except (ModelError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            problem = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            warn_once("%s: topic %r left out (hand terms only): %s", source, topic_id, problem)
     return models
+
+
+def _model(raw: object) -> TopicModel:
+    if not isinstance(raw, dict):
+        raise ModelError(f"a table, not {raw!r}")
+    threshold = _positive(raw["threshold"], "threshold")
+    hand = _positive(raw.get("hand", 1.0), "hand")
+    terms = []
+    table = raw.get("terms", {})
+    if not isinstance(table, dict):
+        raise ModelError(f"terms must be a table of phrase = weight, not {table!r}")
+    for phrase, weight in table.items():
+        term = Term.of(str(phrase), _positive(weight, f"term {phrase!r}"))
+        if not term.phrase.strip():
+            raise ModelError(f"term {phrase!r} has no words")
+        terms.append(term)
+    key = raw["hand_terms"]
+    if not isinstance(key, str):
+        raise ModelError(f"hand_terms must be a string, not {key!r}")
+    return TopicModel(threshold, hand, tuple(terms), key)
+
+
+_warned: set[str] = set()
+
+
+def warn_once(message: str, *args: object) -> None:
+    """Log a warning once per process (the catalog is read by every command)."""
+    text = message % args
+    if text not in _warned:
+        _warned.add(text)
+        log.warning("%s", text)
 
 
 def combine(

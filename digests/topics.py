@@ -12,6 +12,7 @@ import functools
 import hashlib
 import itertools
 import logging
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -22,7 +23,7 @@ from typing import Any
 from config.topics import catalog_path
 from digests.enrich.text import name_key
 from digests.matching import PaperText, Term, normalise, score
-from digests.topic_model import MODELS_FILE, ModelError, combine, load_models
+from digests.topic_model import MODELS_FILE, combine, hand_key, load_models, warn_once
 
 log = logging.getLogger(__name__)
 
@@ -152,12 +153,12 @@ def _parse_topic(raw: Mapping[str, Any], index: int) -> Topic:
         raise CatalogError(f"topic {topic_id!r} needs a [topics.terms] table of phrase = weight")
     parsed = []
     for phrase, weight in terms.items():
-        if not isinstance(weight, int | float) or weight <= 0:
+        if not _positive(weight):
             raise CatalogError(f"topic {topic_id!r}: term {phrase!r} needs a positive weight")
         parsed.append(Term.of(phrase, weight))
     aliases = tuple(str(alias) for alias in raw.get("aliases", ()))
     threshold = raw.get("threshold")
-    if threshold is not None and (not isinstance(threshold, int | float) or threshold <= 0):
+    if threshold is not None and not _positive(threshold):
         raise CatalogError(f"topic {topic_id!r}: threshold must be a positive number")
     return Topic(
         topic_id,
@@ -169,21 +170,37 @@ def _parse_topic(raw: Mapping[str, Any], index: int) -> Topic:
     )
 
 
+def _positive(value: object) -> bool:
+    """A finite number above 0 (TOML has nan and inf)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
 def _with_models(
     topics: tuple[Topic, ...], threshold: float, models_path: Path
 ) -> tuple[Topic, ...]:
     """Each topic with its learned terms (`models_path`, if there) and scaled to its own
     line: a topic's model line, else its `threshold`, else the catalog's."""
-    try:
-        models = load_models(models_path)
-    except ModelError as exc:
-        raise CatalogError(str(exc)) from None
+    models = load_models(models_path)
     unknown = sorted(set(models) - {topic.id for topic in topics})
     if unknown:
-        log.warning("%s: models of topics the catalog does not have: %s", models_path, unknown)
+        warn_once("%s: models of topics the catalog does not have: %s", models_path, unknown)
     result = []
     for topic in topics:
         model = models.get(topic.id)
+        if model is not None and model.hand_terms != hand_key(topic.terms):
+            # Its mix and line were fitted to other hand terms: wrong, not just stale.
+            warn_once(
+                "%s: topic %r's hand terms changed since its model was learned: hand terms "
+                "only until `python3 -m bench.train_topics` learns it again",
+                models_path,
+                topic.id,
+            )
+            model = None
         line = model.threshold if model else topic.threshold
         if line is None:
             result.append(topic)
@@ -210,7 +227,10 @@ def load_catalog(path: Path | None = None, *, learned: bool = True) -> Catalog:
         raise CatalogError(f"{source}: duplicate topic ids {', '.join(duplicates)}")
     if not topics:
         raise CatalogError(f"{source}: no [[topics]]")
-    threshold = float(data.get("threshold", 4.0))
+    line = data.get("threshold", 4.0)
+    if not _positive(line):
+        raise CatalogError(f"{source}: threshold must be a positive number, not {line!r}")
+    threshold = float(line)
     # The learned models sit beside the catalog (config/topic_models.toml): a catalog
     # read from elsewhere (a test's) has its own or none.
     if learned:

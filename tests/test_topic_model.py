@@ -12,7 +12,7 @@ from sqlite_utils import Database
 
 from digests.digest import select_items
 from digests.matching import Matcher, PaperText, Term, normalise, score
-from digests.topic_model import MODELS_PATH, features, load_models, refine
+from digests.topic_model import MODELS_PATH, features, hand_key, load_models, refine
 from digests.topics import CatalogError, Topic, load_catalog
 from tests.conftest import NOW, ROOT
 
@@ -43,9 +43,11 @@ threshold = 2.0
 "robot" = 2.0
 """
 
-MODELS = """[graphs]
+GRAPHS_KEY = hand_key([Term.of("graph neural network", 3.0), Term.of("graph", 1.0)])
+MODELS = f"""[graphs]
 threshold = 6.0
 hand = 0.5
+hand_terms = "{GRAPHS_KEY}"
 [graphs.terms]
 "message passing" = 3.0
 "graph" = 1.0
@@ -105,27 +107,121 @@ def test_a_topic_threshold_scales_its_terms_and_the_digest_applies_it(folder: Pa
     assert [item.paper["id"] for item in items] == ["p3"]
 
 
-def test_bad_model_files_and_lines_are_one_line_errors(folder: Path) -> None:
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ('hand = 1.0\nhand_terms = "K"\n[graphs.terms]\n"a" = 1', "no 'threshold'"),
+        ('threshold = 0\nhand_terms = "K"', "threshold must be a positive number"),
+        ('threshold = -3.0\nhand_terms = "K"', "threshold must be a positive"),
+        ('threshold = nan\nhand_terms = "K"', "threshold must be a positive"),
+        ('threshold = inf\nhand_terms = "K"', "threshold must be a positive"),
+        ('threshold = 6.0\nhand = nan\nhand_terms = "K"', "hand must be a positive"),
+        ('threshold = 6.0\nhand = 0\nhand_terms = "K"', "hand must be a positive"),
+        ('threshold = 6.0\nhand_terms = "K"\n[graphs.terms]\n"graph" = 1e9', "up to 1000"),
+        ('threshold = 6.0\nhand_terms = "K"\n[graphs.terms]\n"graph" = -2.0', "positive"),
+        ('threshold = 6.0\nhand_terms = "K"\n[graphs.terms]\n"graph" = nan', "positive"),
+        ('threshold = 6.0\nhand_terms = "K"\n[graphs.terms]\n"!!" = 2.0', "no words"),
+        ('threshold = 6.0\nhand_terms = "K"\n[graphs.terms]\n"x" = "big"', "could not convert"),
+        ('threshold = 6.0\nhand_terms = "K"\nterms = 3', "terms must be a table"),
+        ("threshold = 6.0", "no 'hand_terms'"),
+    ],
+)
+def test_a_malformed_model_is_left_out_with_one_warning(
+    folder: Path, model: str, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broken or hostile model (NaN, inf, 0, negative, huge) never fails the catalog,
+    never makes a topic match everything (a huge weight) or nothing (a NaN or infinite
+    line scales every weight to NaN or 0): that topic keeps its hand terms."""
     models = folder / "topic_models.toml"
-    models.write_text('[graphs]\nhand = 1.0\n[graphs.terms]\n"a" = 1\n', encoding="utf-8")
-    with pytest.raises(CatalogError, match=r"graphs.*threshold"):
-        load_catalog(folder / "topics.toml")
-    models.write_text("[graphs]\nthreshold = 0\n", encoding="utf-8")
-    with pytest.raises(CatalogError, match="positive threshold"):
-        load_catalog(folder / "topics.toml")
-    models.write_text("not toml [", encoding="utf-8")
-    with pytest.raises(CatalogError, match=r"topic_models\.toml"):
-        load_catalog(folder / "topics.toml")
-    models.unlink()  # no model file: hand terms, the topics' own lines still apply
+    models.write_text(f"[graphs]\n{model.replace('K', GRAPHS_KEY)}\n", encoding="utf-8")
+    catalog = load_catalog(folder / "topics.toml")
+    hand = load_catalog(folder / "topics.toml", learned=False)
+    assert catalog.get("graphs") == hand.get("graphs")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "'graphs' left out" in warnings[0], warnings
+    assert problem in warnings[0] and "\n" not in warnings[0]
+    load_catalog(folder / "topics.toml")  # read again (each CLI command): no second warning
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+
+
+def test_an_unreadable_model_file_leaves_the_hand_terms(
+    folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    models = folder / "topic_models.toml"
+    for text in ("not toml [", "[graphs]\nthreshold = 6.0\nthreshold = 7.0\n", "= 1"):
+        caplog.clear()
+        models.write_text(text, encoding="utf-8")
+        catalog = load_catalog(folder / "topics.toml")
+        assert catalog.get("graphs") == load_catalog(folder / "topics.toml", learned=False).get(
+            "graphs"
+        )
+        assert any("not read, hand terms only" in r.getMessage() for r in caplog.records)
+    models.write_bytes(b"\xff\xfe[graphs]")  # not UTF-8
+    assert load_catalog(folder / "topics.toml").get("graphs") is not None
+    # A table that is not a model, and a model of a topic the catalog lacks: warned.
+    caplog.clear()
+    models.write_text(f'version = 2\n{MODELS}\n[robots]\nthreshold = 3.0\nhand_terms = "x"\n')
+    catalog = load_catalog(folder / "topics.toml")
+    graphs = catalog.get("graphs")
+    assert graphs is not None and graphs.threshold == 6.0  # the good model still applies
+    text = " ".join(r.getMessage() for r in caplog.records)
+    assert "'version' left out" in text and "['robots']" in text
+
+
+def test_bad_catalog_lines_and_weights_are_one_line_errors(folder: Path) -> None:
+    (folder / "topic_models.toml").unlink()  # no model file: hand terms, own lines apply
     catalog = load_catalog(folder / "topics.toml")
     graphs = catalog.get("graphs")
     assert graphs is not None and graphs.threshold is None
     catalog_text = (folder / "topics.toml").read_text(encoding="utf-8")
-    (folder / "topics.toml").write_text(
-        catalog_text.replace("threshold = 8.0", "threshold = -1"), encoding="utf-8"
-    )
-    with pytest.raises(CatalogError, match=r"strict.*positive"):
-        load_catalog(folder / "topics.toml")
+    for old, new, message in [
+        ("threshold = 8.0", "threshold = -1", r"strict.*positive"),
+        ("threshold = 8.0", "threshold = nan", r"strict.*positive"),
+        ("threshold = 8.0", "threshold = inf", r"strict.*positive"),
+        ("threshold = 4.0", "threshold = nan", r"topics\.toml: threshold must be a positive"),
+        ("threshold = 4.0", "threshold = 0", r"topics\.toml: threshold must be a positive"),
+        ('"graph" = 1.0', '"graph" = nan', r"'graph' needs a positive weight"),
+        ('"graph" = 1.0', '"graph" = inf', r"'graph' needs a positive weight"),
+        ('"graph" = 1.0', '"graph" = true', r"'graph' needs a positive weight"),
+    ]:
+        (folder / "topics.toml").write_text(catalog_text.replace(old, new, 1), encoding="utf-8")
+        with pytest.raises(CatalogError, match=message):
+            load_catalog(folder / "topics.toml")
+
+
+def test_a_topic_whose_hand_terms_changed_since_its_model_keeps_its_hand_terms(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The mix and line of a model are fitted to its topic's hand terms: after a hand
+    term is edited (and before `bench.train_topics` runs again) the model is stale and
+    would apply its line to another score. The bundled catalog with its model file,
+    one hand weight of one topic edited: that topic is its hand terms alone (one
+    warning naming it), the others keep their models."""
+    bundled = load_catalog()
+    catalog_text = (ROOT / "config" / "topics.toml").read_text(encoding="utf-8")
+    models_text = MODELS_PATH.read_text(encoding="utf-8")
+    (tmp_path / "topic_models.toml").write_text(models_text, encoding="utf-8")
+    (tmp_path / "topics.toml").write_text(catalog_text, encoding="utf-8")
+    assert load_catalog(tmp_path / "topics.toml") == bundled  # as shipped: all models apply
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    hand = load_catalog(learned=False).get("multi-agent-rl")
+    assert hand is not None
+    first = next(t for t in hand.terms if t.phrase == " marl ")
+    assert catalog_text.count('"marl" = 3.0') == 1 and first.weight == 3.0
+    edited = catalog_text.replace('"marl" = 3.0', '"marl" = 4.0')
+    (tmp_path / "topics.toml").write_text(edited, encoding="utf-8")
+    catalog = load_catalog(tmp_path / "topics.toml")
+    topic = catalog.get("multi-agent-rl")
+    assert topic is not None and topic.threshold is None and not topic.hand_phrases
+    assert {t.phrase: t.weight for t in topic.terms} == {
+        t.phrase: (t.weight + 1 if t.phrase == first.phrase else t.weight) for t in hand.terms
+    }
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "'multi-agent-rl'" in warnings[0], warnings
+    assert "hand terms changed" in warnings[0] and "bench.train_topics" in warnings[0]
+    for other in bundled.topics:  # every other topic as shipped
+        if other.id != "multi-agent-rl":
+            assert catalog.get(other.id) == other, other.id
 
 
 def test_features_are_what_the_matcher_scores_for_a_term_of_weight_one() -> None:
@@ -187,6 +283,12 @@ def test_the_bundled_models_are_catalog_topics_learned_on_the_calibrate_half() -
     for topic_id, model in models.items():
         topic = catalog.get(topic_id)
         assert topic is not None and topic.threshold == model.threshold
+        # Learned with today's hand terms (else the catalog ignores it, with a warning).
+        hand_topic = hand.get(topic_id)
+        assert hand_topic is not None
+        assert model.hand_terms == hand_key(hand_topic.terms), (
+            f"{topic_id}: config/topics.toml changed: run python3 -m bench.train_topics"
+        )
         assert all(term.weight > 0 for term in topic.terms)
         assert len(model.terms) <= 100  # the matcher's cost per (paper, topic) stays small
 
