@@ -161,3 +161,15 @@ def test_common_words_weigh_less_than_rare_ones() -> None:
     # A pair is as rare as its rarer word.
     assert freqs.idf("preference optimization") == freqs.idf("preference")
     assert "the" not in similar.words("the model of the world")
+
+
+def test_a_huge_abstract_is_read_only_as_far_as_a_real_one_goes() -> None:
+    # A 100 KB record made one `similar` cost seconds (its words counted, weighted and
+    # looked up for every candidate); past MAX_ABSTRACT_CHARS nothing is read.
+    head = "preference optimization aligns language models with human raters. " * 80
+    assert len(head) < similar.MAX_ABSTRACT_CHARS
+    tail = " ".join(f"filler{n}" for n in range(15_000))
+    huge = {"title": "T", "abstract_text": head + tail}
+    cut = {"title": "T", "abstract_text": (head + tail)[: similar.MAX_ABSTRACT_CHARS]}
+    assert term_counts(huge) == term_counts(cut)
+    assert len(term_counts(huge)) < 2 * similar.MAX_ABSTRACT_CHARS // 7
