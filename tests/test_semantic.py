@@ -416,3 +416,28 @@ def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(
     # Readable as the database is (mkstemp's own mode is 0600: a bot running as another
     # user would lose its vectors).
     assert stored.stat().st_mode & 0o777 == db_path.stat().st_mode & 0o777
+
+
+def test_starting_paperboy_does_not_import_numpy_when_it_is_installed(tmp_path: Path) -> None:
+    # The extra installs numpy, and sqlite-utils imported it at start-up whenever it was
+    # installed (~80 ms of every command, issue 11's start-up goal). A stand-in numpy
+    # package on the path says whether anything imports it.
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    code = "import sys, bot.cli; print('numpy' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path.cwd())])}
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert found.stdout.strip() == "False"
+    # ... while a module that wants numpy still gets it afterwards.
+    code = "import bot.cli, numpy; print(numpy.__file__)"
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert str(fake) in found.stdout
