@@ -464,9 +464,9 @@ class _Archive:
     channels with the backlog on that follow it), a page at a time: page k is the
     full-text matches of its terms ranked k*ARCHIVE_LIMIT to (k+1)*ARCHIVE_LIMIT by bm25,
     and of those, the ones stored by `built_at` scoring at or above the threshold, as
-    (paper id, score, added_at). The search looks for the topic's hand phrases: a paper
-    matching none of them scores at most its learned terms' share (a topic without learned
-    terms: 0), so it seldom could be picked; bm25 is not the topic's score, so the
+    (paper id, score, added_at). The search looks for the topic's `search_phrases`
+    (a learned topic: not its weaker learned terms; a paper matching none of them seldom
+    reaches the line); bm25 is not the topic's score, so the
     best scores of the matches past the pages read can be missed (docs/architecture.md
     "Digests at scale" says how often)."""
 
@@ -489,9 +489,9 @@ class _Archive:
     def _search(
         self, db: Database, topic: Topic, page: int
     ) -> tuple[list[tuple[str, float, str]], bool]:
-        # The hand phrases (`search_phrases`): a learned topic's extra terms include words
-        # common enough to match much of a store, and a paper they alone bring up seldom
-        # reaches the topic's line (docs/relevance.md "Learned topic models").
+        # `search_phrases`: a learned topic's hand phrases and its strongest learned terms,
+        # not all of them (words common enough to match much of a store made this several
+        # times dearer; docs/relevance.md "Learned topic models").
         phrases = dict.fromkeys(p.strip() for p in topic.search_phrases if p.strip())
         if not phrases:
             return [], False

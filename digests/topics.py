@@ -47,6 +47,13 @@ _GLUE_WORDS = frozenset(
 )
 
 
+# A learned topic's full-text search (the archive) asks for its hand phrases and this many
+# of its strongest learned terms. At 100k papers, over the 17 learned topics, the archive's
+# 5 best of each: all 85 kept (vs reading every match) at ~0.5x the cost of all terms;
+# hand phrases alone kept 79 (computer-vision 0 of 5): docs/relevance.md.
+SEARCH_LEARNED = 5
+
+
 class CatalogError(ValueError):
     """The topic catalog file is malformed; the message says where."""
 
@@ -63,8 +70,8 @@ class Topic:
     # The topic's own line, before its terms were scaled to the catalog's threshold
     # (`digests.topic_model`): None for the catalog's one line.
     threshold: float | None = None
-    # The hand-written terms' phrases, when learned terms were added (`search_phrases`).
-    hand_phrases: tuple[str, ...] = ()
+    # What a full-text search asks for when not all its terms (`search_phrases`).
+    searched: tuple[str, ...] = ()
 
     @property
     def is_custom(self) -> bool:
@@ -75,10 +82,11 @@ class Topic:
 
     @property
     def search_phrases(self) -> tuple[str, ...]:
-        """The phrases a full-text search for the topic's papers should look for: its
-        hand-written terms (learned terms include words common enough to match most of
-        a store, and a paper matching only those rarely reaches the line)."""
-        return self.hand_phrases or tuple(term.phrase for term in self.terms)
+        """The phrases a full-text search for the topic's papers (the digest's archive)
+        asks for: a learned topic's hand-written terms and its SEARCH_LEARNED strongest
+        learned terms, not all 60 (those include words common enough to match most of a
+        store, which made the search several times dearer); other topics' terms."""
+        return self.searched or tuple(term.phrase for term in self.terms)
 
 
 @dataclass(frozen=True)
@@ -206,8 +214,9 @@ def _with_models(
             result.append(topic)
             continue
         terms = combine(topic.terms, model, line, threshold)
-        hand = tuple(term.phrase for term in topic.terms)
-        result.append(replace(topic, terms=terms, threshold=line, hand_phrases=hand))
+        strongest = sorted(model.terms, key=lambda t: -t.weight)[:SEARCH_LEARNED] if model else []
+        searched = dict.fromkeys([*(t.phrase for t in topic.terms), *(t.phrase for t in strongest)])
+        result.append(replace(topic, terms=terms, threshold=line, searched=tuple(searched)))
     return tuple(result)
 
 
@@ -270,8 +279,8 @@ def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
         for term in topic.terms:
             if term.phrase not in terms or terms[term.phrase].weight < term.weight:
                 terms[term.phrase] = term
-    # A followed catalog topic's learned terms score but are not searched for (its
-    # `search_phrases`): the text's own phrases and the topic's hand phrases are.
+    # A followed catalog topic's terms score, and its `search_phrases` are searched for
+    # (not all its learned terms), with the text's own phrases.
     searched = dict.fromkeys(
         [*(t.phrase for t in own), *(p for topic in based_on for p in topic.search_phrases)]
     )
@@ -282,7 +291,7 @@ def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
         terms=tuple(terms.values()),
         custom_text=cleaned,
         based_on=tuple(topic.id for topic in based_on),
-        hand_phrases=tuple(searched) if based_on else (),
+        searched=tuple(searched) if based_on else (),
     )
 
 
