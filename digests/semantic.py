@@ -475,6 +475,8 @@ def status_line(db: Database) -> str:
             "pip install 'paperboy[semantic]'); find and similar match words."
         )
     have, total = coverage(db)
+    if not total:  # not "on, all 0 papers have embeddings"
+        return "Semantic lookups: installed; no papers yet (paperboy embed after an ingest)."
     if have < total:
         return (
             f"Semantic lookups: {have:,} of {total:,} papers have embeddings "

@@ -204,6 +204,10 @@ def test_status_counts_papers_with_embeddings(
         vectors.put(paper_id, "h", [1.0, 0.0, 0.0, 0.0])
     semantic.save(seeded, vectors)
     assert "10 of 38 papers have embeddings" in semantic.status_line(seeded)
+    empty = open_db(":memory:")
+    assert semantic.status_line(empty) == (
+        "Semantic lookups: installed; no papers yet (paperboy embed after an ingest)."
+    )
 
 
 def test_a_vector_of_the_wrong_size_is_refused() -> None:
