@@ -23,8 +23,11 @@ class Link:
     text: str = ""
 
 
+_SCHEME = re.compile(r"^https?://(www\.)?")  # compiled once: called for every paper
+
+
 def classify(url: str, text: str = "") -> str:
-    host = re.sub(r"^https?://(www\.)?", "", url).split("/", 1)[0].lower()
+    host = _SCHEME.sub("", url).split("/", 1)[0].lower()
     if host in _CODE_HOSTS:
         return "code"
     if host.endswith("arxiv.org"):

@@ -42,9 +42,12 @@ def _names(method: str | None, long_name: str | None) -> tuple[str, str]:
     return " ".join(forms), " ".join(keys)
 
 
+_WHITESPACE = re.compile(r"\s+")  # compiled once: every paper's title
+
+
 def clean_title(title: str | None) -> str | None:
     """A source's title as stored: plain text, single-spaced; None when empty."""
-    return (re.sub(r"\s+", " ", plain_text(title)) or None) if title else None
+    return (_WHITESPACE.sub(" ", plain_text(title)) or None) if title else None
 
 
 def build_row(record: PaperRecord, now: datetime, fingerprint: str | None = None) -> Row:

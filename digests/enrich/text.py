@@ -58,6 +58,14 @@ _CODE = re.compile(r"`([^`\n]+)`")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _ANY_SPACE = re.compile(r"\s+")
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.S)
+# Compiled once (`re.sub` with a string looks its pattern up at every call; issue 11).
+_PLAIN_SCRIPT = re.compile(r"([_^])\{([\w.]+)\}")
+_TEXT_COMMAND = re.compile(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}")
+_ESCAPED = re.compile(r"\\([%&#_$])")
+_GROUP = re.compile(r"(?<![\\\w])\{([^{}]*)\}")
+_NAME_SEPARATORS = re.compile(r"[-_/]+")
+_LOWER_UPPER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_UPPER_WORD = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def _braced(text: str, start: int) -> tuple[str, int]:
@@ -131,7 +139,7 @@ def latex_to_text(source: str, depth: int = 0) -> str:
             index += 1
     text = "".join(out)
     # Subscripts and superscripts of one plain token read fine without braces.
-    text = re.sub(r"([_^])\{([\w.]+)\}", r"\1\2", text)
+    text = _PLAIN_SCRIPT.sub(r"\1\2", text)
     return unicodedata.normalize("NFC", text)
 
 
@@ -196,15 +204,15 @@ def _fine(markup: str) -> str:
         text = _render_maths(text)
     if "\\" in text:
         # LaTeX outside $...$ still shows up in abstracts (\underline{...}, 58.7\%).
-        text = re.sub(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}", r"\2", text)
-        text = re.sub(r"\\([%&#_$])", r"\1", text)
+        text = _TEXT_COMMAND.sub(r"\2", text)
+        text = _ESCAPED.sub(r"\1", text)
     if "`" in text:
         text = _CODE.sub(r"\1", text)
     if "*" in text or "_" in text:
         for _ in range(2):  # nested emphasis such as **bold *italic* bold**
             text = _EMPHASIS.sub(r"\2\4", text)  # the unmatched group gives ""
     if "{" in text:
-        text = re.sub(r"(?<![\\\w])\{([^{}]*)\}", r"\1", text)
+        text = _GROUP.sub(r"\1", text)
     # All whitespace (line ends, em spaces, form feeds) becomes one space. `split()`
     # splits where `\s+` matches (both are str.isspace) three times faster than `sub`.
     return " ".join(text.split())
@@ -218,9 +226,9 @@ def name_key(text: str) -> str:
 
 def split_camel(name: str) -> str:
     """Split a method name into its word parts: "AlphaDPO" -> "Alpha DPO", "L-PPO" -> "L PPO"."""
-    spaced = re.sub(r"[-_/]+", " ", name)
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", spaced)
-    spaced = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", " ", spaced)
+    spaced = _NAME_SEPARATORS.sub(" ", name)
+    spaced = _LOWER_UPPER.sub(" ", spaced)
+    spaced = _UPPER_WORD.sub(" ", spaced)
     return _SPACES.sub(" ", spaced).strip()
 
 

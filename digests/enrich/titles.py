@@ -453,10 +453,13 @@ _PREAMBLE = re.compile(
 )
 
 
+_IN_THIS_PAPER = re.compile(r"^(?:In this (?:paper|work|study)|Here)\s*,?\s+", re.I)
+
+
 def tldr_from(sentence: str) -> str:
     """A key sentence as a TL;DR: lead-in phrases dropped, about 200 characters at most."""
     sentence = _PREAMBLE.sub("", sentence)
-    sentence = re.sub(r"^(?:In this (?:paper|work|study)|Here)\s*,?\s+", "", sentence, flags=re.I)
+    sentence = _IN_THIS_PAPER.sub("", sentence)
     sentence = sentence[:1].upper() + sentence[1:]
     return shorten(sentence, TLDR_LIMIT)
 
