@@ -58,6 +58,9 @@ FORMAT = 1
 MODEL = "all-MiniLM-L6-v2"
 BATCH = 32  # abstracts per encoder call
 SAVE_EVERY = 2_000  # papers between saves during `embed`, so an interrupted pass keeps them
+# ... and at least this long between them: each save rewrites the whole file (1.5 GB at 1M
+# papers), so a fast encoder (a GPU: thousands a second) saved every second or two.
+SAVE_SECONDS = 300.0
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
 FUSE_DEPTH = 100  # how deep each ranking goes into the fusion
 MAX_TEXT_CHARS = 4_000  # the model reads 256 word pieces; more text only costs time
@@ -390,7 +393,7 @@ def embed(
 ) -> EmbedReport:
     """Encode every stored paper that has no vector of `model`, or whose text changed since
     (at most `limit` of them), and drop the vectors of deleted papers. Saved every
-    SAVE_EVERY papers, so an interrupted pass keeps what it did."""
+    SAVE_EVERY papers and SAVE_SECONDS, so an interrupted pass keeps what it did."""
     with _embed_lock(db, model.name):
         path = vectors_file(db, model.name)
         if path is not None:  # a save killed mid-write (kill -9, power) left its file
@@ -422,6 +425,7 @@ def _embed(
         todo = todo[:limit]
     spent = 0.0
     unsaved = 0
+    saved_at = now()
     try:
         for start in range(0, len(todo), BATCH):
             batch = todo[start : start + BATCH]
@@ -431,9 +435,10 @@ def _embed(
             for (paper_id, digest, _), vector in zip(batch, encoded, strict=True):
                 vectors.put(paper_id, digest, vector)
             unsaved += len(batch)
-            if unsaved >= SAVE_EVERY:
+            if unsaved >= SAVE_EVERY and now() - saved_at >= SAVE_SECONDS:
                 save(db, vectors)
                 unsaved = 0
+                saved_at = now()
             if progress is not None:
                 progress(start + len(batch), len(todo))
     finally:  # also on Ctrl-C: what was encoded is kept

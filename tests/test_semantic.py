@@ -445,3 +445,28 @@ def test_starting_paperboy_does_not_import_numpy_when_it_is_installed(tmp_path: 
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert str(fake) in found.stdout
+
+
+def test_embed_saves_at_most_every_save_seconds(
+    seeded: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each save rewrites the whole file (1.5 GB at 1M papers): a fast encoder must not
+    # trigger one every SAVE_EVERY papers if those take a second.
+    saves: list[int] = []
+    real_save = semantic.save
+
+    def counting(db: Database, vectors: semantic.Vectors) -> None:
+        saves.append(len(vectors))
+        real_save(db, vectors)
+
+    monkeypatch.setattr(semantic, "save", counting)
+    monkeypatch.setattr(semantic, "SAVE_EVERY", 4)
+    monkeypatch.setattr(semantic, "BATCH", 4)
+    ticks = iter(range(0, 10_000, 1))  # a second a clock reading, a few readings a batch...
+    embed(seeded, HashingEncoder(), clock=lambda: float(next(ticks)))
+    assert saves == [38]  # ... so SAVE_SECONDS (300) never passes before the end
+    saves.clear()
+    slow = iter(range(0, 10**9, 50))  # 50 s a reading: past SAVE_SECONDS every few batches
+    seeded.execute("update papers set abstract_text = 'changed ' || id")
+    embed(seeded, HashingEncoder(), clock=lambda: float(next(slow)))
+    assert 1 < len(saves) < 38 // 4 and saves[-1] == 38
