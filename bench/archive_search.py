@@ -66,9 +66,15 @@ def run(papers: int, strongest: Sequence[int], repeats: int) -> dict[str, object
         topic, hand_topic = catalog.get(topic_id), hand.get(topic_id)
         if topic is None or hand_topic is None:
             continue
-        learned = [t.phrase for t in sorted(model.terms, key=lambda t: -t.weight)]
         phrases = [t.phrase for t in hand_topic.terms]
+        # the strongest learned terms that are not hand phrases (as Topic.search_phrases)
+        learned = [
+            t.phrase
+            for t in sorted(model.terms, key=lambda t: -t.weight)
+            if t.phrase not in phrases
+        ]
         variants = {"all": [t.phrase for t in topic.terms], "hand": phrases}
+        variants["search_phrases"] = list(topic.search_phrases)
         variants.update({f"hand+{n}": phrases + learned[:n] for n in strongest})
         truth = set(_best(db, topic, _ranked(db, variants["all"], None), catalog.threshold))
         times: dict[str, list[float]] = {name: [] for name in variants}

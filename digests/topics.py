@@ -48,9 +48,10 @@ _GLUE_WORDS = frozenset(
 
 
 # A learned topic's full-text search (the archive) asks for its hand phrases and this many
-# of its strongest learned terms. At 100k papers, over the 17 learned topics, the archive's
-# 5 best of each: all 85 kept (vs reading every match) at ~0.5x the cost of all terms;
-# hand phrases alone kept 79 (computer-vision 0 of 5): docs/relevance.md.
+# of its strongest learned terms that are not hand phrases. At 100k papers, over the 17
+# learned topics, the archive's 5 best of each: all 85 kept (vs reading every match) at
+# ~1/3 the cost of all terms; hand phrases alone kept 79 (computer-vision 0 of 5):
+# docs/relevance.md "Learned topic models", bench/archive_search.py.
 SEARCH_LEARNED = 5
 
 
@@ -214,8 +215,10 @@ def _with_models(
             result.append(topic)
             continue
         terms = combine(topic.terms, model, line, threshold)
-        strongest = sorted(model.terms, key=lambda t: -t.weight)[:SEARCH_LEARNED] if model else []
-        searched = dict.fromkeys([*(t.phrase for t in topic.terms), *(t.phrase for t in strongest)])
+        hand = [t.phrase for t in topic.terms]
+        learned = sorted(model.terms if model else (), key=lambda t: -t.weight)
+        strongest = [t.phrase for t in learned if t.phrase not in hand][:SEARCH_LEARNED]
+        searched = dict.fromkeys([*hand, *strongest])
         result.append(replace(topic, terms=terms, threshold=line, searched=tuple(searched)))
     return tuple(result)
 

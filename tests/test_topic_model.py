@@ -306,8 +306,15 @@ def test_train_topics_says_so_without_the_corpus(tmp_path: Path) -> None:
 
 
 def _strongest(topic_id: str) -> list[str]:
+    """The topic's SEARCH_LEARNED strongest learned terms that are not hand phrases."""
     model = load_models()[topic_id]
-    return [t.phrase for t in sorted(model.terms, key=lambda t: -t.weight)[:SEARCH_LEARNED]]
+    hand = load_catalog(learned=False).get(topic_id)
+    assert hand is not None
+    hand_phrases = {t.phrase for t in hand.terms}
+    learned = sorted(model.terms, key=lambda t: -t.weight)
+    found = [t.phrase for t in learned if t.phrase not in hand_phrases][:SEARCH_LEARNED]
+    assert len(found) == SEARCH_LEARNED
+    return found
 
 
 def test_free_text_that_follows_a_learned_topic_searches_its_hand_phrases() -> None:
