@@ -5,11 +5,13 @@ that connection's next lookup. Real processes, real files."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +58,22 @@ def retitle_elsewhere(path: Path, method: str, title: str) -> None:
         conn.close()
         """
     )
+
+
+def freeze_watermark_stat(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make text_index's stat of the watermark file stand still at its present value (a
+    file system with coarse timestamps that reuses inodes), so only other checks can see
+    the index move."""
+    folder = text_index.index_folder(path)
+    frozen = os.stat(folder / text_index.META)
+    real_stat = os.stat
+
+    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
+        if Path(str(target)) == folder / text_index.META:
+            return frozen
+        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
 
 
 def test_a_same_size_change_by_another_process_at_once_is_seen(file_db: Database) -> None:
@@ -254,20 +272,8 @@ def test_inside_a_read_transaction_an_index_moved_by_another_thread_is_not_serve
     lookup served the index's newer hits with the snapshot's older rows; now a lookup
     inside a transaction always checks (FTS5 then), and the handle's own watermark is
     part of what is remembered."""
-    import os
-    import types
-
     path = db_path(file_db)
-    folder = text_index.index_folder(path)
-    frozen = os.stat(folder / text_index.META)
-    real_stat = os.stat
-
-    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
-        if Path(str(target)) == folder / text_index.META:
-            return frozen
-        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    freeze_watermark_stat(path, monkeypatch)
     file_db.conn.execute("BEGIN")
     assert titles(file_db, "okapi") == []  # the snapshot starts here
     other = open_db(path)
@@ -285,20 +291,8 @@ def test_a_snapshot_held_by_an_unfinished_statement_gets_no_newer_hits(
 ) -> None:
     """A statement not read to its end holds its read snapshot with no transaction open
     (`in_transaction` is false): the same as above, through the handle's watermark."""
-    import os
-    import types
-
     path = db_path(file_db)
-    folder = text_index.index_folder(path)
-    frozen = os.stat(folder / text_index.META)
-    real_stat = os.stat
-
-    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
-        if Path(str(target)) == folder / text_index.META:
-            return frozen
-        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    freeze_watermark_stat(path, monkeypatch)
     cursor = file_db.conn.execute("select id from papers")
     assert cursor.fetchone() is not None and not file_db.conn.in_transaction
     other = open_db(path)
@@ -318,20 +312,8 @@ def test_inside_a_read_transaction_an_index_moved_by_another_process_is_not_serv
     watermark, but tantivy's reader reloads by itself when the index's files change on
     disk (its meta watcher; done here at once). Inside the transaction the lookup checks,
     and answers from FTS5 over its snapshot."""
-    import os
-    import types
-
     path = db_path(file_db)
-    folder = text_index.index_folder(path)
-    frozen = os.stat(folder / text_index.META)
-    real_stat = os.stat
-
-    def stat(target: object, *args: object, **kwargs: object) -> os.stat_result:
-        if Path(str(target)) == folder / text_index.META:
-            return frozen
-        return real_stat(target, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
+    freeze_watermark_stat(path, monkeypatch)
     file_db.conn.execute("BEGIN")
     assert titles(file_db, "okapi") == []  # the snapshot starts here
     retitle_elsewhere(path, "LoMAP", "Okapi stripes")
