@@ -166,14 +166,19 @@ def set_title_key(db: Database, paper_id: str, key: str) -> None:
 MAX_PARAMETERS = 900
 
 
+def _insert_sql(columns: list[str]) -> str:
+    """The INSERT of one paper's `columns`, for `executemany`."""
+    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
+    marks = ", ".join("?" for _ in columns)
+    return f"insert into papers ({names}) values ({marks})"
+
+
 def insert_papers(db: Database, rows: list[Row]) -> None:
     """Plain INSERTs of many new papers in one `executemany` (their keys must be the same:
     rows built by one function). The FTS5 index is kept by the table's triggers."""
     if not rows:
         return
     columns = list(rows[0])
-    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
-    marks = ", ".join("?" for _ in columns)
     encoded = (
         [
             json.dumps(row[name], ensure_ascii=False) if name in JSON_COLUMNS else row[name]
@@ -181,7 +186,7 @@ def insert_papers(db: Database, rows: list[Row]) -> None:
         ]
         for row in rows
     )
-    db.conn.executemany(f"insert into papers ({names}) values ({marks})", encoded)
+    db.conn.executemany(_insert_sql(columns), encoded)
 
 
 def insert_encoded_papers(db: Database, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
@@ -190,9 +195,7 @@ def insert_encoded_papers(db: Database, columns: list[str], rows: list[tuple[Any
     columns as `json.dumps(value, ensure_ascii=False)` text."""
     if not rows:
         return
-    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
-    marks = ", ".join("?" for _ in columns)
-    db.conn.executemany(f"insert into papers ({names}) values ({marks})", rows)
+    db.conn.executemany(_insert_sql(columns), rows)
 
 
 def add_aliases(db: Database, pairs: list[tuple[str, str]]) -> None:
