@@ -237,6 +237,17 @@ def test_the_worker_processes_store_what_this_process_would(
     assert not list(tmp_path.glob(".paperboy-ingest-*"))
 
 
+def prepared_rows(path: Path, text: str) -> list[tuple[dict[str, Any], str | None]]:
+    """`prepare`'s rows, with their external ids, of the TSV `text` written to `path`."""
+    path.write_text(text + "\n", encoding="utf-8")
+    rows = []
+    for record in read_file(path):
+        row = prepare(record, NOW)
+        assert row is not None
+        rows.append((row, record.external_id))
+    return rows
+
+
 def test_a_chunk_stores_what_row_by_row_would(tmp_path: Path) -> None:
     """`store_chunk` (batched inserts for new papers, `store_row` for any that a stored or
     earlier paper may be) against `store_row` for each row."""
@@ -252,13 +263,7 @@ def test_a_chunk_stores_what_row_by_row_would(tmp_path: Path) -> None:
             f"or4\tSomething Else Entirely New\t{abstract(4)}\tDi",  # twice
         ]
     )
-    path = tmp_path / "mix.tsv"
-    path.write_text(text + "\n", encoding="utf-8")
-    rows = []
-    for record in read_file(path):
-        row = prepare(record, NOW)
-        assert row is not None
-        rows.append((row, record.external_id))
+    rows = prepared_rows(tmp_path / "mix.tsv", text)
 
     def outcome(batched: bool) -> tuple[list[dict[str, Any]], tuple[int, int, int]]:
         db = open_db(":memory:")

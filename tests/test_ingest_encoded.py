@@ -11,7 +11,7 @@ from db import open_db
 from digests.ingest import bulk
 from digests.ingest.pipeline import IngestSummary, prepare, read_file, store_row
 from tests.conftest import NOW, seed_abstracts
-from tests.test_ingest_chunks import abstract, snapshot
+from tests.test_ingest_chunks import abstract, prepared_rows, snapshot
 
 
 def _rows(tmp_path: Path) -> list[tuple[dict[str, Any], str | None]]:
@@ -30,14 +30,7 @@ def _rows(tmp_path: Path) -> list[tuple[dict[str, Any], str | None]]:
             f"or5\tYet Another Paper Entirely\t{abstract(5)}\tEd\t",
         ]
     )
-    path = tmp_path / "mix.tsv"
-    path.write_text(text + "\n", encoding="utf-8")
-    rows = []
-    for record in read_file(path):
-        row = prepare(record, NOW)
-        assert row is not None
-        rows.append((row, record.external_id))
-    return rows
+    return prepared_rows(tmp_path / "mix.tsv", text)
 
 
 def test_build_row_makes_the_columns_the_worker_encodes(tmp_path: Path) -> None:
