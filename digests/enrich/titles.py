@@ -252,20 +252,15 @@ class _Scans:
     verbs: dict[int, bool] = field(default_factory=dict)
 
 
-def _candidates_in(
-    sentence: str, index: int, hinted: bool | None = None, searched: Searched | None = None
-) -> list[_Candidate]:
+def _candidates_in(sentence: str, index: int, hinted: bool, searched: Searched) -> list[_Candidate]:
     """Names introduced in one sentence, closest to their trigger first. `hinted`: its
-    `_may_have(_HAS_TRIGGER, sentence)`, if the caller has it (`_hinted`). `searched`
-    gets the sentence's `_CONTRIBUTION.search`, if it is scanned."""
+    `_may_have(_HAS_TRIGGER, sentence)` (`_hinted`). `searched` gets the sentence's
+    `_CONTRIBUTION.search`, if it is scanned."""
     found: list[_Candidate] = []
-    if hinted is None:
-        hinted = _may_have(_HAS_TRIGGER, sentence)
     if not hinted:  # most sentences have no trigger word
         return found
     triggers = [(m, "verb") for m in _CONTRIBUTION.finditer(sentence)]
-    if searched is not None:
-        searched[index] = triggers[0][0] if triggers else None
+    searched[index] = triggers[0][0] if triggers else None
     # Every match of _NAMING holds one of _NAMING_WORDS (lower case, for ASCII text): a
     # sentence without any is not scanned (most hinted sentences have only a verb).
     low = sentence.lower() if sentence.isascii() else ""
@@ -345,8 +340,7 @@ def _phrase_before_naming(before: str) -> str | None:
     return phrase or None
 
 
-def _method(text: str, sents: list[str], scans: _Scans | None = None) -> _Candidate | None:
-    scans = scans or _Scans()
+def _method(text: str, sents: list[str], scans: _Scans) -> _Candidate | None:
     read = sents[:MAX_SENTENCES]
     hints = _hinted(text, read, scans.verbs)
     pairs = enumerate(zip(read, hints, strict=True))
@@ -360,14 +354,13 @@ def _method(text: str, sents: list[str], scans: _Scans | None = None) -> _Candid
     )
 
 
-def _contribution(sents: list[str], scans: _Scans | None = None) -> tuple[int, str] | None:
+def _contribution(sents: list[str], scans: _Scans) -> tuple[int, str] | None:
     """The first sentence that states the main contribution, and the words after its verb.
 
     An add-on ("We also propose several practical enhancements ...", "Finally, we ...")
     is taken only when no sentence states a main contribution.
     """
     add_on: tuple[int, str] | None = None
-    scans = scans or _Scans()
     searched, known = scans.searched, scans.verbs
     verbs = [
         known[index] if index in known else _may_have(_HAS_VERB, sentence)
@@ -398,9 +391,8 @@ def _contribution(sents: list[str], scans: _Scans | None = None) -> tuple[int, s
     return add_on
 
 
-def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans | None = None) -> str:
+def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) -> str:
     """The sentence for the TL;DR: the one introducing the method, if it says enough."""
-    scans = scans or _Scans()
     if method is not None:
         index = method.sentence_index
         sentence = sents[index]
@@ -422,7 +414,7 @@ _NAMED_CONCEPT = re.compile(
 )
 
 
-def _headline(sents: list[str], scans: _Scans | None = None) -> str:
+def _headline(sents: list[str], scans: _Scans) -> str:
     """A headline for an abstract that names no method: what it names or contributes."""
     for sentence in sents:
         concept = _NAMED_CONCEPT.search(sentence.lower()) if "this" in sentence else None
