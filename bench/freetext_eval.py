@@ -149,10 +149,11 @@ def load_papers(part: str = "calibrate") -> list[tuple[PaperText, list[str]]]:
     csv.field_size_limit(1 << 24)
     db = open_db(":memory:")
     ingest_files(db, [CORPUS], now=datetime.now(UTC))
+    openreview = _openreview_ids()  # once: it reads the whole TSV
     source = {
         row["paper_id"]: row["alias"]
         for row in db.query("select alias, paper_id from paper_aliases")
-        if row["alias"] in _openreview_ids()
+        if row["alias"] in openreview
     }
     return [
         (PaperText.of({**paper, "keywords": [], "id": None}), list(paper["keywords"]))
