@@ -31,7 +31,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.relevance_metrics import half, keyword_matches
+from bench.relevance_metrics import (
+    average_precision,
+    half,
+    keyword_matches,
+    pooled_selection,
+    rank_by,
+)
 from db import open_db
 from db.papers import decode
 from digests.ingest import ingest_files
@@ -75,17 +81,6 @@ SET_A = [
 ]  # fmt: skip
 
 
-def average_precision(scores: list[tuple[float, bool]], total_relevant: int) -> float:
-    """AP of the ranking by score (ties in input order); a 0 score is not retrieved."""
-    found, total = 0, 0.0
-    ranked = sorted((s for s in scores if s[0] > 0), key=lambda s: -s[0])
-    for rank, (_, relevant) in enumerate(ranked, start=1):
-        if relevant:
-            found += 1
-            total += found / rank
-    return total / total_relevant if total_relevant else 0.0
-
-
 def as_typed(text: str, catalog: Catalog) -> Topic:
     """The topic `subscribe "<text>"` follows (see digests.commands.handlers)."""
     return catalog.by_name(text) or custom_topic(text, catalog)
@@ -98,21 +93,25 @@ def evaluate(
 ) -> dict[str, object]:
     rows = []
     print("  topic                          free AP  cat AP   diff | free P/R    cat P/R   | as")
+    # Papers by their place, zero-padded so that ties rank in input order (`rank_by`).
+    ids = [f"{i:08d}" for i in range(len(papers))]
     for name, query, patterns, catalog_id in SET_A:
         relevant = [any(keyword_matches(k, patterns) for k in words) for _, words in papers]
-        total = sum(relevant)
+        wanted = {i for i, r in zip(ids, relevant, strict=True) if r}
         measured = {}
         topics = {"free": typed(query, catalog)}
         if catalog_id is not None:
             topics["catalog"] = catalog.get(catalog_id)  # type: ignore[assignment]
         for kind, topic in topics.items():
             scores = [topic.score(text) for text, _ in papers]
-            chosen = [s >= catalog.threshold for s in scores]
-            hits = sum(c and r for c, r in zip(chosen, relevant, strict=True))
+            ranking = rank_by(dict(zip(ids, scores, strict=True)))
+            precision, recall = pooled_selection(
+                zip(scores, relevant, strict=True), catalog.threshold
+            )
             measured[kind] = {
-                "ap": round(average_precision(list(zip(scores, relevant, strict=True)), total), 3),
-                "precision": round(hits / sum(chosen), 2) if sum(chosen) else 1.0,
-                "recall": round(hits / total, 2) if total else 1.0,
+                "ap": round(average_precision(ranking, wanted), 3),
+                "precision": round(precision, 2),
+                "recall": round(recall, 2),
             }
         free, cat = measured["free"], measured.get("catalog")
         diff = f"{free['ap'] - cat['ap']:+.3f}" if cat else "   -  "
