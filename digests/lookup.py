@@ -24,7 +24,7 @@ from digests.enrich.text import plain_text
 from digests.matching import Matcher, PaperText, Term
 from digests.safe_text import is_text, strip_unsafe
 from digests.safe_url import safe_url
-from digests.topics import Topic, bundled_catalog, custom_topic
+from digests.topics import Catalog, Topic, bundled_catalog, custom_topic
 
 log = logging.getLogger(__name__)
 
@@ -183,12 +183,15 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
     return result
 
 
-def find(db: Database, query: str, limit: int = 10) -> list[Result]:
-    """Papers for `query`, best first, at most `limit`. A query that names one catalog
-    topic (its id, label or aliases, with glue words: what a quoted `subscribe` follows)
-    is ranked with that topic's model (`routed`); any other by words, and by meaning too
-    with the semantic extra. A paper whose method name is the query always comes first."""
-    topic = catalog_topic(query)
+def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:
+    """Papers for `query`, best first, at most `limit`. A query that names one topic of
+    `catalog` (the bundled one unless given: a command passes its context's) by its id,
+    label or aliases, with glue words (what a quoted `subscribe` follows), is ranked with
+    that topic's model (`routed`); any other by words, and by meaning too with the
+    semantic extra. A paper whose method name is the query always comes first."""
+    if limit <= 0:  # the routed path reads ROUTE_DEPTH hits: hits[:-1] would keep 99
+        return []
+    topic = catalog_topic(query, catalog)
     depth = limit if topic is None else max(limit, ROUTE_DEPTH)
     # With the semantic extra and stored embeddings, words and meaning fused (issue 12).
     hits = semantic.hybrid_hits(db, query, depth)
@@ -208,12 +211,13 @@ ROUTE_RRF_K = 60  # reciprocal rank fusion's constant, as `digests.semantic` use
 ROUTE_MAX_CHARS = 200  # longer text is never only a topic's names
 
 
-def catalog_topic(query: str) -> Topic | None:
-    """The catalog topic `query` names, as a quoted `subscribe` would follow it
-    (`custom_topic`'s `based_on`: one topic's names and glue words only), else None."""
+def catalog_topic(query: str, catalog: Catalog | None = None) -> Topic | None:
+    """The topic of `catalog` (the bundled one unless given) that `query` names, as a
+    quoted `subscribe` would follow it (`custom_topic`'s `based_on`: one topic's names
+    and glue words only), else None."""
     if not query.strip() or len(query) > ROUTE_MAX_CHARS:
         return None
-    catalog = bundled_catalog()
+    catalog = catalog if catalog is not None else bundled_catalog()
     named = custom_topic(query, catalog).based_on
     return catalog.get(named[0]) if named else None
 

@@ -7,9 +7,13 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from config.settings import Settings
 from db.search import search_papers
+from digests.commands import Context, handle
 from digests.ingest import ingest_files
 from digests.lookup import catalog_topic, find
+from digests.matching import Term
+from digests.topics import Catalog, Topic
 from tests.conftest import NOW
 
 # Offline RL by the topic's own phrases ("batch reinforcement learning", "logged data",
@@ -57,3 +61,47 @@ def test_other_queries_are_not_routed() -> None:
     assert catalog_topic("AlphaDPO") is None
     assert catalog_topic("") is None
     assert catalog_topic("continual learning and catastrophic forgetting") is not None
+
+
+# A catalog of the caller's own (not the bundled one): its topic "Widget control" is known
+# by its terms ("gear torque"), which the query's words do not contain.
+WIDGET_ON_TOPIC = {
+    "title": "Gear torque estimation for widget control",
+    "abstract": "We estimate gear torque from motor current. Gear torque drives the plan.",
+}
+WIDGET_WORDY = {
+    "title": "Widget control, widget control and widget control",
+    "abstract": "Widget control for widget control: a widget control survey of widget control.",
+}
+
+
+def _widget_catalog() -> Catalog:
+    topic = Topic(
+        id="widget-control",
+        label="Widget control",
+        description="Controlling widgets.",
+        terms=(Term.of("gear torque", 3.0),),
+    )
+    return Catalog(topics=(topic,), threshold=4.05)
+
+
+def test_find_routes_by_the_callers_catalog(
+    tmp_path: Path, fresh_db: Database, settings: Settings
+) -> None:
+    db = _store(tmp_path, fresh_db, [WIDGET_ON_TOPIC, WIDGET_WORDY])
+    catalog = _widget_catalog()
+    on_topic, wordy = WIDGET_ON_TOPIC["title"], WIDGET_WORDY["title"]
+    assert catalog_topic("widget control") is None  # not a bundled topic
+    assert [r["title"] for r in find(db, "widget control", 10)] == [wordy, on_topic]
+    assert [r["title"] for r in find(db, "widget control", 10, catalog)] == [on_topic, wordy]
+    # A command ranks with its context's catalog (what `paperboy run` loaded).
+    reply = handle("find widget control", Context(db, "slack:T1/C1", "@a", NOW, settings, catalog))
+    assert [paper["title"] for paper in reply.papers] == [on_topic, wordy]
+
+
+def test_find_keeps_at_most_limit_on_the_routed_path(tmp_path: Path, fresh_db: Database) -> None:
+    db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
+    assert catalog_topic("offline RL") is not None
+    assert find(db, "offline RL", 1) == find(db, "offline RL", 10)[:1]
+    for limit in (0, -1, -5):
+        assert find(db, "offline RL", limit) == [], limit

@@ -151,7 +151,7 @@ def _help(command: Command, ctx: Context) -> Reply:
 
 def _find(command: Command, ctx: Context) -> Reply:
     query = command.args["query"]
-    results = lookup.find(ctx.db, query, FIND_LIMIT)
+    results = lookup.find(ctx.db, query, FIND_LIMIT, ctx.catalog)
     if not results:
         return info(
             f"No papers match “{query}”.",
