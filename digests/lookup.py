@@ -189,7 +189,7 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
     label or aliases, with glue words (what a quoted `subscribe` follows), is ranked with
     that topic's model (`routed`); any other by words, and by meaning too with the
     semantic extra. A paper whose method name is the query always comes first."""
-    if limit <= 0:  # the routed path reads ROUTE_DEPTH hits: hits[:-1] would keep 99
+    if limit <= 0:  # the routed path reads ROUTE_DEPTH hits: hits[:-1] would keep 29
         return []
     topic = catalog_topic(query, catalog)
     depth = limit if topic is None else max(limit, ROUTE_DEPTH)
@@ -203,10 +203,12 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
 
 
 # A query naming a catalog topic is ranked among this many lexical matches (at least
-# `limit`). Reading and scoring them costs ~9 ms CPU at 100k papers, against ~1.3 ms for
-# the plain top 10; 200 cost twice that and chose the same top 10 on Set A
-# (docs/relevance.md "Routed find").
-ROUTE_DEPTH = 100
+# `limit`). Reading and scoring them is most of a routed find's cost: at 100 (8409fa1)
+# a routed find cost ~7.6 ms CPU at 100k papers against ~1.2 ms for the plain top 10, and
+# with only such queries `/papers find` p99 at 1M under 50 users rose from 253 to 787 ms
+# (goal < 300). On Set A the top 10 is as precise at 30 as at 100 or 200 (P@10 0.956,
+# unrouted 0.911; 0.911 at 10): docs/relevance.md "Routed find".
+ROUTE_DEPTH = 30
 ROUTE_RRF_K = 60  # reciprocal rank fusion's constant, as `digests.semantic` uses
 ROUTE_MAX_CHARS = 200  # longer text is never only a topic's names
 
