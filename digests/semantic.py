@@ -19,7 +19,7 @@ benchmark caches, rebuild for a feature most installs do not have. An in-memory 
 Uses:
 - `similar`: the stored papers nearest by cosine (`nearest`).
 - `find`: reciprocal rank fusion (`fuse`) of the lexical ranking with the nearest papers
-  to the encoded query (`hybrid_ids`).
+  to the encoded query (`hybrid_hits`).
 
 Tests use `HashingEncoder`, a deterministic stand-in with the same interface.
 """
@@ -568,29 +568,6 @@ def fuse(rankings: Sequence[Sequence[str]], depth: int = FUSE_DEPTH) -> list[str
     return sorted(scores, key=lambda paper_id: -scores[paper_id])
 
 
-def active(db: Database, model: Encoder | None = None) -> bool:
-    """Whether lookups on `db` can use meaning: the extra (or `model`) and stored vectors."""
-    return bool(len(_model_and_vectors(db, model)[1]))
-
-
-def hybrid_ids(
-    db: Database, query: str, lexical: Sequence[str], model: Encoder | None = None
-) -> list[str] | None:
-    """`lexical` (a `find` ranking, ids best first) fused with the papers nearest to the
-    encoded `query`; None when meaning is not available (the caller keeps `lexical`)."""
-    model, vectors = _model_and_vectors(db, model)
-    if not len(vectors) or not query.strip():
-        return None
-    model = model or encoder()
-    if model is None:
-        return None
-    encoded = _encode_one(model, query)
-    if encoded is None:
-        return None
-    near = [paper_id for paper_id, _ in nearest(vectors, encoded, FUSE_DEPTH)]
-    return fuse([list(lexical), near])
-
-
 def _rows(db: Database, ids: Sequence[str], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """The papers `ids`, from `known` or read from the store (a deleted one is left out)."""
     missing = [paper_id for paper_id in ids if paper_id not in known]
@@ -610,15 +587,23 @@ def hybrid_hits(
     the caller answers lexically. A paper whose method name is the query stays first,
     as in the lexical ranking (known-item lookups must not move). Scores are the fused
     ones (sums of 1 / (RRF_K + rank))."""
-    if limit <= 0 or not active(db, model):
+    if limit <= 0 or not query.strip():
         return None
-    if any((model or encoder()) is failed for failed in _failed):
-        return None  # before the lexical search below: the caller runs its own
+    model, vectors = _model_and_vectors(db, model)  # read once per lookup
+    if not len(vectors):
+        return None
+    model = model or encoder()
+    if model is None:
+        return None
+    # Encoded before the lexical search: when the model fails (now, or earlier in this
+    # process) the caller's own lexical search is the only one.
+    encoded = _encode_one(model, query)
+    if encoded is None:
+        return None
     lexical = search_papers(db, query, max(limit, FUSE_DEPTH))
     lexical_ids = [hit.paper["id"] for hit in lexical]
-    fused = hybrid_ids(db, query, lexical_ids, model)
-    if fused is None:
-        return None
+    near = [paper_id for paper_id, _ in nearest(vectors, encoded, FUSE_DEPTH)]
+    fused = fuse([lexical_ids, near])
     key = query_key(query)
     pinned = [
         hit.paper["id"]
