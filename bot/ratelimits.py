@@ -248,8 +248,8 @@ class SendLimits:
             # again, from the end of the pause (64 deliveries waiting for theirs are over a
             # second more at the old rate, into the limit).
             self._next_slot = until
+        # The pause itself is `_paused_until` alone: `wait_turn` takes no slot before it.
         self._paused_until = max(self._paused_until, until)
-        self._next_slot = max(self._next_slot, until)
 
     def accepted(self) -> None:
         """The platform answered a send as posted (Discord's poster hears every answer).
