@@ -76,6 +76,16 @@ def freeze_watermark_stat(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text_index, "os", types.SimpleNamespace(**{**vars(os), "stat": stat}))
 
 
+def back_up(path: Path, backup: Path) -> Path:
+    """`backup`, a copy of the store at `path` made with SQLite's backup API."""
+    source = sqlite3.connect(path)
+    target = sqlite3.connect(backup)
+    source.backup(target)
+    target.close()
+    source.close()
+    return backup
+
+
 def test_a_same_size_change_by_another_process_at_once_is_seen(file_db: Database) -> None:
     """A write of the same size, in the same second, by another process: no file size or
     mtime is relied on, SQLite's data_version moves."""
@@ -95,12 +105,7 @@ def test_a_backup_restored_over_the_live_store_by_another_process_is_seen(
     """`sqlite3 p.db ".restore backup.db"` (the backup API writing the live file): the
     store goes back to the backup's papers; the index, ahead of it, is rebuilt."""
     path = db_path(file_db)
-    backup = tmp_path / "backup.db"
-    source = sqlite3.connect(path)
-    target = sqlite3.connect(backup)
-    source.backup(target)
-    target.close()
-    source.close()
+    backup = back_up(path, tmp_path / "backup.db")
     with file_db.conn:
         file_db.execute("update papers set title = 'Okapi stripes' where method = 'LoMAP'")
     assert titles(file_db, "okapi") == ["Okapi stripes"]
@@ -129,12 +134,7 @@ def test_a_backup_copied_over_the_file_is_seen_by_a_new_connection(
     it (this process's index handle still open) gets the backup's papers, not the
     index's."""
     path = db_path(file_db)
-    backup = tmp_path / "backup.db"
-    source = sqlite3.connect(path)
-    target = sqlite3.connect(backup)
-    source.backup(target)
-    target.close()
-    source.close()
+    backup = back_up(path, tmp_path / "backup.db")
     with file_db.conn:
         file_db.execute("update papers set title = 'Okapi stripes' where method = 'LoMAP'")
     assert titles(file_db, "okapi") == ["Okapi stripes"]
