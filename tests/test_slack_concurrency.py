@@ -146,6 +146,16 @@ def rows(path: Path) -> list[int]:
     return [row[0] for row in open_db(path).execute("select n from t order by n").fetchall()]
 
 
+def refuse_13(store: Path) -> None:
+    """A trigger on `t` whose RAISE(ROLLBACK) ends the whole transaction that inserts 13."""
+    db = open_db(store)
+    db.execute(
+        "create trigger no13 before insert on t when new.n = 13 "
+        "begin select raise(rollback, 'thirteen'); end"
+    )
+    db.conn.commit()
+
+
 def per_thread(store: Path) -> Any:
     """Each thread's own connection, as `Services.db` gives them."""
     local = threading.local()
@@ -264,12 +274,7 @@ def test_a_failure_that_rolls_back_the_whole_transaction_fails_the_changes_befor
     """SQLite ends the whole transaction on some failures (a full disk, an I/O error, a
     trigger's RAISE(ROLLBACK)). The changes of the batch before it were told "done" and
     lost, and the ones after it ran in a deferred transaction of their own."""
-    db = open_db(store)
-    db.execute(
-        "create trigger no13 before insert on t when new.n = 13 "
-        "begin select raise(rollback, 'thirteen'); end"
-    )
-    db.conn.commit()
+    refuse_13(store)
     connect = per_thread(store)
     writer = ChangeWriter(connect)
     probes: list[str] = []
@@ -301,12 +306,7 @@ def test_a_failure_that_rolls_back_the_whole_transaction_fails_the_changes_befor
 
 
 def test_a_change_that_commits_by_itself_is_done_with_those_before_it(store: Path) -> None:
-    db = open_db(store)
-    db.execute(
-        "create trigger no13 before insert on t when new.n = 13 "
-        "begin select raise(rollback, 'thirteen'); end"
-    )
-    db.conn.commit()
+    refuse_13(store)
     connect = per_thread(store)
     writer = ChangeWriter(connect)
 
