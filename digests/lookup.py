@@ -209,7 +209,6 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
 # (goal < 300). On Set A the top 10 is as precise at 30 as at 100 or 200 (P@10 0.956,
 # unrouted 0.911; 0.911 at 10): docs/relevance.md "Routed find".
 ROUTE_DEPTH = 30
-ROUTE_RRF_K = 60  # reciprocal rank fusion's constant, as `digests.semantic` uses
 ROUTE_MAX_CHARS = 200  # longer text is never only a topic's names
 
 
@@ -244,9 +243,9 @@ def routed(query: str, topic: Topic, hits: list[Hit]) -> list[Hit]:
     by_topic = sorted((i for i in scores if scores[i] > 0), key=lambda i: -scores[i])
     fused: dict[str, float] = {}
     for rank, hit in enumerate(hits, start=1):
-        fused[str(hit.paper["id"])] = 1.0 / (ROUTE_RRF_K + rank)
+        fused[str(hit.paper["id"])] = 1.0 / (semantic.RRF_K + rank)
     for rank, paper_id in enumerate(by_topic, start=1):
-        fused[paper_id] += 1.0 / (ROUTE_RRF_K + rank)
+        fused[paper_id] += 1.0 / (semantic.RRF_K + rank)
     key = query_key(query)
     pinned = {
         str(hit.paper["id"])
