@@ -93,14 +93,11 @@ class DiscordPoster:
             return
         # Declared global (not a Cloudflare ban, which is global without saying so): the
         # limits measure the bot's real global rate from these (a rate set above it).
-        declared = (isinstance(body, dict) and body.get("global") is True) or str(
-            headers.get("X-RateLimit-Global", "")
-        ).lower() == "true"
         self.limits.limited(
             channel.group(1) if channel else "",
             retry_after,
             scope,
-            declared=declared,
+            declared=_declared_global(headers, body),
             bucket_size=_number(headers.get("X-RateLimit-Limit")),
             full_after=_number(headers.get("X-RateLimit-Reset-After")),
         )
@@ -184,8 +181,15 @@ def _limit_of(headers: Any, body: Any) -> tuple[float | None, str]:
         retry_after = MAX_WAIT_SECONDS
     is_global = (
         banned
-        or (isinstance(body, dict) and body.get("global") is True)
-        or str(headers.get("X-RateLimit-Global", "")).lower() == "true"
+        or _declared_global(headers, body)
         or str(headers.get("X-RateLimit-Scope", "")).lower() == "global"
     )
     return retry_after, "global" if is_global else "channel"
+
+
+def _declared_global(headers: Any, body: Any) -> bool:
+    """Discord says the 429 is the bot's global limit: the body's `global` is true, or
+    `X-RateLimit-Global: true`."""
+    return (isinstance(body, dict) and body.get("global") is True) or str(
+        headers.get("X-RateLimit-Global", "")
+    ).lower() == "true"
