@@ -16,6 +16,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file that goes with a reply, e.g. a BibTeX export.
+
+    Renderers ignore it; each adapter delivers it its own way (Slack: a file upload in the
+    user's DM with the bot; Discord: a file on the ephemeral reply; CLI: printed to stdout).
+    `content` is text; `mime` tells the adapter what kind (e.g. "application/x-bibtex").
+    """
+
+    filename: str
+    content: str
+    mime: str = "text/plain"
+
+
+@dataclass(frozen=True)
 class Reply:
     text: str
     ephemeral: bool = True  # only the person who asked sees it
@@ -27,6 +41,7 @@ class Reply:
     digest: Digest | None = None
     error: bool = False
     changed: bool = False  # the command changed the channel's settings
+    attachment: Attachment | None = None  # a file the adapter sends with the reply
 
     @property
     def body_lines(self) -> list[str]:
@@ -50,4 +65,4 @@ def info(text: str, *lines: str, **kwargs: Any) -> Reply:
     return Reply(text=text, lines=tuple(lines), **kwargs)
 
 
-__all__ = ["Reply", "error", "info"]
+__all__ = ["Attachment", "Reply", "error", "info"]
