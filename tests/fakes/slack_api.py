@@ -8,11 +8,31 @@ With `limits` (a `RateLimits`), `chat.postMessage` is limited per channel and
 workspace-wide as Slack does it, and a post over the limit is answered as Slack answers
 it: HTTP 429, `{"ok": false, "error": "ratelimited"}` and `Retry-After` in whole seconds.
 `limited` lists the posts refused so; `accepted()` the ones that were posted.
+
+Beyond posting (issue 13), the fake keeps what Slack would keep, and answers as Slack does:
+
+- `chat.update` changes a message the fake posted (`messages`, by channel and ts):
+  `message_not_found` for any other ts (Slack's answer for a ts it does not know, or one in
+  a channel the bot cannot see), `no_text` with neither text nor blocks, `invalid_blocks`
+  (with `errors`, as Slack lists them) for blocks past Block Kit's limits (`block_errors`);
+- `conversations.open` with `users` opens (or finds) the bot's DM with that user: the same
+  `D...` id every time, `no_op` and `already_open` true after the first; `user_not_found`
+  for ids in `unknown_users`, `cannot_dm_bot` for the bot itself,
+  `users_list_not_supplied` without `users`;
+- `files_upload_v2`'s three steps: `files.getUploadURLExternal` (`filename` and `length`
+  required, else `invalid_arguments`) answers an upload URL on this server and a file id;
+  a POST to that URL stores the bytes (`OK - <length>`, as files.slack.com answers);
+  `files.completeUploadExternal` shares them (`file_not_found` for an id never issued or
+  never uploaded to) and records each in `uploads`;
+- `views.publish` stores the user's Home view in `views` (`invalid_arguments` for a view
+  that is not `home` or has no blocks or past 100 blocks; `not_enabled` when
+  `home_enabled` is False; `hash_conflict` for a stale `hash`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 from collections import defaultdict, deque
@@ -50,6 +70,15 @@ class FakeSlack:
     port: int = 0
     limits: RateLimits | None = None
     limited: list[Call] = field(default_factory=list)  # posts refused by `limits`
+    # (channel, ts) -> {"text", "blocks", "thread_ts"}: what a message shows now
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    unknown_users: set[str] = field(default_factory=set)  # conversations.open: user_not_found
+    dms: dict[str, str] = field(default_factory=dict)  # user -> the DM's channel id
+    uploads: list[dict[str, Any]] = field(default_factory=list)  # files shared
+    _files: dict[str, dict[str, Any]] = field(default_factory=dict)  # file id -> upload
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)  # user -> Home view
+    home_enabled: bool = True
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
     def api_url(self) -> str:
@@ -88,6 +117,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/respond/{name}", self._respond)
+        app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/socket", self._socket)
         self._runner, self.port = await serve(app)
         return self
@@ -102,9 +132,11 @@ class FakeSlack:
         if request.method == "GET":
             return dict(request.query)
         raw = await request.text()
+        # slack_sdk sends some methods' arguments (`params=`) in the query string of a POST
+        query = dict(request.query)
         if request.content_type == "application/json":
-            return json.loads(raw or "{}")
-        return dict(parse_qsl(raw))
+            return {**query, **json.loads(raw or "{}")}
+        return {**query, **dict(parse_qsl(raw))}
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -145,14 +177,160 @@ class FakeSlack:
                 "user": "paperboy",
             }
         if method == "chat.postMessage":
+            errors = block_errors(_blocks(args.get("blocks")) or [])
+            if errors:
+                return _invalid_blocks(errors)
             self._ts += 1
-            return {"ok": True, "channel": args.get("channel"), "ts": f"{self._ts}.000100"}
+            ts = f"{self._ts}.000100"
+            self.messages[(str(args.get("channel")), ts)] = {
+                "text": args.get("text", ""),
+                "blocks": _blocks(args.get("blocks")) or [],
+                "thread_ts": args.get("thread_ts"),
+            }
+            return {"ok": True, "channel": args.get("channel"), "ts": ts}
+        if method == "chat.update":
+            return self._update(args)
+        if method == "conversations.open":
+            return self._open(args)
+        if method == "files.getUploadURLExternal":
+            return self._upload_url(args)
+        if method == "files.completeUploadExternal":
+            return self._complete_upload(args)
+        if method == "views.publish":
+            return self._publish(args)
         if method == "users.info":
             user = args.get("user")
             return {"ok": True, "user": {"id": user, "is_admin": user in self.admins}}
         if method == "apps.connections.open":
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
         return {"ok": False, "error": "unknown_method"}
+
+    def remember(self, channel: str, ts: str, blocks: list[dict[str, Any]], text: str = "") -> None:
+        """A message the bot posted earlier (as if through chat.postMessage)."""
+        self.messages[(channel, ts)] = {"text": text, "blocks": blocks, "thread_ts": None}
+
+    def _update(self, args: dict[str, Any]) -> dict[str, Any]:
+        key = (str(args.get("channel")), str(args.get("ts")))
+        if not args.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        blocks = _blocks(args.get("blocks"))
+        if not args.get("text") and not blocks:
+            return {"ok": False, "error": "no_text"}
+        errors = block_errors(blocks or [])
+        if errors:
+            return _invalid_blocks(errors)
+        message = self.messages[key]
+        if blocks is not None:
+            message["blocks"] = blocks
+        if args.get("text"):
+            message["text"] = args["text"]
+        return {
+            "ok": True,
+            "channel": key[0],
+            "ts": key[1],
+            "text": message["text"],
+            "message": {"type": "message", "user": "UBOT", "bot_id": "B0001", **message},
+        }
+
+    def _open(self, args: dict[str, Any]) -> dict[str, Any]:
+        users = [user for user in str(args.get("users") or "").split(",") if user]
+        if not users:
+            return {"ok": False, "error": "users_list_not_supplied"}
+        if len(users) > 1:
+            return {"ok": False, "error": "not_implemented"}  # group DMs: not Paperboy's
+        user = users[0]
+        if user in self.unknown_users:
+            return {"ok": False, "error": "user_not_found"}
+        if user == "UBOT":
+            return {"ok": False, "error": "cannot_dm_bot"}
+        if user in self.dms:
+            channel = {"id": self.dms[user]}
+            return {"ok": True, "no_op": True, "already_open": True, "channel": channel}
+        self.dms[user] = f"D{next(self._ids):08d}"
+        return {"ok": True, "channel": {"id": self.dms[user]}}
+
+    def _upload_url(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            length = int(args["length"])
+        except (KeyError, ValueError):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not args.get("filename") or length < 1:
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F{next(self._ids):08d}"
+        self._files[file_id] = {"filename": args["filename"], "length": length, "data": None}
+        upload_url = f"http://127.0.0.1:{self.port}/upload/{file_id}"
+        return {"ok": True, "upload_url": upload_url, "file_id": file_id}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        pending = self._files.get(request.match_info["file_id"])
+        if pending is None:
+            return web.Response(status=404, text="not found")
+        pending["data"] = await request.read()
+        return web.Response(text=f"OK - {len(pending['data'])}")
+
+    def _complete_upload(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            files = args["files"]
+            files = json.loads(files) if isinstance(files, str) else files
+            ids = [(str(item["id"]), item.get("title")) for item in files]
+        except (KeyError, TypeError, ValueError):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not ids or any(self._files.get(i, {}).get("data") is None for i, _ in ids):
+            return {"ok": False, "error": "file_not_found"}
+        shared = []
+        for file_id, title in ids:
+            pending = self._files.pop(file_id)
+            record = {
+                "id": file_id,
+                "name": pending["filename"],
+                "title": title or pending["filename"],
+                "content": pending["data"],
+                "channel_id": args.get("channel_id"),
+                "initial_comment": args.get("initial_comment"),
+            }
+            self.uploads.append(record)
+            shared.append({"id": file_id, "name": record["name"], "title": record["title"]})
+        return {"ok": True, "files": shared}
+
+    def _publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        try:
+            view = json.loads(view) if isinstance(view, str) else view
+        except ValueError:
+            view = None
+        if not args.get("user_id") or not isinstance(view, dict):
+            return {"ok": False, "error": "invalid_arguments"}
+        if view.get("type") != "home":
+            return _invalid_arguments("[ERROR] must be 'home' [json-pointer:/view/type]")
+        blocks = view.get("blocks")
+        if not isinstance(blocks, list) or not blocks:
+            return _invalid_arguments("[ERROR] missing required field: blocks [json-pointer:/view]")
+        if len(blocks) > 100:
+            return _invalid_arguments(
+                "[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"
+            )
+        errors = block_errors(blocks, max_blocks=100)
+        if errors:
+            return _invalid_arguments(*(f"[ERROR] {error}" for error in errors))
+        if not self.home_enabled:
+            return {"ok": False, "error": "not_enabled"}
+        user = str(args["user_id"])
+        previous = self.views.get(user)
+        if args.get("hash") and previous is not None and args["hash"] != previous["hash"]:
+            return {"ok": False, "error": "hash_conflict"}
+        self._ts += 1
+        stored = {
+            **view,
+            "id": previous["id"] if previous else f"V{next(self._ids):08d}",
+            "team_id": "T0001",
+            "hash": f"{self._ts}.{next(self._ids):08d}",
+            "app_id": "A0001",
+            "bot_id": "B0001",
+        }
+        self.views[user] = stored
+        return {"ok": True, "view": stored}
 
     async def _respond(self, request: web.Request) -> web.Response:
         self.responses.append(await self._args(request))
@@ -180,3 +358,74 @@ class FakeSlack:
         """Push a Socket Mode envelope to the connected app."""
         await asyncio.wait_for(self._socket_open.wait(), 10)
         await self._sockets[-1].send_json(envelope)
+
+
+def _blocks(value: Any) -> list[dict[str, Any]] | None:
+    """Blocks as sent: a list (JSON body) or a JSON string (form body)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, list) else None
+
+
+MAX_ACTION_ELEMENTS = 25
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_ID = 255  # action_id and block_id
+
+
+def block_errors(blocks: list[dict[str, Any]], max_blocks: int = 50) -> list[str]:
+    """What Slack says is wrong with these blocks, in its words (the fake's own check,
+    written from Slack's Block Kit reference, not from Paperboy's `limits`)."""
+    errors = []
+    if len(blocks) > max_blocks:
+        errors.append(f"no more than {max_blocks} items allowed [json-pointer:/blocks]")
+    seen: set[str] = set()
+    for index, block in enumerate(blocks):
+        block_id = block.get("block_id")
+        if block_id is not None:
+            if block_id in seen:
+                errors.append(f"duplicate block_id [json-pointer:/blocks/{index}/block_id]")
+            if len(str(block_id)) > MAX_ID:
+                errors.append(f"must be less than 256 characters [json-pointer:/blocks/{index}]")
+            seen.add(str(block_id))
+        if block.get("type") != "actions":
+            continue
+        elements = block.get("elements") or []
+        where = f"[json-pointer:/blocks/{index}/elements]"
+        if not elements:
+            errors.append(f"must provide at least 1 items {where}")
+        if len(elements) > MAX_ACTION_ELEMENTS:
+            errors.append(f"must provide no more than {MAX_ACTION_ELEMENTS} items {where}")
+        action_ids = [element.get("action_id") for element in elements]
+        if len(set(action_ids)) != len(action_ids):
+            errors.append(f"duplicate action_id {where}")
+        for element in elements:
+            if element.get("type") != "button":
+                continue
+            if len(str(element.get("text", {}).get("text", ""))) > MAX_BUTTON_TEXT:
+                errors.append(f"must be less than {MAX_BUTTON_TEXT + 1} characters {where}")
+            if len(str(element.get("value", ""))) > MAX_BUTTON_VALUE:
+                errors.append(f"must be less than {MAX_BUTTON_VALUE + 1} characters {where}")
+            if len(str(element.get("action_id", ""))) > MAX_ID:
+                errors.append(f"must be less than {MAX_ID + 1} characters {where}")
+    return errors
+
+
+def _invalid_blocks(errors: list[str]) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "error": "invalid_blocks",
+        "errors": errors,
+        "response_metadata": {"messages": [f"[ERROR] {error}" for error in errors]},
+    }
+
+
+def _invalid_arguments(*messages: str) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "error": "invalid_arguments",
+        "response_metadata": {"messages": list(messages)},
+    }
