@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 log = logging.getLogger(__name__)
 
 COMMAND = "/papers"
+ME_FLAG = "--me"
 MAX_INPUT = 2000
 _SMART_QUOTES = str.maketrans(
     {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'"}
@@ -41,10 +42,14 @@ class Verb:
     example: str = ""
     changes: bool = False  # changes the channel's settings: adapters check permission
     slow: bool = False  # may take more than a moment: adapters acknowledge first
+    # Takes `--me`: the command acts on the user's own digest (a direct message) instead of
+    # the channel's; anyone may, so adapters skip the permission check (`Command.needs_manager`).
+    personal: bool = False
 
     @property
     def usage(self) -> str:
-        return " ".join([COMMAND, self.name, *(param.usage for param in self.params)])
+        flag = [f"[{ME_FLAG}]"] if self.personal else []
+        return " ".join([COMMAND, self.name, *flag, *(param.usage for param in self.params)])
 
 
 VERBS: tuple[Verb, ...] = (
@@ -62,17 +67,17 @@ VERBS: tuple[Verb, ...] = (
     Verb("topics", "List the topics this channel can subscribe to."),
     Verb("subscribe", "Follow a topic from the catalog, or any free text in quotes.",
          (Param("topic", 'A topic id such as offline-rl, or "free text"', rest=True),),
-         'subscribe offline-rl', changes=True),
+         'subscribe offline-rl', changes=True, personal=True),
     Verb("unsubscribe", "Stop following a topic (its id, or its number from list).",
          (Param("topic", "A topic id, or a subscription number from list", rest=True),),
-         "unsubscribe offline-rl", changes=True),
-    Verb("list", "Show this channel's subscriptions and schedule."),
+         "unsubscribe offline-rl", changes=True, personal=True),
+    Verb("list", "Show this channel's subscriptions and schedule.", personal=True),
     Verb("schedule", "Set when this channel's digest comes: daily, weekdays or one weekday.",
          (Param("weekday", "daily, weekdays (Monday to Friday), or monday .. sunday"),
           Param("time", "24-hour time, e.g. 09:00"),
           Param("timezone", "An IANA timezone, e.g. Europe/Berlin (default: the current one)",
                 required=False)),
-         "schedule monday 09:00 Europe/Berlin", changes=True),
+         "schedule monday 09:00 Europe/Berlin", changes=True, personal=True),
     Verb("backlog", "Let older, never-sent papers fill a digest's empty slots (default: off).",
          (Param("state", "on or off", choices=("on", "off")),), "backlog on", changes=True),
     Verb("digest", "Preview this channel's digest for the current period.",
@@ -80,7 +85,7 @@ VERBS: tuple[Verb, ...] = (
          slow=True),
     Verb("status", "Show the paper store, this channel's schedule and its last digest."),
     Verb("resume", "Resume delivery to this channel after a pause, once its cause is fixed.",
-         changes=True),
+         changes=True, personal=True),
     Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
 )  # fmt: skip
 
@@ -92,6 +97,13 @@ class Command:
     verb: Verb
     args: dict[str, str] = field(default_factory=dict)
     quoted: bool = False  # the rest argument was given in quotes (free text)
+    me: bool = False  # `--me`: the user's own digest, not the channel's
+
+    @property
+    def needs_manager(self) -> bool:
+        """Whether adapters check that the user may change the channel: a personal
+        command changes only the user's own digest, which anyone may."""
+        return self.verb.changes and not self.me
 
 
 class ParseError(ValueError):
@@ -128,6 +140,17 @@ def parse(text: str) -> Command:
             suggestion=close[0] if close else None,
         )
     rest = rest.strip()
+    # `--me` first or last (`subscribe offline-rl --me` must not follow the free text
+    # "offline-rl --me" in the channel); inside quotes it is part of the text.
+    me = False
+    first, _, after = rest.partition(" ")
+    before, _, last = rest.rpartition(" ")
+    if ME_FLAG in (first.lower(), last.lower()):
+        if not verb.personal:
+            personal = ", ".join(v.name for v in VERBS if v.personal)
+            raise ParseError(f"`{verb.name}` has no {ME_FLAG}; only {personal} do.", verb)
+        me = True
+        rest = after.strip() if first.lower() == ME_FLAG else before.strip()
     args: dict[str, str] = {}
     quoted = False
     if verb.params and verb.params[-1].rest:
@@ -157,7 +180,7 @@ def parse(text: str) -> Command:
             + (f", e.g. `{COMMAND} {verb.example}`" if verb.example else ""),
             verb,
         )
-    return Command(verb, args, quoted)
+    return Command(verb, args, quoted, me)
 
 
 def _count(params: list[Param]) -> str:
@@ -168,7 +191,7 @@ def _count(params: list[Param]) -> str:
 
 def usage_hint() -> str:
     """The one-line hint Slack shows under `/papers` (from the app manifest)."""
-    return " | ".join(" ".join([verb.name, *(p.usage for p in verb.params)]) for verb in VERBS)
+    return " | ".join(verb.usage.removeprefix(COMMAND + " ") for verb in VERBS)
 
 
 def help_lines() -> list[str]:

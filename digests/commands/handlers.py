@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -113,12 +114,17 @@ def handle(text: str, ctx: Context) -> Reply:
         # Told to the whole channel and stored: refuse rather than guess what was meant.
         return error(UNSAFE_CHANGE, "Please type it again without them.")
     log.info("command %s in %s by %s", command.verb.name, ctx.channel, ctx.user)
+    handler = HANDLERS[command.verb.name]
+    if command.me:  # the user's own digest (imported here: that module imports this one)
+        from digests.commands.personal import PERSONAL_HANDLERS
+
+        handler = PERSONAL_HANDLERS[command.verb.name]
     if command.verb.changes:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two
         # people typing at once cannot both pass the check.
         with write_transaction(ctx.db):
-            return HANDLERS[command.verb.name](command, ctx)
-    return HANDLERS[command.verb.name](command, ctx)
+            return handler(command, ctx)
+    return handler(command, ctx)
 
 
 def _parse_error(exc: ParseError) -> Reply:
@@ -286,18 +292,7 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
 def _unsubscribe(command: Command, ctx: Context) -> Reply:
     text = command.args["topic"].strip()
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
-    number = text.lstrip("#")
-    match = None
-    position = int(number) if re.fullmatch(r"[0-9]{1,12}", number) else 0
-    if 1 <= position <= len(active):
-        # The number `list` shows: the position in this channel's list, from 1.
-        match = active[position - 1]
-    else:  # a name; also a number past the list's end, which may name a topic ("2048")
-        wanted = {text.lower(), custom_slug(text)}
-        named = ctx.catalog.by_name(text)
-        if named is not None:
-            wanted.add(named.id)
-        match = next((row for row in active if row["topic_id"] in wanted), None)
+    match = _match_subscription(text, active, ctx.catalog)
     if match is None:
         following = [
             _subscription_line(number, row, ctx.catalog)
@@ -312,6 +307,23 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     return info(
         f"{ctx.user} unsubscribed this channel from {label}.", ephemeral=False, changed=True
     )
+
+
+def _match_subscription(
+    text: str, active: list[dict[str, Any]], catalog: Catalog
+) -> dict[str, Any] | None:
+    """The subscription `unsubscribe` means: its number in `list`, its id or its text."""
+    number = text.lstrip("#")
+    position = int(number) if re.fullmatch(r"[0-9]{1,12}", number) else 0
+    if 1 <= position <= len(active):
+        # The number `list` shows: the position in this channel's list, from 1.
+        return active[position - 1]
+    # A name; also a number past the list's end, which may name a topic ("2048").
+    wanted = {text.lower(), custom_slug(text)}
+    named = catalog.by_name(text)
+    if named is not None:
+        wanted.add(named.id)
+    return next((row for row in active if row["topic_id"] in wanted), None)
 
 
 def _topic_label(row: dict[str, object], catalog: Catalog) -> str:

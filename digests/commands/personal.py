@@ -1,0 +1,181 @@
+"""`--me`: the commands that act on a user's own digest, delivered as a direct message.
+
+A personal digest is a channel whose reference names the user (`digests.channels`:
+`slack:T/@U`, `discord:@USER`), so it has a channel's schedule, outbox, crash safety and
+"never the same paper twice". These handlers mirror the channel ones on that reference,
+which comes from the user key the adapter gives (`Context.user_key`, from the platform's
+own user id): a user can only ever reach their own digest, so anyone may change it (no
+manager check), and every answer is ephemeral.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+from db import channels as channel_store
+from db import outbox
+from digests.channels import personal_channel
+from digests.commands.grammar import COMMAND, ME_FLAG, VERBS, Command
+from digests.commands.handlers import (
+    MAX_SUBSCRIPTIONS,
+    Context,
+    _match_subscription,
+    _resolve_topic,
+    _schedule_line,
+    _subscription_line,
+    _topic_label,
+)
+from digests.commands.replies import Reply, error, info
+from digests.digest import channel_schedule, ensure_channel
+from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_when
+
+log = logging.getLogger(__name__)
+
+NO_DM = (
+    "Personal digests come as direct messages in Slack or Discord; "
+    "there is nobody to send one to here."
+)
+WHERE = "your personal digest (a direct message from me)"
+
+
+def _personal(ctx: Context) -> Context | Reply:
+    """The context of the user's own digest, or why there is none."""
+    channel = personal_channel(getattr(ctx, "user_key", None) or "")
+    if channel is None:
+        return error(NO_DM)
+    return dataclasses.replace(ctx, channel=channel)
+
+
+def _changed(text: str, *lines: str) -> Reply:
+    """A change to the user's own digest: told to them only. `changed` lets the adapter
+    tell the scheduler (which re-reads every channel's schedule)."""
+    return info(text, *lines, ephemeral=True, changed=True)
+
+
+def _subscribe(command: Command, ctx: Context) -> Reply:
+    topic = _resolve_topic(command, ctx)
+    if isinstance(topic, Reply):
+        return topic
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    ensure_channel(own.db, own.channel, own.settings, own.now)
+    active = channel_store.active_subscriptions(own.db, own.channel)
+    if any(row["topic_id"] == topic.id for row in active):
+        return info(f"You already follow {topic.label} in {WHERE}.")
+    if len(active) >= MAX_SUBSCRIPTIONS:
+        return error(
+            f"You follow {len(active)} topics, the most a digest can. Unsubscribe from one "
+            f"first: `{COMMAND} unsubscribe {ME_FLAG} <topic>`."
+        )
+    channel_store.add_subscription(
+        own.db, own.channel, topic.id, topic.custom_text, own.user, own.stamp
+    )
+    schedule = channel_schedule(own.db, own.channel, own.settings, own.now)
+    what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
+    log.info("%s follows %s in %s", own.user, topic.id, own.channel)
+    return _changed(
+        f"You now follow {what} in {WHERE}.",
+        _schedule_line(schedule, own.now),
+        f"Change when it comes with `{COMMAND} schedule {ME_FLAG} <weekday> <time>`.",
+    )
+
+
+def _unsubscribe(command: Command, ctx: Context) -> Reply:
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    text = command.args["topic"].strip()
+    active = channel_store.active_subscriptions(own.db, own.channel)
+    match = _match_subscription(text, active, own.catalog)
+    if match is None:
+        following = [
+            _subscription_line(number, row, own.catalog)
+            for number, row in enumerate(active, start=1)
+        ]
+        return error(
+            f"Your personal digest does not follow `{text[:60]}`.",
+            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+        )
+    channel_store.remove_subscription(own.db, int(match["id"]), own.user, own.stamp)
+    left = len(active) - 1
+    return _changed(
+        f"You no longer follow {_topic_label(match, own.catalog)} in {WHERE}.",
+        *([] if left else ["It follows nothing now, so no more digests come."]),
+    )
+
+
+def _list(command: Command, ctx: Context) -> Reply:
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    row = channel_store.get_channel(own.db, own.channel) or {}
+    active = channel_store.active_subscriptions(own.db, own.channel)
+    if not active:
+        return info(
+            "Your personal digest follows no topics.",
+            f"Follow one for yourself with `{COMMAND} subscribe {ME_FLAG} offline-rl`; "
+            "it comes as a direct message from me.",
+        )
+    schedule = channel_schedule(own.db, own.channel, own.settings, own.now) if row else None
+    lines = [_subscription_line(number, r, own.catalog) for number, r in enumerate(active, 1)]
+    if schedule is not None:
+        lines.append(_schedule_line(schedule, own.now))
+    if row.get("paused"):
+        lines.append(
+            f"Paused: {row.get('paused_reason')}. Let me send you direct messages, then "
+            f"`{COMMAND} resume {ME_FLAG}`."
+        )
+    count = len(active)
+    return info(f"Your personal digest follows {count} topic{'s' if count != 1 else ''}:", *lines)
+
+
+def _schedule(command: Command, ctx: Context) -> Reply:
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    current = channel_schedule(own.db, own.channel, own.settings, own.now)
+    try:
+        cadence, weekday = parse_when(command.args["weekday"])
+        clock = parse_time(command.args["time"])
+        timezone = (
+            parse_timezone(command.args["timezone"])
+            if "timezone" in command.args
+            else current.timezone
+        )
+    except ScheduleError as exc:
+        return error(str(exc))
+    channel_store.set_schedule(
+        own.db, own.channel, weekday, clock, timezone, own.user, own.stamp, cadence=cadence
+    )
+    schedule = Schedule(weekday or current.weekday, clock, timezone, cadence)
+    return _changed(
+        f"Your personal digest now comes {schedule.describe()}.", _schedule_line(schedule, own.now)
+    )
+
+
+def _resume(command: Command, ctx: Context) -> Reply:
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    row = channel_store.get_channel(own.db, own.channel)
+    if not row or not row.get("paused"):
+        return info("Your personal digest is not paused.")
+    channel_store.set_paused(own.db, own.channel, None, own.stamp)
+    outbox.resume_channel(own.db, own.channel)
+    return _changed(
+        f"Your personal digest is on again (it was paused: {row.get('paused_reason')}).",
+        "Anything held goes out within a minute.",
+    )
+
+
+PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
+    "subscribe": _subscribe,
+    "unsubscribe": _unsubscribe,
+    "list": _list,
+    "schedule": _schedule,
+    "resume": _resume,
+}
+assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
