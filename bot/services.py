@@ -60,8 +60,12 @@ class Services:
             connection = self._local.db = open_db(self.db_path)
         return connection
 
-    def context(self, channel: str, user: str) -> Context:
-        return Context(self.db(), channel, user, self.clock(), self.settings, self.catalog)
+    def context(self, channel: str, user: str, user_key: str | None = None) -> Context:
+        """A command's context; `user_key` is the user's stable key (`digests.actions.
+        user_key`), which saved papers and `--me` need, `user` the name replies show."""
+        return Context(
+            self.db(), channel, user, self.clock(), self.settings, self.catalog, user_key
+        )
 
     async def in_thread(self, func: Callable[..., T], *args: object) -> T:
         """Run blocking work (SQLite, scoring) off the event loop."""

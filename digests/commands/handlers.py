@@ -87,6 +87,10 @@ class Context:
     now: datetime
     settings: Settings
     catalog: Catalog
+    # The asking user's stable key (`digests.actions.user_key`: `slack:T0123/U0456`,
+    # `discord:123…`, `local:NAME`), for what belongs to a person (saved papers, `--me`);
+    # `user` is only a display name. None when the adapter cannot tell: those commands say so.
+    user_key: str | None = None
 
     @property
     def stamp(self) -> str:
