@@ -1,0 +1,430 @@
+"""Paperboy's Home tab in Slack (issue 13): what a user follows, the channels they manage,
+their saved papers and their last personal digest, with buttons to unsubscribe and unsave.
+
+Slack sends `app_home_opened` when a user opens the app's Home tab (Socket Mode:
+`bot.slack.app`; HTTP: `bot.slack.endpoint`); Paperboy acknowledges, then publishes the
+view with `views.publish` (`publish_home`). `build_home` lays the view out from the
+database alone (pure: tests call it directly). The view is built with `slack_sdk.models`,
+so the SDK validates every block, and kept within Slack's limits: at most 100 blocks
+(long lists end with "…and N more"), sections of at most 3,000 characters, every text
+from a user or a paper escaped (`digests.render.escape`).
+
+The buttons (`HOME_UNSUBSCRIBE`, `HOME_UNSAVE`) carry a subscription id or a paper id in
+their `value`. Slack signs the request, not the value: a forged value is possible, so each
+is checked against the user who clicked (`unsubscribe`, `unsave`): only a topic of their
+own personal digest, only a paper of their own saved list; anything else changes nothing.
+The Home is then published again, with a line saying what happened (a Home tab has no
+response_url for an ephemeral answer).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import (
+    Block,
+    ButtonElement,
+    ConfirmObject,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
+from slack_sdk.web.async_client import AsyncWebClient
+from sqlite_utils import Database
+
+from bot.services import Services
+from bot.slack.client import error_code
+from db import home as home_store
+from db.channels import active_subscriptions, get_channel, remove_subscription
+from db.saved import unsave as unsave_paper
+from db.transactions import write_transaction
+from digests.actions import user_key
+from digests.digest import schedule_of
+from digests.render import limits
+from digests.render.escape import slack_escape, slack_link
+from digests.render.packing import clamp
+from digests.render.view import paper_view
+from digests.timestamps import stamp
+from digests.topics import Catalog
+
+log = logging.getLogger(__name__)
+
+HOME_PREFIX = "paperboy_home_"
+HOME_UNSUBSCRIBE = "paperboy_home_unsubscribe"
+HOME_UNSAVE = "paperboy_home_unsave"
+
+MAX_BLOCKS = 100  # Slack's limit for a Home view (50 for a message)
+# How many of each list the Home shows; the rest is one "…and N more" line. Together, with
+# the headers, they stay under MAX_BLOCKS whatever the lists hold (checked in build_home).
+SHOWN_TOPICS = 20
+SHOWN_CHANNELS = 15
+SHOWN_SAVED = 30
+SHOWN_DIGEST_ITEMS = 10
+MAX_BUTTON_TEXT = 75
+
+_USER = re.compile(r"[UW][A-Z0-9]{2,32}")
+_TEAM = re.compile(r"[A-Z0-9]{2,32}")
+_SUBSCRIPTION_VALUE = re.compile(r"[0-9]{1,12}")
+_PAPER_VALUE = re.compile(r"p[0-9a-f]{6,32}")
+
+EMPTY_TOPICS = (
+    "You follow no topics yourself. `/papers subscribe --me offline-rl` (any topic of "
+    "`/papers topics`) sends you your own digest as a direct message."
+)
+EMPTY_CHANNELS = (
+    "You manage no channels yet. In a channel, `/papers subscribe <topic>` starts its digest; "
+    "channels whose topics or schedule you change show here."
+)
+EMPTY_SAVED = "Nothing saved yet. 🔖 *Save* on a digest item keeps the paper here."
+EMPTY_DIGEST = "No personal digest yet: it comes on its schedule once you follow a topic."
+NOT_YOURS = "That button is not for your Home (or is out of date): nothing changed."
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a Home button did: the line shown at the top of the re-published Home."""
+
+    text: str
+    changed: bool
+
+
+def personal_channel_of(team: str, user_id: str) -> str:
+    """The reference of a Slack user's personal digest (`digests.channels`)."""
+    return f"slack:{team}/@{user_id}"
+
+
+def _section(text: str, accessory: ButtonElement | None = None) -> SectionBlock:
+    return SectionBlock(
+        text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)), accessory=accessory
+    )
+
+
+def _context(text: str) -> ContextBlock:
+    return ContextBlock(elements=[MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT))])
+
+
+def _header(text: str) -> HeaderBlock:
+    return HeaderBlock(text=PlainTextObject(text=clamp(text, limits.SLACK_HEADER_TEXT)))
+
+
+def _lines(lines: list[str], limit: int = limits.SLACK_SECTION_TEXT) -> str:
+    """Whole lines, as many as fit in `limit` characters (a link is never cut in two),
+    then "…and N more" for the rest."""
+    kept: list[str] = []
+    size = 0
+    for index, line in enumerate(lines):
+        rest = len(lines) - index
+        tail = len(f"\n…and {rest} more")
+        if size + len(line) + 1 + (tail if rest > 1 else 0) > limit:
+            kept.append(f"…and {rest} more")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept)
+
+
+def _more(count: int, what: str) -> ContextBlock:
+    return _context(f"…and {count} more {what}")
+
+
+def _topic_label(row: dict[str, Any], catalog: Catalog) -> str:
+    """A subscription's label, escaped: a free-text topic in quotes, else the catalog's."""
+    if row.get("custom_text"):
+        return f"“{slack_escape(str(row['custom_text']))}”"
+    topic = catalog.get(str(row["topic_id"]))
+    return slack_escape(topic.label if topic else str(row["topic_id"]))
+
+
+def _schedule(row: dict[str, Any] | None) -> str:
+    if not row or not row.get("time"):
+        return ""
+    try:
+        return schedule_of(row).describe()
+    except (ValueError, KeyError):  # a row written by a newer Paperboy: say nothing
+        return ""
+
+
+def _topic_blocks(db: Database, channel: str, catalog: Catalog) -> list[Block]:
+    rows = active_subscriptions(db, channel)
+    if not rows:
+        return [_section(EMPTY_TOPICS)]
+    row = get_channel(db, channel)
+    when = _schedule(row)
+    paused = " It is paused." if row and row.get("paused") else ""
+    intro = f"Your personal digest comes as a direct message, {when}.{paused}" if when else ""
+    blocks: list[Block] = [_context(intro)] if intro else []
+    for sub in rows[:SHOWN_TOPICS]:
+        label = _topic_label(sub, catalog)
+        ident = "" if sub.get("custom_text") else f" `{slack_escape(str(sub['topic_id']))}`"
+        since = slack_escape(str(sub.get("created_at") or "")[:10])
+        button = ButtonElement(
+            text="Unsubscribe",
+            action_id=HOME_UNSUBSCRIBE,
+            value=str(sub["id"]),
+            confirm=ConfirmObject(
+                title="Unsubscribe?",
+                text=clamp(f"Stop {label} in your personal digest?", 300),
+                confirm="Unsubscribe",
+                deny="Keep it",
+            ),
+        )
+        blocks.append(_section(f"*{label}*{ident}\nsince {since}", button))
+    if len(rows) > SHOWN_TOPICS:
+        blocks.append(
+            _more(len(rows) - SHOWN_TOPICS, "topics: `/papers list --me` lists them all.")
+        )
+    return blocks
+
+
+def _channel_blocks(channels: list[dict[str, Any]], catalog: Catalog) -> list[Block]:
+    if not channels:
+        return [_section(EMPTY_CHANNELS)]
+    blocks: list[Block] = []
+    for row in channels[:SHOWN_CHANNELS]:
+        name = str(row["id"]).rsplit("/", 1)[-1]  # a Slack channel id: [A-Z0-9] only
+        parts = [f"<#{name}>"]
+        when = _schedule(row)
+        if when:
+            parts.append(slack_escape(when))
+        if row.get("paused"):
+            parts.append("paused")
+        topics = [_topic_label(sub, catalog) for sub in row["subscriptions"]]
+        follows = ", ".join(topics) if topics else "no topics"
+        blocks.append(_section(_lines([" · ".join(parts), f"Follows: {follows}"])))
+    if len(channels) > SHOWN_CHANNELS:
+        blocks.append(_more(len(channels) - SHOWN_CHANNELS, "channels."))
+    return blocks
+
+
+def _paper_line(paper: dict[str, Any]) -> str:
+    view = paper_view(paper, (), slack_escape)
+    title = slack_link(view.url, view.raw_title) if view.url else view.title
+    details = [part for part in (view.venue, view.authors) if part]
+    return f"*{title}*" + (f"\n{' · '.join(details)}" if details else "")
+
+
+def _saved_blocks(db: Database, key: str) -> tuple[int, list[Block]]:
+    total = home_store.count_saved(db, key)
+    if not total:
+        return 0, [_section(EMPTY_SAVED)]
+    blocks: list[Block] = []
+    for paper in home_store.saved_page(db, key, SHOWN_SAVED):
+        saved = slack_escape(str(paper.get("saved_at") or "")[:10])
+        button = ButtonElement(text="Unsave", action_id=HOME_UNSAVE, value=str(paper["id"]))
+        blocks.append(_section(f"{_paper_line(paper)}\nsaved {saved}", button))
+    if total > SHOWN_SAVED:
+        blocks.append(
+            _more(
+                total - SHOWN_SAVED,
+                "saved papers: `/papers saved` lists them all, `/papers saved export` as BibTeX.",
+            )
+        )
+    return total, blocks
+
+
+def _digest_blocks(db: Database, channel: str) -> list[Block]:
+    digest = home_store.last_digest(db, channel)
+    if digest is None:
+        return [_section(EMPTY_DIGEST)]
+    built = slack_escape(str(digest["built_at"])[:10])
+    heading = f"*{slack_escape(str(digest['week']))}*, built {built}"
+    items = digest["items"]
+    if not items:
+        return [_section(f"{heading}: no new papers for your topics that time.")]
+    lines = [f"{heading}:"]
+    lines += [f"{index}. {_paper_line(paper)}" for index, paper in enumerate(items, start=1)]
+    shown = lines[: SHOWN_DIGEST_ITEMS + 1]
+    if len(items) > SHOWN_DIGEST_ITEMS:
+        shown.append(f"…and {len(items) - SHOWN_DIGEST_ITEMS} more")
+    return [_section(_lines(shown))]
+
+
+def build_home(
+    db: Database,
+    team: str,
+    user_id: str,
+    *,
+    catalog: Catalog,
+    legacy_names: Iterable[str] = (),
+    notice: str | None = None,
+) -> dict[str, Any]:
+    """The Home view (`views.publish`'s `view`) of a Slack user in workspace `team`.
+
+    Reads only. `legacy_names` are the display names the user's older channel changes may
+    be stored under (`db.home.managed_channels`); `notice` is a line shown first (what a
+    button just did). Raises ValueError for a team or user id that is not Slack's form."""
+    if not _TEAM.fullmatch(team) or not _USER.fullmatch(user_id):
+        raise ValueError(f"not a Slack team and user: {team[:40]!r} {user_id[:40]!r}")
+    key = user_key("slack", team, user_id)
+    personal = personal_channel_of(team, user_id)
+    channels = home_store.managed_channels(db, key, f"slack:{team}/", legacy_names)
+    total_saved, saved = _saved_blocks(db, key)
+    blocks: list[Block] = [
+        _header("📰 Paperboy"),
+        _context(
+            f"Hello <@{user_id}>: the topics you follow, the channels you manage and your "
+            "reading list. `/papers help` in any channel for the rest."
+        ),
+    ]
+    if notice:
+        blocks.append(_section(slack_escape(notice)))
+    blocks += [DividerBlock(), _header("Your topics"), *_topic_blocks(db, personal, catalog)]
+    blocks += [DividerBlock(), _header("Channels you manage"), *_channel_blocks(channels, catalog)]
+    saved_title = f"Saved papers ({total_saved})" if total_saved else "Saved papers"
+    blocks += [DividerBlock(), _header(saved_title), *saved]
+    blocks += [DividerBlock(), _header("Your last personal digest")]
+    blocks += _digest_blocks(db, personal)
+    # By construction at most 3 + 4 * 2 + (SHOWN_* + 1 each) + 1 = 81 blocks.
+    assert len(blocks) <= MAX_BLOCKS, len(blocks)
+    return View(type="home", blocks=blocks).to_dict()  # to_dict validates every block
+
+
+async def legacy_names(client: AsyncWebClient, user_id: str) -> list[str]:
+    """The names older records may name this user by: "@name" as a slash command's
+    `user_name` gave it (users.info's `name`), and the bare id (stored when Slack sent no
+    name). Only the id when users.info fails."""
+    names = [user_id]
+    try:
+        user = (await client.users_info(user=user_id))["user"]
+    except SlackApiError as exc:
+        log.warning("users.info for the Home of %s failed: %s", user_id, error_code(exc))
+        return names
+    if isinstance(user, dict) and isinstance(user.get("name"), str) and user["name"]:
+        names.append(f"@{user['name']}")
+    return names
+
+
+async def publish_home(
+    services: Services,
+    client: AsyncWebClient,
+    team: str,
+    user_id: str,
+    notice: str | None = None,
+) -> bool:
+    """Build the user's Home and publish it (`views.publish`). True if Slack took it.
+    Never raises: a failure is one log line (the user sees the previous Home)."""
+    try:
+        names = await legacy_names(client, user_id)
+        view = await services.in_thread(_build, services, team, user_id, names, notice)
+        await client.views_publish(user_id=user_id, view=view)
+    except SlackApiError as exc:
+        log.warning("views.publish for %s failed: %s", user_id, error_code(exc))
+        return False
+    except Exception:  # a bug: logged with its traceback, never shown to the user
+        log.exception("building the Home of %s/%s failed", team[:40], user_id[:40])
+        return False
+    return True
+
+
+def _build(
+    services: Services, team: str, user_id: str, names: list[str], notice: str | None
+) -> dict[str, Any]:
+    return build_home(
+        services.db(),
+        team,
+        user_id,
+        catalog=services.catalog,
+        legacy_names=names,
+        notice=notice,
+    )
+
+
+def unsubscribe(db: Database, team: str, user_id: str, value: str, now: datetime) -> Outcome:
+    """A Home "Unsubscribe" click: `value` must name an active subscription of this
+    user's own personal digest; anything else (malformed, removed, another user's or a
+    channel's subscription) changes nothing."""
+    personal = personal_channel_of(team, user_id)
+    row = home_store.subscription(db, int(value)) if _SUBSCRIPTION_VALUE.fullmatch(value) else None
+    if row is None or row["channel"] != personal or row["removed_at"] is not None:
+        log.warning(
+            "refused a Home unsubscribe by %s/%s: value %r is not one of their topics",
+            team[:40],
+            user_id[:40],
+            value[:40],
+        )
+        return Outcome(NOT_YOURS, changed=False)
+    remove_subscription(db, int(row["id"]), user_id, stamp(now))
+    label = str(row.get("custom_text") or row["topic_id"])
+    return Outcome(f"Unsubscribed from {label}: your personal digest no longer has it.", True)
+
+
+def unsave(db: Database, team: str, user_id: str, value: str) -> Outcome:
+    """A Home "Unsave" click: `value` must be a paper id in this user's saved list. Only
+    the clicker's own list is ever touched, so a forged value can only miss."""
+    key = user_key("slack", team, user_id)
+    if not _PAPER_VALUE.fullmatch(value) or not unsave_paper(db, key, value):
+        log.warning(
+            "refused a Home unsave by %s/%s: %r is not in their saved papers",
+            team[:40],
+            user_id[:40],
+            value[:40],
+        )
+        return Outcome(NOT_YOURS, changed=False)
+    return Outcome("Removed a paper from your saved papers.", changed=True)
+
+
+def _clicker(payload: dict[str, Any]) -> tuple[str, str] | None:
+    """(team, user id) of a block_actions payload, if both are Slack's form."""
+    user = payload.get("user")
+    team = payload.get("team")
+    user_id = user.get("id") if isinstance(user, dict) else None
+    team_id = team.get("id") if isinstance(team, dict) else None
+    if team_id is None and isinstance(user, dict):
+        team_id = user.get("team_id")
+    if not isinstance(user_id, str) or not isinstance(team_id, str):
+        return None
+    if not _USER.fullmatch(user_id) or not _TEAM.fullmatch(team_id):
+        return None
+    return team_id, user_id
+
+
+async def handle_home_action(
+    services: Services, client: AsyncWebClient, payload: dict[str, Any], action: dict[str, Any]
+) -> None:
+    """One click on a Home button (`action`, an element of the payload's `actions`):
+    checked against the clicker, applied in a thread, then the Home is published again
+    with a line saying what happened. Never raises."""
+    who = _clicker(payload)
+    if who is None:
+        log.warning("ignored a Home click without a Slack team and user")
+        return
+    team, user_id = who
+    action_id = str(action.get("action_id") or "")
+    value = action.get("value")
+    value = value if isinstance(value, str) else ""
+    try:
+        if action_id == HOME_UNSUBSCRIBE:
+            outcome = await services.in_thread(_unsubscribe, services, team, user_id, value)
+        elif action_id == HOME_UNSAVE:
+            outcome = await services.in_thread(_unsave, services, team, user_id, value)
+        else:
+            log.warning("ignored an unknown Home action %r", action_id[:60])
+            outcome = Outcome(NOT_YOURS, changed=False)
+    except Exception:
+        log.exception("Home action %s by %s/%s failed", action_id[:60], team, user_id)
+        outcome = Outcome("Sorry, something went wrong on my side; nothing changed.", False)
+    if outcome.changed and action_id == HOME_UNSUBSCRIBE:
+        services.changed(personal_channel_of(team, user_id))  # the scheduler re-reads it
+    await publish_home(services, client, team, user_id, notice=outcome.text)
+
+
+def _unsubscribe(services: Services, team: str, user_id: str, value: str) -> Outcome:
+    db = services.db()
+    with write_transaction(db):  # the check and the change see the same rows
+        return unsubscribe(db, team, user_id, value, services.clock())
+
+
+def _unsave(services: Services, team: str, user_id: str, value: str) -> Outcome:
+    db = services.db()
+    with write_transaction(db):
+        return unsave(db, team, user_id, value)

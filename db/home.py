@@ -1,0 +1,155 @@
+"""What a user's Home (Slack's App Home tab) reads: the channels they manage and their
+last personal digest (issue 13). Storage only; `bot.slack.home` lays it out.
+
+Who manages a channel. The `subscriptions` and `channels` tables name who changed them by
+a display name (`created_by`, `removed_by`, `schedule_set_by`: "@alice" from a Slack
+command's `user_name`), which a user can change and another can take later. So, going
+forward, each change a user makes to a channel is also recorded under their user key
+(`digests.actions.user_key`: `slack:T0123/U0456`) in `app_state`, one row per (user,
+channel): `record_manager`. That needs no migration, and `app_state`'s primary key
+answers "which channels did this user change" with one index range. Changes made before
+this existed are found by display name (`legacy_names`), which is only as reliable as the
+names: see `managed_channels`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from sqlite_utils import Database
+
+from db.papers import decode
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+MANAGER_PREFIX = "manages "  # app_state key: "manages {user_key} {channel}"
+
+
+def _manager_key(user_key: str, channel: str) -> str:
+    return f"{MANAGER_PREFIX}{user_key} {channel}"
+
+
+def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
+    """Remember that the user (`user_key`) changed this channel's topics or schedule at
+    `at`. Idempotent: a later change only moves the time."""
+    db.execute(
+        "insert into app_state (key, value, updated_at) values (?, ?, ?) "
+        "on conflict (key) do update set value = excluded.value, "
+        "updated_at = excluded.updated_at",
+        [_manager_key(user_key, channel), at, at],
+    )
+
+
+def recorded_channels(db: Database, user_key: str) -> list[str]:
+    """The channels `record_manager` recorded for this user, in reference order."""
+    prefix = f"{MANAGER_PREFIX}{user_key} "
+    # A range on the primary key: keys start with the prefix iff prefix <= key < end,
+    # where end is the prefix with its last character (a space) replaced by the next one.
+    end = prefix[:-1] + "!"
+    rows = db.execute(
+        "select key from app_state where key >= ? and key < ? order by key", [prefix, end]
+    ).fetchall()
+    return [str(key)[len(prefix) :] for (key,) in rows]
+
+
+def managed_channels(
+    db: Database,
+    user_key: str,
+    channel_prefix: str,
+    legacy_names: Iterable[str] = (),
+) -> list[Row]:
+    """The channels this user manages, as rows of `channels` (channels never stored are
+    left out) with `subscriptions`: their active subscription rows, oldest first.
+
+    A user manages a channel they changed: recorded under their key (`record_manager`),
+    or, for changes older than that record, a subscription created or removed, or a
+    schedule set, by one of `legacy_names` (e.g. "@alice"). Only channels whose reference
+    starts with `channel_prefix` (the user's workspace, e.g. "slack:T0123/") count, and
+    never a personal digest (`slack:T0123/@U...`): that is the user's own list. A display
+    name can be renamed and taken by someone else, so a legacy match may show a channel to
+    its name's new owner; the recorded key cannot be mistaken."""
+    channels = {ref for ref in recorded_channels(db, user_key) if ref.startswith(channel_prefix)}
+    names = sorted({name for name in legacy_names if name})
+    if names:
+        marks = ", ".join("?" for _ in names)
+        # The prefix is compared with substr, not LIKE: `_` in it must not be a wildcard.
+        size = len(channel_prefix)
+        query = (
+            f"select channel from subscriptions where substr(channel, 1, {size}) = ? "
+            f"and (created_by in ({marks}) or removed_by in ({marks})) "
+            f"union select id from channels where substr(id, 1, {size}) = ? "
+            f"and schedule_set_by in ({marks})"
+        )
+        params = [channel_prefix, *names, *names, channel_prefix, *names]
+        channels.update(str(channel) for (channel,) in db.execute(query, params).fetchall())
+    personal = f"{channel_prefix}@"
+    wanted = sorted(ref for ref in channels if not ref.startswith(personal))
+    if not wanted:
+        return []
+    marks = ", ".join("?" for _ in wanted)
+    rows = [dict(row) for row in db.query(f"select * from channels where id in ({marks})", wanted)]
+    subscriptions: dict[str, list[Row]] = {row["id"]: [] for row in rows}
+    for sub in db.query(
+        f"select * from subscriptions where channel in ({marks}) and removed_at is null "
+        "order by id",
+        wanted,
+    ):
+        if sub["channel"] in subscriptions:
+            subscriptions[sub["channel"]].append(dict(sub))
+    for row in rows:
+        row["subscriptions"] = subscriptions[row["id"]]
+    return sorted(rows, key=lambda row: str(row["id"]))
+
+
+def last_digest(db: Database, channel: str) -> Row | None:
+    """The channel's most recently built digest, with `items`: its papers in rank order,
+    each the paper's row (decoded) with the item's `rank`. None if it never had one.
+    Papers no longer in the store are left out."""
+    found = db.execute(
+        "select id, week, built_at, empty from digests where channel = ? "
+        "order by built_at desc, id desc limit 1",
+        [channel],
+    ).fetchone()
+    if found is None:
+        return None
+    digest_id, week, built_at, empty = found
+    items = [
+        decode(row)
+        for row in db.query(
+            "select p.*, i.rank as rank from digest_items i join papers p on p.id = i.paper_id "
+            "where i.digest_id = ? order by i.rank",
+            [digest_id],
+        )
+    ]
+    return {"id": digest_id, "week": week, "built_at": built_at, "empty": empty, "items": items}
+
+
+def count_saved(db: Database, user_key: str) -> int:
+    """How many papers the user has saved (still in the store), without reading them."""
+    (count,) = db.execute(
+        "select count(*) from saved s join papers p on p.id = s.paper_id where s.user = ?",
+        [user_key],
+    ).fetchone()
+    return int(count)
+
+
+def saved_page(db: Database, user_key: str, limit: int) -> list[Row]:
+    """The user's `limit` most recently saved papers, as `db.saved.saved_papers` orders
+    and shapes them (a Home shows a few; a user may have saved thousands)."""
+    rows = db.query(
+        "select p.*, s.saved_at as saved_at, s.channel as saved_from from saved s "
+        "join papers p on p.id = s.paper_id where s.user = ? "
+        "order by s.saved_at desc, s.rowid desc limit ?",
+        [user_key, limit],
+    )
+    return [decode(row) for row in rows]
+
+
+def subscription(db: Database, subscription_id: int) -> Row | None:
+    """One subscription row by id (active or removed), or None."""
+    rows = list(db.query("select * from subscriptions where id = ?", [subscription_id]))
+    return rows[0] if rows else None
