@@ -180,3 +180,19 @@ def test_set_a_hides_keywords_and_reports_on_the_report_half_only(
     assert result["report_half"] == sum(1 for h in side.values() if h == "report")
     report_fed = {p for p in data.labels["federated"] if side[p] == "report"}
     assert result["relevant"]["federated"] == len(report_fed)
+
+
+def test_semantic_topics_experiment_helpers_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import semantic_topics
+
+    # Best F1: taking the two top papers (2 of 2 relevant, 0 wrong) beats any other line.
+    pairs = [(5.0, True), (4.0, True), (3.0, False), (1.0, False)]
+    assert semantic_topics._best_f1_line(pairs) == 3.5
+    assert semantic_topics._pooled(pairs, 3.5) == (1.0, 1.0)
+    assert semantic_topics._pooled(pairs, 0.5) == (0.5, 1.0)
+    # RRF: a paper second in both rankings beats one first in one and absent from the other.
+    fused = semantic_topics._rrf({"a": 3.0, "b": 2.0}, {"c": 0.9, "b": 0.8})
+    assert max(fused, key=fused.__getitem__) == "b"
+    # Without the extra the experiment measures nothing (and reads no corpus).
+    monkeypatch.setattr(semantic_topics.semantic, "installed", lambda: False)
+    assert semantic_topics.run(Path("/nonexistent.tsv"), Path("/nonexistent.npz")) is None
