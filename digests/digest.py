@@ -33,6 +33,8 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 - Never a paper twice in a channel: papers delivered to the channel, or queued to be
   (`db.outbox.claimed_paper_ids`), are never picked again.
 - A paper picked for several topics appears once, with all its subscribed topics.
+- Feedback (issue 13): a topic the channel voted 👍/👎 on is scored as
+  `digests.learning` refines it for that channel, and a paper voted 👎 is never picked.
 - A preview is computed the same way, never recorded.
 """
 
@@ -56,6 +58,7 @@ from db import outbox
 from db.papers import decode
 from db.transactions import write_transaction
 from digests.channels import parse_channel
+from digests.learning import learn
 from digests.matching import Matcher, PaperText, Term, score
 from digests.schedule import Schedule, parse_cadence, period_label, week_start
 from digests.timestamps import stamp
@@ -537,14 +540,16 @@ def _select(
     threshold: float,
     per_topic: int,
     shown: dict[str, dict[str, Any]],
+    disliked: frozenset[str] = frozenset(),
 ) -> list[DigestItem]:
     """The channel's items from its window: the new papers it never claimed, papers an
     earlier digest picked that never reached it (new again), and with the backlog
     (`archive`), archive papers (stored by the build, not new) to fill empty slots.
     `shown`: the rows of the papers picked so far in this build, by id (read once per
     build, filled here), so a batch shows a paper as it was first read in that batch.
+    `disliked`: papers the channel voted 👎, never picked (`digests.learning`).
     """
-    already = outbox.claimed_paper_ids(db, channel)
+    already = outbox.claimed_paper_ids(db, channel) | disliked
     built_at = window.built_at
     # Each topic's contenders: its best `per_topic` new papers the channel never had (a
     # paper further down the window's ranking cannot make the top), then the others below.
@@ -720,6 +725,17 @@ def build_digests(
             continue
         since, stale = new_since(db, channel, now, settings)
         waiting.setdefault((since, stale), []).append((row, schedule.key(now), topics))
+    # Feedback (issue 13): the topics a channel voted on, refined, for the whole batch in
+    # two queries; topics without feedback stay the same objects (shared window scores).
+    learned = learn(db, {str(p[0]["id"]): p[2] for plans in waiting.values() for p in plans})
+    if learned.topics:
+        waiting = {
+            key: [
+                (row, week, learned.topics.get(str(row["id"]), topics))
+                for row, week, topics in plans
+            ]
+            for key, plans in waiting.items()
+        }
     archive = _Archive(stamp(now), catalog.threshold)
     shown: dict[str, dict[str, Any]] = {}  # the picked papers' rows (see `_select`)
     for (since, stale), plans in waiting.items():
@@ -736,6 +752,7 @@ def build_digests(
                     threshold=catalog.threshold,
                     per_topic=settings.digest_size,
                     shown=shown,
+                    disliked=learned.disliked.get(str(row["id"]), frozenset()),
                 ))
                 for row, week, topics in plans[start : start + CHUNK]
             ]  # fmt: skip

@@ -1,0 +1,101 @@
+"""A channel's 👍/👎 feedback, turned into its topics for the next digest (issue 13).
+
+Each subscribed topic with feedback in the channel is replaced by
+`digests.topic_model.refine(topic, positives, negatives)`: positives are the papers
+whose votes in that channel and topic sum above 0, negatives below 0 (`db.feedback`).
+The refined topic keeps its id; only its terms change, so it is scored afresh (the
+digest's window caches are keyed by terms) while every topic without feedback stays the
+very same object, shared by the channels that follow it.
+
+Built for a batch: one query reads the feedback of all its channels and one reads the
+labelled papers' texts, whatever the number of channels. A batch with no feedback at
+all costs that one query.
+
+A paper with net 👎 in a channel is also never picked for it again (it was delivered, so
+"never the same paper twice" already keeps it out; this holds even if that changed)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from db import feedback
+from db.papers import decode
+from digests.matching import PaperText
+from digests.topic_model import refine
+from digests.topics import Topic
+
+log = logging.getLogger(__name__)
+
+# What `PaperText.of` reads (and its cache key), not the whole row.
+TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
+
+
+@dataclass(frozen=True)
+class Learned:
+    """`topics`: {channel: its topics with feedback refined}, for the channels where
+    some topic changed; `disliked`: {channel: papers with net 👎 there}."""
+
+    topics: dict[str, list[Topic]]
+    disliked: dict[str, frozenset[str]]
+
+
+def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Learned:
+    """The channels' topics refined by their feedback (see the module docstring)."""
+    votes = feedback.net_votes_of(db, list(topics_by_channel))
+    if not votes:
+        return Learned({}, {})
+    wanted = {
+        paper_id
+        for channel, by_topic in votes.items()
+        for topic in topics_by_channel[channel]
+        for paper_id in by_topic.get(topic.id, {})
+    }
+    texts = paper_texts(db, wanted)
+    refined: dict[str, list[Topic]] = {}
+    disliked: dict[str, frozenset[str]] = {}
+    for channel, by_topic in votes.items():
+        against = frozenset(p for nets in by_topic.values() for p, net in nets.items() if net < 0)
+        if against:
+            disliked[channel] = against
+        topics = list(topics_by_channel[channel])
+        changed = False
+        for index, topic in enumerate(topics):
+            nets = by_topic.get(topic.id)
+            if not nets:
+                continue
+            positives = [texts[p] for p, net in sorted(nets.items()) if net > 0 and p in texts]
+            negatives = [texts[p] for p, net in sorted(nets.items()) if net < 0 and p in texts]
+            if positives or negatives:
+                topics[index] = refine(topic, positives, negatives)
+                changed = True
+        if changed:
+            refined[channel] = topics
+    log.debug(
+        "feedback: %d of %d channels have some, %d with topics refined",
+        len(votes),
+        len(topics_by_channel),
+        len(refined),
+    )
+    return Learned(refined, disliked)
+
+
+def refined_topic(db: Database, channel: str, topic: Topic) -> Topic:
+    """One topic as the channel's next digest scores it (the topic itself when the
+    channel gave it no feedback): for explaining a pick."""
+    return learn(db, {channel: [topic]}).topics.get(channel, [topic])[0]
+
+
+def paper_texts(db: Database, paper_ids: set[str]) -> dict[str, PaperText]:
+    """{paper id: normalised text} of the stored papers among `paper_ids`, in one query."""
+    if not paper_ids:
+        return {}
+    rows = db.query(
+        f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
+        [json.dumps(sorted(paper_ids))],
+    )
+    return {str(row["id"]): PaperText.of(decode(row)) for row in rows}

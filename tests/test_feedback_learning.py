@@ -1,0 +1,192 @@
+"""Feedback feeds the next digest (issue 13): 👍/👎 on a topic's items refine that topic for
+the channel; 👎'd papers never come back; channels without feedback are unchanged."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from config.settings import Settings
+from db import channels as store
+from db import outbox
+from digests import learning
+from digests.actions import VOTE_DOWN, VOTE_UP, apply_action, item_ref
+from digests.digest import Digest, build_digest, build_digests, ensure_channel
+from digests.ingest import ingest_files
+from digests.topics import Catalog
+from tests.conftest import NOW
+
+CHANNEL = "slack:T1/C1"
+QUIET = "slack:T1/C2"  # follows the same topic, gives no feedback
+TOPIC = "offline-rl"
+NEXT_WEEK = NOW + timedelta(days=7)
+
+ROBOTS = [  # offline RL for robot grasping: the channel likes these
+    "We study offline reinforcement learning for robot manipulation: a gripper learns "
+    f"grasping of tabletop objects from logged robot trajectories, variant {n}."
+    for n in range(5)
+]
+RECOMMENDERS = [  # offline RL for recommender systems: the channel does not
+    "We study offline reinforcement learning for recommender systems: a policy learns "
+    f"ranking of items from click logs of users, variant {n}."
+    for n in range(5)
+]
+# Next week: without feedback the recommender papers score higher (more offline-RL
+# terms), so only a refined topic puts the robot ones first.
+NEXT = {
+    "robot-a": "Offline reinforcement learning lets a robot gripper learn grasping of tabletop "
+    "objects for manipulation.",
+    "robot-b": "A robot arm learns manipulation and grasping of tabletop objects with a gripper "
+    "by offline reinforcement learning.",
+    "recsys-a": "Offline reinforcement learning for recommender systems: conservative Q learning "
+    "from click logs of users on offline data, offline RL for ranking items.",
+    "recsys-b": "Offline RL from click logs: recommender systems learn ranking of items for users "
+    "by offline reinforcement learning on a logged offline dataset.",
+}
+
+
+def ingest(db: Database, tmp_path: Path, papers: dict[str, str], at: datetime) -> dict[str, str]:
+    """Store papers titled by their key; {key: paper id}."""
+    path = tmp_path / f"papers-{at:%Y%m%d}.jsonl"
+    lines = [
+        json.dumps({"title": f"Paper {key}", "abstract": text, "authors": [f"Ann {key}"]})
+        for key, text in papers.items()
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ingest_files(db, [path], now=at)
+    return {
+        key: str(
+            db.execute("select id from papers where title = ?", [f"Paper {key}"]).fetchone()[0]
+        )
+        for key in papers
+    }
+
+
+@pytest.fixture
+def big(settings: Settings) -> Settings:
+    return replace(settings, digest_size=10)
+
+
+def first_week(db: Database, tmp_path: Path, catalog: Catalog, settings: Settings) -> Digest:
+    """Both channels follow offline-rl and get this week's ten papers."""
+    for channel in (CHANNEL, QUIET):
+        ensure_channel(db, channel, settings, NOW)
+        store.add_subscription(db, channel, TOPIC, None, "U9", NOW.isoformat())
+    papers = {f"robots-{n}": t for n, t in enumerate(ROBOTS)}
+    papers.update({f"recsys-{n}": t for n, t in enumerate(RECOMMENDERS)})
+    ingest(db, tmp_path, papers, NOW - timedelta(days=1))
+    digests = {
+        d.channel: d
+        for d in build_digests(db, [CHANNEL, QUIET], NOW, catalog=catalog, settings=settings)
+    }
+    assert len(digests[CHANNEL].items) == 10
+    return digests[CHANNEL]
+
+
+def deliver(db: Database, digest: Digest) -> None:
+    assert digest.digest_id is not None
+    ids = [str(item.paper["id"]) for item in digest.items]
+    outbox.enqueue(db, digest.channel, digest.digest_id, [({"text": "x"}, ids)], NOW.isoformat())
+
+
+def vote_all(db: Database, digest: Digest) -> tuple[set[str], set[str]]:
+    """👍 the robot papers, 👎 the recommender ones, through the buttons' path."""
+    assert digest.digest_id is not None
+    liked, disliked = set(), set()
+    for item in digest.items:
+        paper_id = str(item.paper["id"])
+        robot = "robot" in item.paper["abstract"]
+        result = apply_action(
+            db,
+            channel=CHANNEL,
+            user="U1",
+            user_key="slack:T1/U0AAA1",
+            action=VOTE_UP if robot else VOTE_DOWN,
+            value=item_ref(digest.digest_id, paper_id),
+            now=NOW + timedelta(hours=1),
+        )
+        assert not result.error, result.text
+        (liked if robot else disliked).add(paper_id)
+    assert len(liked) == len(disliked) == 5
+    return liked, disliked
+
+
+def order(digest: Digest, ids: dict[str, str]) -> list[str]:
+    keys = {paper_id: key for key, paper_id in ids.items()}
+    return [keys[str(i.paper["id"])] for i in digest.items if str(i.paper["id"]) in keys]
+
+
+def test_feedback_reranks_the_next_digest(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    digest = first_week(fresh_db, tmp_path, catalog, big)
+    deliver(fresh_db, digest)
+    vote_all(fresh_db, digest)
+    ids = ingest(fresh_db, tmp_path, NEXT, NOW + timedelta(days=3))
+
+    built = {
+        d.channel: d
+        for d in build_digests(fresh_db, [CHANNEL, QUIET], NEXT_WEEK, catalog=catalog, settings=big)
+    }
+    ranked = order(built[CHANNEL], ids)
+    # Every paper like the 👍 ones above every paper like the 👎 ones.
+    assert set(ranked[:2]) == {"robot-a", "robot-b"}, ranked
+    # The channel without feedback ranks them by the topic as it is: recommenders first
+    # (so the order above is the feedback's doing, not the papers').
+    assert set(order(built[QUIET], ids)[:2]) == {"recsys-a", "recsys-b"}
+    # Never the same paper twice: nothing of last week's digest comes back.
+    first = {str(i.paper["id"]) for i in digest.items}
+    assert not first & {str(i.paper["id"]) for i in built[CHANNEL].items}
+    # The refined topic keeps its id (the recorded digest names it as before).
+    assert all(t.id == TOPIC for i in built[CHANNEL].items for t in i.topics)
+
+
+def test_a_disliked_paper_never_comes_back_even_if_its_digest_never_arrived(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    """A digest that reached no channel leaves its papers new for the next one (nothing
+    picked is lost), except those the channel voted 👎."""
+    digest = first_week(fresh_db, tmp_path, catalog, big)  # recorded, never queued
+    liked, disliked = vote_all(fresh_db, digest)
+    # One robot paper 👎 too: like the 👍 ones, so the refined topic still scores it well.
+    assert digest.digest_id is not None
+    odd = sorted(liked)[0]
+    result = apply_action(
+        fresh_db,
+        channel=CHANNEL,
+        user="U1",
+        user_key="slack:T1/U0AAA1",
+        action=VOTE_DOWN,
+        value=item_ref(digest.digest_id, odd),
+        now=NOW + timedelta(hours=2),
+    )
+    assert result.changed
+    liked, disliked = liked - {odd}, disliked | {odd}
+    again = build_digest(fresh_db, CHANNEL, NEXT_WEEK, catalog=catalog, settings=big)
+    picked = {str(i.paper["id"]) for i in again.items}
+    assert liked <= picked
+    assert not picked & disliked
+
+
+def test_topics_without_feedback_stay_the_same_objects(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    digest = first_week(fresh_db, tmp_path, catalog, big)
+    topic = catalog.get(TOPIC)
+    other = catalog.get("exploration")
+    assert topic is not None and other is not None
+    nothing = learning.learn(fresh_db, {CHANNEL: [topic, other], QUIET: [topic]})
+    assert nothing == learning.Learned({}, {})
+    vote_all(fresh_db, digest)
+    learned = learning.learn(fresh_db, {CHANNEL: [topic, other], QUIET: [topic]})
+    assert set(learned.topics) == {CHANNEL}
+    refined, same = learned.topics[CHANNEL]
+    assert same is other and refined.id == TOPIC and refined.terms != topic.terms
+    assert learned.disliked[CHANNEL] and set(learned.disliked) == {CHANNEL}
+    assert learning.refined_topic(fresh_db, CHANNEL, topic) == refined
+    assert learning.refined_topic(fresh_db, QUIET, topic) is topic
