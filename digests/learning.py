@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlite_utils import Database
 
@@ -71,7 +71,13 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
             positives = [texts[p] for p, net in sorted(nets.items()) if net > 0 and p in texts]
             negatives = [texts[p] for p, net in sorted(nets.items()) if net < 0 and p in texts]
             if positives or negatives:
-                topics[index] = refine(topic, positives, negatives)
+                refined_topic = refine(topic, positives, negatives)
+                if not topic.searched:
+                    # The backlog's full-text search asks for a topic's phrases: not those
+                    # feedback weighs down (they would only widen the search).
+                    phrases = tuple(t.phrase for t in refined_topic.terms if t.weight > 0)
+                    refined_topic = replace(refined_topic, searched=phrases)
+                topics[index] = refined_topic
                 changed = True
         if changed:
             refined[channel] = topics

@@ -190,3 +190,22 @@ def test_topics_without_feedback_stay_the_same_objects(
     assert learned.disliked[CHANNEL] and set(learned.disliked) == {CHANNEL}
     assert learning.refined_topic(fresh_db, CHANNEL, topic) == refined
     assert learning.refined_topic(fresh_db, QUIET, topic) is topic
+
+
+def test_the_backlog_search_of_a_refined_topic_skips_what_feedback_weighs_down(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    from db import feedback
+    from digests.topics import custom_topic
+
+    digest = first_week(fresh_db, tmp_path, catalog, big)
+    topic = custom_topic("offline reinforcement learning for control")
+    assert not topic.searched
+    for item in digest.items:
+        vote = 1 if "robot" in item.paper["abstract"] else -1
+        feedback.record_vote(
+            fresh_db, CHANNEL, topic.id, str(item.paper["id"]), "U1", vote, None, "2026-12-01"
+        )
+    refined = learning.learn(fresh_db, {CHANNEL: [topic]}).topics[CHANNEL][0]
+    assert any(t.weight < 0 for t in refined.terms)
+    assert set(refined.search_phrases) == {t.phrase for t in refined.terms if t.weight > 0}
