@@ -17,6 +17,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from bot.discordbot.buttons import DigestButton, answer_stray
 from bot.discordbot.commands import ACK_BUDGET_SECONDS, PapersGroup
 from bot.services import Services
 from db.app_state import get_state, set_state
@@ -62,6 +63,9 @@ class PaperboyClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.group = PapersGroup(services, ack_budget)
         self.tree.add_command(self.group)
+        # The digest items' buttons, on any message however old (issue 13): no view per message.
+        self.ack_budget = ack_budget
+        self.add_dynamic_items(DigestButton)
         # "guild", "global", "unchanged" or "deferred" (rate-limited), after setup
         self.synced: str | None = None
 
@@ -78,6 +82,10 @@ class PaperboyClient(discord.Client):
                 await listener(params.response)
             except Exception:
                 log.exception("discord: a response listener failed")
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """A click that no button handler takes gets a polite ephemeral answer."""
+        await answer_stray(interaction)
 
     def command_payload(self) -> list[dict[str, Any]]:
         return [command.to_dict(self.tree) for command in self.tree.get_commands()]

@@ -15,7 +15,8 @@ above Discord's was never lowered (1,000 channels told 100/s against 50/s: 299 g
 which changes nothing: the same pause, and the rate comes down once per pause.
 Errors that retrying cannot fix pause the channel:
 Unknown Channel, Missing Access, Missing Permissions. Every message goes out with
-mentions disabled.
+mentions disabled, and with its buttons (`payload["components"]`, as a view of
+`bot.discordbot.buttons`) when it has some.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import aiohttp
 import discord
 
 from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
+from bot.discordbot.buttons import view_of
 from bot.discordbot.client import MAX_RATE_LIMIT_WAIT_SECONDS
 from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled
 from digests.channels import ChannelRef
@@ -115,6 +117,7 @@ class DiscordPoster:
         target = self.client.get_partial_messageable(
             int(channel.name), guild_id=int(channel.team) if channel.team else None
         )
+        components = payload.get("components")
         try:
             message = await target.send(
                 # The same nonce on every attempt at one outbox message: with enforce_nonce
@@ -124,6 +127,9 @@ class DiscordPoster:
                 content=payload.get("content") or None,
                 embeds=[discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
                 allowed_mentions=discord.AllowedMentions.none(),
+                # The digest items' buttons (issue 13): their custom_ids are handled by
+                # `buttons.DigestButton`, whoever posted the message and whenever.
+                view=view_of(components) if components else discord.utils.MISSING,
             )
         except discord.RateLimited as exc:  # longer than the client will wait: try later
             raise TransientError(

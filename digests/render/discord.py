@@ -3,6 +3,14 @@
 discord.py checks none of Discord's limits, so this module does: at most 10 embeds
 and 6,000 embed characters per message, and each field within its own limit.
 Messages go out with mentions disabled (the adapter's job); text here is escaped.
+
+A recorded digest's items carry buttons (issue 13): one action row per item, in the
+order of the embeds (Discord shows all embeds, then all rows), numbered alike ("1."
+on the embed's title and on its row's first button): 👍 and 👎 (feedback for the
+channel's topic), 🔖 Save (the clicker's reading list), then PDF and Code link buttons
+where the paper has them. Discord allows 5 action rows per message, so such a message
+holds at most 5 items. The custom_ids are `digests.actions.custom_id`'s; a preview
+(never recorded: no digest id) has no buttons.
 """
 
 from __future__ import annotations
@@ -11,6 +19,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from digests.actions import (
+    SAVE,
+    VOTE_DOWN,
+    VOTE_UP,
+    custom_id,
+    parse_custom_id,
+    parse_item_ref,
+)
 from digests.commands.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
@@ -25,14 +41,78 @@ EMBED_COLOUR = 0x2F6FEB
 
 @dataclass(frozen=True)
 class DiscordMessage:
-    """`POST /channels/{id}/messages` arguments: `content` and `embeds` (as JSON dicts)."""
+    """`POST /channels/{id}/messages` arguments: `content`, `embeds` and `components`
+    (action rows of buttons), as JSON dicts."""
 
     content: str
     embeds: list[dict[str, Any]] = field(default_factory=list)
     paper_ids: tuple[str, ...] = ()  # the papers this message carries (not sent to Discord)
+    components: list[dict[str, Any]] = field(default_factory=list)
 
     def payload(self) -> dict[str, Any]:
-        return {"content": self.content, "embeds": self.embeds, "allowed_mentions": {"parse": []}}
+        payload = {
+            "content": self.content,
+            "embeds": self.embeds,
+            "allowed_mentions": {"parse": []},
+        }
+        if self.components:  # a message without buttons is as before
+            payload["components"] = self.components
+        return payload
+
+
+# Button styles (Discord's numbers) and the labels of a digest item's buttons.
+PRIMARY, SECONDARY, LINK = 1, 2, 5
+BUTTON_LABELS = {VOTE_UP: "👍 More like this", VOTE_DOWN: "👎 Less like this", SAVE: "🔖 Save"}
+LINK_BUTTONS = {"PDF": "PDF", "code": "Code"}  # paper_links' label -> the button's
+
+
+def button_label(action: str, number: int, count: int = 0) -> str:
+    """A button's label: the item's number on its row's first (👍), a vote count when
+    there is one ("👍 More like this · 3")."""
+    label = BUTTON_LABELS[action]
+    if action == VOTE_UP:
+        label = f"{number}. {label}"
+    if count and action in (VOTE_UP, VOTE_DOWN):
+        label = f"{label} · {count}"
+    return label[: limits.DISCORD_BUTTON_LABEL]
+
+
+def item_row(digest_id: int, paper: PaperView, number: int) -> dict[str, Any]:
+    """One digest item's action row: 👍, 👎, 🔖 Save, and its PDF and Code links."""
+    buttons: list[dict[str, Any]] = [
+        {
+            "type": 2,
+            "style": PRIMARY if action == VOTE_UP else SECONDARY,
+            "label": button_label(action, number),
+            "custom_id": custom_id(action, digest_id, paper.id),
+        }
+        for action in (VOTE_UP, VOTE_DOWN, SAVE)
+    ]
+    for label, url in paper.links:  # checked by `safe_url`, at most 500 characters
+        if label in LINK_BUTTONS and len(url) <= limits.DISCORD_BUTTON_URL:
+            buttons.append({"type": 2, "style": LINK, "label": LINK_BUTTONS[label], "url": url})
+    return {"type": 1, "components": buttons}
+
+
+def with_counts(
+    rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """A digest message's action rows with every item's vote counts on its 👍 and 👎
+    (`counts`: paper id -> (up, down); a paper not in it has none). Buttons that are not
+    Paperboy's votes stay as they are."""
+    result = []
+    for number, row in enumerate(rows, start=1):
+        buttons = []
+        for button in row.get("components", []):
+            parsed = parse_custom_id(button.get("custom_id"))
+            if parsed is not None:
+                action, ref = parsed
+                up, down = counts.get(parse_item_ref(ref)[1], (0, 0))
+                count = up if action == VOTE_UP else down if action == VOTE_DOWN else 0
+                button = {**button, "label": button_label(action, number, count)}
+            buttons.append(button)
+        result.append({**row, "components": buttons})
+    return result
 
 
 def discord_link(label: str, url: str) -> str:
@@ -69,11 +149,20 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
     return embed
 
 
-def _fits(current: list[dict[str, Any]], embed: dict[str, Any]) -> bool:
-    if len(current) >= limits.DISCORD_EMBEDS_PER_MESSAGE:
+NUMBER_SIZE = len("5. ")  # the number a title gets in a message with buttons (1 to 5)
+
+
+def _fits(
+    current: list[dict[str, Any]],
+    embed: dict[str, Any],
+    most: int = limits.DISCORD_EMBEDS_PER_MESSAGE,
+    numbered: bool = False,
+) -> bool:
+    if len(current) >= most:
         return False
     used = sum(limits.embed_size(item) for item in current)
-    return used + limits.embed_size(embed) <= limits.DISCORD_EMBED_TOTAL
+    reserve = NUMBER_SIZE * (len(current) + 1) if numbered else 0  # titles numbered after
+    return used + limits.embed_size(embed) + reserve <= limits.DISCORD_EMBED_TOTAL
 
 
 def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessage]:
@@ -88,8 +177,14 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
     header = render("discord/header.md.j2", view=view)
     footer = render("discord/footer.md.j2", view=view)
     # Each paper's embed once per batch (`per_paper`), not once per channel.
-    embeds = [(per_paper("discord-embed", paper, paper_embed), paper.id) for paper in view.items]
-    groups = pack(embeds, lambda current, unit: _fits([e for e, _ in current], unit[0])) or [[]]
+    embeds = [(per_paper("discord-embed", paper, paper_embed), paper) for paper in view.items]
+    # A recorded digest's items have buttons: one action row each, 5 rows per message.
+    digest_id = digest.digest_id if digest.recorded else None
+    most = limits.DISCORD_EMBEDS_PER_MESSAGE if digest_id is None else limits.DISCORD_ACTION_ROWS
+    numbered = digest_id is not None
+    groups = pack(
+        embeds, lambda current, unit: _fits([e for e, _ in current], unit[0], most, numbered)
+    ) or [[]]  # fmt: skip
     messages = []
     for number, group in enumerate(groups, start=1):
         parts = []
@@ -98,8 +193,15 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
         if number == len(groups):
             parts.append(footer)
         content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
+        rows = []
+        if digest_id is not None:  # the embeds are fresh copies (`per_paper`): ours to number
+            for position, (embed, paper) in enumerate(group, start=1):
+                embed["title"] = clamp(f"{position}. {embed['title']}", limits.DISCORD_EMBED_TITLE)
+                rows.append(item_row(digest_id, paper, position))
         messages.append(
-            DiscordMessage(content, [e for e, _ in group], tuple(paper_id for _, paper_id in group))
+            DiscordMessage(
+                content, [e for e, _ in group], tuple(paper.id for _, paper in group), rows
+            )
         )
     return messages
 

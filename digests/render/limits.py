@@ -28,6 +28,11 @@ DISCORD_FOOTER_TEXT = 2048
 DISCORD_AUTHOR_NAME = 256
 DISCORD_EMBEDS_PER_MESSAGE = 10
 DISCORD_EMBED_TOTAL = 6000  # all embeds of one message together
+DISCORD_ACTION_ROWS = 5  # action rows per message
+DISCORD_ROW_BUTTONS = 5  # buttons per action row
+DISCORD_CUSTOM_ID = 100
+DISCORD_BUTTON_LABEL = 80
+DISCORD_BUTTON_URL = 512
 
 
 def embed_size(embed: dict[str, Any]) -> int:
@@ -82,6 +87,43 @@ def discord_problems(message: dict[str, Any]) -> list[str]:
                 problems.append("field too long")
             if not item["name"] or not item["value"]:
                 problems.append("empty field")
+    problems += _component_problems(message.get("components", []))
     if not message.get("content") and not embeds:
         problems.append("empty message")
+    return problems
+
+
+def _component_problems(rows: list[dict[str, Any]]) -> list[str]:
+    """The limits of a message's buttons: 5 action rows of 5 buttons; a link button has
+    a URL and no custom_id, any other a custom_id (unique in the message, 100 characters
+    at most); labels of 80 characters at most."""
+    problems = []
+    if len(rows) > DISCORD_ACTION_ROWS:
+        problems.append(f"{len(rows)} action rows > {DISCORD_ACTION_ROWS}")
+    seen: set[str] = set()
+    for row in rows:
+        buttons = row.get("components", [])
+        if row.get("type") != 1 or not buttons:
+            problems.append("not an action row of buttons")
+        if len(buttons) > DISCORD_ROW_BUTTONS:
+            problems.append(f"{len(buttons)} buttons in a row > {DISCORD_ROW_BUTTONS}")
+        for button in buttons:
+            label, custom, url = button.get("label"), button.get("custom_id"), button.get("url")
+            if button.get("type") != 2 or not label:
+                problems.append("not a labelled button")
+            elif len(label) > DISCORD_BUTTON_LABEL:
+                problems.append("button label too long")
+            if button.get("style") == 5:  # a link
+                if not url or custom is not None:
+                    problems.append("a link button needs a url and no custom_id")
+                elif len(url) > DISCORD_BUTTON_URL:
+                    problems.append("button url too long")
+            elif not custom or url is not None:
+                problems.append("a button needs a custom_id and no url")
+            elif len(custom) > DISCORD_CUSTOM_ID:
+                problems.append("custom_id too long")
+            elif custom in seen:
+                problems.append("custom_id repeated")
+            if custom:
+                seen.add(custom)
     return problems

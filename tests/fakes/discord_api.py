@@ -14,10 +14,22 @@ bucket's `X-RateLimit-Limit`, `-Remaining`, `-Reset`, `-Reset-After` and `-Bucke
 post over a limit is answered 429 with `{"message": "You are being rate limited.",
 "retry_after": 0.5, "global": false}` (seconds, a float), `Retry-After`, `X-RateLimit-Scope`
 and, for the global limit, `X-RateLimit-Global: true`. `limited` lists the refused ones.
+
+Components (issue 13): a message keeps the `components` it was posted with, and
+`messages` holds every created message by id, as Discord has it now. `click(message,
+custom_id)` is the INTERACTION_CREATE a user's click on one of its buttons makes (type 3,
+MESSAGE_COMPONENT, with the message, the member and `data.custom_id`); the fake remembers
+which message an interaction's token is for, so an answer that updates the message
+(callback type 7, or type 6 then `PATCH /webhooks/{app}/{token}/messages/@original`) or a
+`PATCH /channels/{id}/messages/{id}` edits it there; `edits` lists those edits. A
+multipart request (a file) is recorded as its `payload_json` plus `files` (name, text).
 """
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
+import itertools
 import json
 import math
 import time
@@ -85,6 +97,28 @@ def rate_limited(verdict: Verdict) -> web.Response:
     return json_response(body, status=429, headers=headers)
 
 
+_interaction_ids = itertools.count(800000000000000000)
+
+
+def multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """A multipart/form-data body as discord.py sends files: its `payload_json` (the
+    message) and `files`, each {"filename", "content" (text)}."""
+    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
+    body: dict[str, Any] = {"files": []}
+    for part in parsed.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        content = part.get_payload(decode=True) or b""
+        if name == "payload_json":
+            body.update(json.loads(content))
+        else:
+            body["files"].append(
+                {"filename": part.get_filename(), "content": content.decode(errors="replace")}
+            )
+    return body
+
+
 @dataclass
 class Request:
     method: str
@@ -108,6 +142,9 @@ class FakeDiscord:
     _dropping: dict[str, int] = field(default_factory=dict)
     limits: RateLimits | None = None
     limited: list[Request] = field(default_factory=list)  # posts refused by `limits`
+    messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> as it is now
+    edits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (message id, body)
+    _clicked: dict[str, str] = field(default_factory=dict)  # interaction token -> message id
 
     def drop(self, route: str, times: int = 1) -> None:
         """The next `times` requests ending with `route` are handled, then their answer is
@@ -153,6 +190,64 @@ class FakeDiscord:
     def followups(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.method == "POST" and "/webhooks/" in r.path]
 
+    def click(
+        self,
+        message: dict[str, Any],
+        custom_id: str,
+        *,
+        user_id: str = "500000000000000000",
+        guild_id: str = "111111111111111111",
+        channel_id: str | None = None,
+        component_type: int = 2,
+    ) -> dict[str, Any]:
+        """The INTERACTION_CREATE payload of a click on `message`'s button `custom_id`
+        (a message of `messages`, or any message dict; `channel_id`: where the click
+        happened, the message's channel by default)."""
+        number = next(_interaction_ids)
+        token = f"component-token-{number}"
+        self._clicked[token] = str(message["id"])
+        channel_id = channel_id or str(message["channel_id"])
+        return {
+            "id": str(number),
+            "application_id": APP_ID,
+            "type": 3,
+            "token": token,
+            "version": 1,
+            "guild_id": guild_id,
+            "channel_id": channel_id,
+            "channel": {"id": channel_id, "type": 0, "guild_id": guild_id, "name": "papers",
+                        "position": 0, "permission_overwrites": [], "nsfw": False, "parent_id": None},
+            "member": {
+                "user": {"id": user_id, "username": f"user{user_id[-4:]}", "discriminator": "0",
+                         "global_name": None, "avatar": None},
+                "roles": [], "permissions": "0", "joined_at": "2025-01-01T00:00:00+00:00",
+                "deaf": False, "mute": False, "flags": 0, "nick": None, "avatar": None,
+                "pending": False,
+            },
+            "message": {**message, "channel_id": channel_id},
+            "app_permissions": str((1 << 10) | (1 << 11) | (1 << 14) | (1 << 38)),
+            "attachment_size_limit": 10485760,
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": guild_id},
+            "context": 0,
+            "data": {"custom_id": custom_id, "component_type": component_type},
+        }  # fmt: skip
+
+    def _edit(self, message_id: str | None, body: dict[str, Any]) -> dict[str, Any] | None:
+        message = self.messages.get(message_id or "")
+        if message is None:
+            return None
+        for key in ("content", "embeds", "components"):
+            if key in body:
+                message[key] = (
+                    body[key] if body[key] is not None else ([] if key != "content" else "")
+                )
+        message["edited_timestamp"] = "2026-11-30T09:01:00.000000+00:00"
+        self.edits.append((str(message_id), body))
+        return message
+
     async def start(self) -> FakeDiscord:
         app = web.Application()
         app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
@@ -174,7 +269,9 @@ class FakeDiscord:
         if raw:
             if request.content_type == "application/json":
                 body = json.loads(raw)
-            else:  # multipart (files): not used by Paperboy, kept for inspection
+            elif request.content_type == "multipart/form-data":  # files, as discord.py sends them
+                body = multipart(request.headers["Content-Type"], raw)
+            else:
                 body = {"raw": raw.decode(errors="replace")}
         self.requests.append(
             Request(request.method, path, body, request.headers.get("Authorization"))
@@ -222,7 +319,7 @@ class FakeDiscord:
             "embeds": body.get("embeds") or [],
             "pinned": False,
             "flags": body.get("flags", 0),
-            "components": [],
+            "components": body.get("components") or [],
             "nonce": body.get("nonce"),
         }
 
@@ -249,6 +346,15 @@ class FakeDiscord:
         if path.endswith("/callback"):  # discord.py asks ?with_response=1
             kind = (body or {}).get("type", 4)
             data = (body or {}).get("data") or {}
+            clicked = self._clicked.get(path.split("/")[3])
+            if kind == 7:  # UPDATE_MESSAGE: the clicked message, edited
+                updated = self._edit(clicked, data)
+                if updated is None:
+                    return json_response({"message": "Unknown Message", "code": 10008}, 404)
+                return json_response(
+                    {"interaction": {"id": path.split("/")[2], "type": 3},
+                     "resource": {"type": 7, "message": updated}}
+                )  # fmt: skip
             answer: dict[str, Any] = {
                 "interaction": {
                     "id": path.split("/")[2],
@@ -266,7 +372,18 @@ class FakeDiscord:
         if path.startswith("/webhooks/") and method == "POST":
             return json_response(self._message("0", body))
         if path.startswith("/webhooks/") and method == "PATCH":
+            token = path.split("/")[3]
+            if token in self._clicked and path.endswith("/messages/@original"):
+                # After a deferred update (type 6), @original is the clicked message.
+                updated = self._edit(self._clicked[token], body or {})
+                if updated is not None:
+                    return json_response(updated)
             return json_response(self._message("0", body))
+        if path.startswith("/channels/") and "/messages/" in path and method == "PATCH":
+            updated = self._edit(path.rsplit("/", 1)[1], body or {})
+            if updated is None:
+                return json_response({"message": "Unknown Message", "code": 10008}, 404)
+            return json_response(updated)
         if path.startswith("/channels/") and path.endswith("/messages") and method == "POST":
             channel_id = path.split("/")[2]
             nonce = (body or {}).get("nonce")
@@ -276,6 +393,7 @@ class FakeDiscord:
                     return json_response(known)
             message = self._message(channel_id, body)
             self.created.append(message)
+            self.messages[message["id"]] = message
             if nonce:
                 self._by_nonce[str(nonce)] = message
             return json_response(message)

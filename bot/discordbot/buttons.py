@@ -1,0 +1,212 @@
+"""The buttons of Discord digest messages (issue 13): 👍, 👎 and 🔖 Save, after restarts too.
+
+A digest item's row (`digests.render.discord.item_row`) holds three buttons whose
+custom_id names the action and the item ("pb:up:123:p380c62ca5bf30379",
+`digests.actions.custom_id`), and PDF / Code link buttons (Discord opens those itself:
+no interaction). `DigestButton` is a `discord.ui.DynamicItem` whose template matches those
+custom_ids: registered on the client (`PaperboyClient.add_dynamic_items`), it handles a
+click on any digest message, however old, with no view kept per message, so clicks work
+after a restart.
+
+A click is acknowledged within Discord's 3 seconds: `digests.actions.apply_action` runs in
+a worker thread; if it has answered within the budget, the acknowledgement is the message
+update itself (interaction response 7: the item's 👍/👎 now show their counts), else the
+click is deferred (response 6) and the message edited when the work is done. The clicker
+then gets an ephemeral line ("👍 Noted: more papers like this for offline-rl.",
+"🔖 Saved to your list."). A refused click (a forged custom_id, a digest of another
+channel, a paper not in it) changes nothing and gets only an ephemeral one-line reason.
+
+A component interaction that no `DigestButton` takes (a custom_id of no known shape, or
+one not on the message clicked) is answered by `answer_stray` with an ephemeral line,
+never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+import discord
+
+from bot.discordbot.commands import ACK_BUDGET_SECONDS, FAILURE, channel_of
+from digests.actions import (
+    CUSTOM_ID_TEMPLATE,
+    ActionResult,
+    apply_action,
+    digest_counts,
+    parse_custom_id,
+    parse_item_ref,
+    user_key,
+)
+from digests.render.discord import LINK, with_counts
+
+log = logging.getLogger(__name__)
+
+STRAY = "That button is not one of Paperboy's, or it no longer works. Nothing was changed."
+_TEMPLATE = re.compile(CUSTOM_ID_TEMPLATE, re.ASCII)
+BUTTON = 2  # Discord's component type of a button
+
+
+class DigestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=_TEMPLATE):
+    """👍, 👎 or 🔖 on a digest item: any custom_id `digests.actions.custom_id` writes."""
+
+    def __init__(self, button: discord.ui.Button[Any]) -> None:
+        super().__init__(button)
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> DigestButton:
+        """The clicked button as it is on the message (label, style): nothing is read here,
+        the click is checked by `apply_action`. Never raises (discord.py would log it)."""
+        if isinstance(item, discord.ui.Button):
+            return cls(item)
+        return cls(discord.ui.Button(custom_id=match.group(0)))
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        await handle_click(interaction, self.custom_id)
+
+
+def view_of(rows: list[dict[str, Any]]) -> discord.ui.View:
+    """A view of action rows given as JSON (the renderer's, or a message's own): Paperboy's
+    buttons as `DigestButton`s (a view of those and links only is not kept per message by
+    discord.py: `DigestButton`'s template serves them all), link buttons as links."""
+    view = discord.ui.View(timeout=None)
+    for number, row in enumerate(rows):
+        for spec in row.get("components", []):
+            style = discord.ButtonStyle(int(spec.get("style", 2)))
+            label = spec.get("label")
+            if style.value == LINK:
+                view.add_item(
+                    discord.ui.Button(style=style, label=label, url=spec["url"], row=number)
+                )
+                continue
+            button: discord.ui.Button[Any] = discord.ui.Button(
+                style=style,
+                label=label,
+                custom_id=spec["custom_id"],
+                disabled=bool(spec.get("disabled", False)),
+                row=number,
+            )
+            if _TEMPLATE.fullmatch(spec["custom_id"]):
+                view.add_item(DigestButton(button))
+            else:  # not ours (nothing renders such a button): shown as it was
+                view.add_item(button)
+    return view
+
+
+def _message_rows(message: discord.Message | None) -> list[dict[str, Any]]:
+    if message is None:
+        return []
+    return [row.to_dict() for row in message.components if isinstance(row, discord.ActionRow)]
+
+
+def takes(interaction: discord.Interaction[Any]) -> bool:
+    """Whether discord.py hands this component interaction to a `DigestButton`: its
+    custom_id has the template's shape and is a button on the message clicked (as
+    `discord.ui.view.ViewStore.schedule_dynamic_item_call` requires)."""
+    data: Any = interaction.data or {}
+    custom = data.get("custom_id")
+    if data.get("component_type") != BUTTON or not isinstance(custom, str):
+        return False
+    if not _TEMPLATE.fullmatch(custom):
+        return False
+    return any(
+        button.get("custom_id") == custom and button.get("type") == BUTTON
+        for row in _message_rows(interaction.message)
+        for button in row.get("components", [])
+    )
+
+
+async def answer_stray(interaction: discord.Interaction[Any]) -> None:
+    """Answer a component interaction no `DigestButton` takes, ephemerally (Discord would
+    otherwise show "This interaction failed"). Called for every interaction."""
+    if interaction.type is not discord.InteractionType.component or takes(interaction):
+        return
+    data: Any = interaction.data or {}
+    log.info(
+        "discord: a click on an unknown component in %s refused (custom_id %.100r)",
+        channel_of(interaction),
+        data.get("custom_id"),
+    )
+    await _say(interaction, STRAY)
+
+
+async def _say(interaction: discord.Interaction[Any], text: str) -> None:
+    """An ephemeral line to the clicker: the response if there was none yet, else a
+    follow-up. A failure to tell them is logged, not raised."""
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True)
+        else:
+            await interaction.response.send_message(text, ephemeral=True)
+    except discord.HTTPException as exc:
+        log.warning("discord: could not answer a click: %s", exc)
+
+
+async def handle_click(
+    interaction: discord.Interaction[Any], custom: str, ack_budget: float | None = None
+) -> None:
+    """Apply a click on a digest button and answer it (see the module's docstring)."""
+    client: Any = interaction.client
+    services = client.services
+    budget = ack_budget if ack_budget is not None else getattr(client, "ack_budget", None)
+    parsed = parse_custom_id(custom)
+    if parsed is None:  # the template matched, so this does not happen; be safe anyway
+        await _say(interaction, STRAY)
+        return
+    action, ref = parsed
+    channel = channel_of(interaction)
+    user = str(interaction.user.id)
+    rows = _message_rows(interaction.message)
+
+    def work() -> tuple[ActionResult, dict[str, tuple[int, int]] | None]:
+        db = services.db()
+        try:
+            key = user_key("discord", None, user)
+        except ValueError:
+            key = ""  # apply_action refuses a save without a valid key
+        result = apply_action(
+            db, channel=channel, user=user, user_key=key, action=action, value=ref,
+            now=services.clock(),
+        )  # fmt: skip
+        if result.error:
+            return result, None
+        return result, digest_counts(db, channel, parse_item_ref(ref)[0])
+
+    task = asyncio.ensure_future(services.in_thread(work))
+    done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET_SECONDS if budget is None else budget)
+    if not done:
+        try:  # "the bot is working on it": the message update comes when it is done
+            await interaction.response.defer()
+        except discord.HTTPException as exc:
+            log.warning("discord: could not acknowledge a click: %s", exc)
+    try:
+        result, counts = await task
+    except Exception:
+        log.exception("discord: a click on %s in %s failed", custom, channel)
+        await _say(interaction, FAILURE)
+        return
+    if counts is not None and rows:
+        view = view_of(with_counts(rows, counts))
+        try:
+            if interaction.response.is_done():
+                await interaction.edit_original_response(view=view)
+            else:
+                await interaction.response.edit_message(view=view)
+        except discord.HTTPException as exc:  # the vote is stored; the counts show next time
+            log.warning(
+                "discord: could not show the counts on message %s: %s",
+                interaction.message and interaction.message.id,
+                exc,
+            )
+    await _say(interaction, result.text)
+
+
+__all__ = ["DigestButton", "answer_stray", "handle_click", "takes", "view_of"]
