@@ -8,6 +8,7 @@ The callbacks only turn options back into command text for the core's `handle`.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from functools import cache
 from typing import Any
@@ -63,7 +64,8 @@ def channel_of(interaction: discord.Interaction[Any]) -> str:
 
 
 async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> None:
-    """The reply as Discord messages: the first answers the interaction, the rest follow."""
+    """The reply as Discord messages: the first answers the interaction, the rest follow.
+    A reply's attachment goes with the first, as a file (ephemeral when the reply is)."""
     for number, message in enumerate(discord_render.reply_messages(reply)):
         kwargs: dict[str, Any] = {
             "content": message.content or None,
@@ -71,6 +73,9 @@ async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> Non
             "ephemeral": reply.ephemeral,
             "allowed_mentions": discord.AllowedMentions.none(),
         }
+        if number == 0 and reply.attachment is not None:  # e.g. `saved export`'s BibTeX
+            data = io.BytesIO(reply.attachment.content.encode())
+            kwargs["file"] = discord.File(data, filename=reply.attachment.filename)
         if number == 0 and not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)
         else:
