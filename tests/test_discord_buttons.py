@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import discord
+
+from bot.discordbot.buttons import view_of
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.poster import DiscordPoster
 from bot.send import send_digest
 from db import open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, custom_id, user_key
+from digests.digest import build_digest
+from digests.render import discord as discord_render
 from digests.render import limits
 from tests.conftest import NOW
 from tests.discord_helpers import CHANNEL, MANAGE_CHANNELS, dispatch, interaction, logged_in
 from tests.fakes.discord_api import FakeDiscord
+from tests.test_digest import subscribe
 
 ALICE = "500000000000000001"
 BOB = "500000000000000002"
@@ -222,3 +228,34 @@ async def test_a_click_on_an_old_message_works_after_a_restart(
         assert stored(fresh)[0] == [(CHANNEL, "offline-rl", paper, BOB, 1)]
     finally:
         await fresh.close()
+
+
+async def test_a_click_in_a_dm_is_on_the_clickers_personal_digest(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """A personal digest (issue 13) arrives in the user's DM with the bot; a click there has
+    no server: it belongs to the clicker's own digest, `discord:@USER`."""
+    db = open_db(bot.services.db_path)
+    personal = f"discord:@{ALICE}"
+    subscribe(db, bot.services.settings, "offline-rl", channel=personal)
+    digest = build_digest(
+        db, personal, NOW, catalog=bot.services.catalog, settings=bot.services.settings
+    )
+    assert digest.digest_id is not None
+    [first, *_] = discord_render.digest_messages(digest)
+    dm = bot.get_partial_messageable(int("600000000000000000"), type=discord.ChannelType.private)
+    sent = await dm.send(first.content, embeds=[discord.Embed.from_dict(e) for e in first.embeds],
+                         view=view_of(first.components))  # fmt: skip
+    message = fake_discord.messages[str(sent.id)]
+    paper = paper_of(message)
+    _, line = await click(
+        bot, fake_discord, message, custom_id(VOTE_UP, digest.digest_id, paper),
+        user_id=ALICE, dm=True,
+    )  # fmt: skip
+    assert "more papers like this" in line["content"]
+    assert stored(bot)[0] == [(personal, "offline-rl", paper, ALICE, 1)]
+    assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 1"
+    # Someone else's DM (or a channel digest's button in a DM) is not theirs to vote on.
+    bob = custom_id(VOTE_UP, digest.digest_id, paper)
+    text = await refused(bot, fake_discord, message, bob, user_id=BOB, dm=True)
+    assert text == "That button belongs to another channel's digest."

@@ -15,6 +15,8 @@ click is deferred (response 6) and the message edited when the work is done. The
 then gets an ephemeral line ("👍 Noted: more papers like this for offline-rl.",
 "🔖 Saved to your list."). A refused click (a forged custom_id, a digest of another
 channel, a paper not in it) changes nothing and gets only an ephemeral one-line reason.
+A click in a direct message with the bot is on the clicker's personal digest
+(`click_channel`).
 
 A component interaction that no `DigestButton` takes (a custom_id of no known shape, or
 one not on the message clicked) is answered by `answer_stray` with an ephemeral line,
@@ -40,6 +42,7 @@ from digests.actions import (
     parse_item_ref,
     user_key,
 )
+from digests.channels import personal_channel
 from digests.render.discord import LINK, with_counts
 
 log = logging.getLogger(__name__)
@@ -124,6 +127,20 @@ def takes(interaction: discord.Interaction[Any]) -> bool:
     )
 
 
+def click_channel(interaction: discord.Interaction[Any]) -> str:
+    """The channel reference a click belongs to: the server channel it happened in, or,
+    in a direct message with the bot (no server), the clicker's own personal digest
+    (`discord:@USER`, issue 13): nobody else can click in that DM."""
+    if interaction.guild_id is None:
+        try:
+            personal = personal_channel(user_key("discord", None, str(interaction.user.id)))
+        except ValueError:
+            personal = None
+        if personal is not None:
+            return personal
+    return channel_of(interaction)
+
+
 async def answer_stray(interaction: discord.Interaction[Any]) -> None:
     """Answer a component interaction no `DigestButton` takes, ephemerally (Discord would
     otherwise show "This interaction failed"). Called for every interaction."""
@@ -162,7 +179,7 @@ async def handle_click(
         await _say(interaction, STRAY)
         return
     action, ref = parsed
-    channel = channel_of(interaction)
+    channel = click_channel(interaction)
     user = str(interaction.user.id)
     rows = _message_rows(interaction.message)
 

@@ -199,15 +199,17 @@ class FakeDiscord:
         guild_id: str = "111111111111111111",
         channel_id: str | None = None,
         component_type: int = 2,
+        dm: bool = False,
     ) -> dict[str, Any]:
         """The INTERACTION_CREATE payload of a click on `message`'s button `custom_id`
         (a message of `messages`, or any message dict; `channel_id`: where the click
-        happened, the message's channel by default)."""
+        happened, the message's channel by default). `dm`: in the user's direct messages
+        with the bot, as Discord sends it there (no guild, `user` instead of `member`)."""
         number = next(_interaction_ids)
         token = f"component-token-{number}"
         self._clicked[token] = str(message["id"])
         channel_id = channel_id or str(message["channel_id"])
-        return {
+        payload: dict[str, Any] = {
             "id": str(number),
             "application_id": APP_ID,
             "type": 3,
@@ -234,6 +236,13 @@ class FakeDiscord:
             "context": 0,
             "data": {"custom_id": custom_id, "component_type": component_type},
         }  # fmt: skip
+        if dm:
+            user = payload.pop("member")["user"]
+            del payload["guild_id"]
+            payload.update(user=user, context=1, authorizing_integration_owners={"1": user["id"]})
+            payload["channel"] = {"id": channel_id, "type": 1, "last_message_id": None,
+                                  "flags": 0, "recipients": [user]}  # fmt: skip
+        return payload
 
     def _edit(self, message_id: str | None, body: dict[str, Any]) -> dict[str, Any] | None:
         message = self.messages.get(message_id or "")
