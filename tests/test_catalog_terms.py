@@ -32,3 +32,25 @@ def test_rlhf_covers_inverse_rl_and_reward_learning() -> None:
     # Still imitation learning too: the terms were added, not moved.
     imitation = catalog.get("imitation-learning")
     assert imitation is not None and imitation.score(IRL) > 0
+
+
+def test_rl_theory_needs_rl_not_just_theory_words() -> None:
+    catalog = load_catalog()
+    theory = catalog.get("rl-theory")
+    assert theory is not None
+    minimax = PaperText.of(
+        {
+            "title": "Gradient descent ascent for min-max problems on Riemannian manifolds",
+            "abstract": "We give a provably convergent method for minimax problems on "
+            "manifolds, with its convergence rate.",
+        }
+    )
+    rl = PaperText.of(
+        {
+            "title": "Regret of optimistic exploration in linear MDPs",
+            "abstract": "We prove a regret bound for reinforcement learning with linear "
+            "function approximation.",
+        }
+    )
+    assert theory.score(minimax) < catalog.threshold  # optimisation theory, not RL
+    assert theory.score(rl) >= catalog.threshold

@@ -27,7 +27,8 @@ def test_every_verb_has_help_and_an_example_when_it_takes_arguments() -> None:
     names = [verb.name for verb in VERBS]
     assert names == [
         "help", "find", "show", "similar", "topics", "subscribe", "unsubscribe", "list",
-        "schedule", "backlog", "digest", "status", "resume", "sources",
+        "schedule", "backlog", "digest", "status", "resume", "sources", "why", "feedback",
+        "saved", "bibtex",
     ]  # fmt: skip
     for verb in VERBS:
         assert verb.help.endswith(".")

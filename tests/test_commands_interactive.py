@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
+import bibtexparser
+import pytest
+from sqlite_utils import Database
+
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.commands import NEEDS_MANAGE_CHANNELS
+from config.settings import Settings
+from db import feedback as feedback_store
+from db import open_db
+from db import saved as saved_store
+from db.papers import add_alias, get_paper
+from digests.bibtex import cite_key, latex_text
+from digests.commands import Context, handle, parse
+from digests.commands.grammar import VERBS_BY_NAME
+from digests.commands.interactive import NO_USER
 from digests.commands.replies import Attachment, Reply
+from digests.digest import build_digest
+from digests.explain import explain
+from digests.learning import refined_topic
+from digests.matching import PaperText
 from digests.render.discord import reply_messages as discord_messages
 from digests.render.slack import reply_messages as slack_messages
 from digests.render.text import reply_text
 from digests.topics import Catalog
+from tests.conftest import NOW, seed_paper_id
+from tests.discord_helpers import CHANNEL_ID, GUILD, MANAGE_CHANNELS, dispatch, interaction
+from tests.fakes.discord_api import FakeDiscord
 
 
 def test_reply_carries_an_attachment_that_renderers_ignore() -> None:
@@ -31,3 +55,268 @@ def test_services_pass_the_user_key_to_the_context(tmp_path: Path, catalog: Cata
     assert services.context("slack:T1/C1", "@alice").user_key is None
     ctx = services.context("slack:T1/C1", "@alice", user_key="slack:T1/U1")
     assert (ctx.user, ctx.user_key) == ("@alice", "slack:T1/U1")
+
+
+# --- the commands, on the seed papers -------------------------------------------------
+
+CHANNEL = "slack:T1/C1"
+OTHER = "slack:T1/C2"
+ALICE = "slack:T1/U1"
+AT = "2026-11-30T08:00:00+00:00"
+
+
+@pytest.fixture
+def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+    return Context(seeded_db, CHANNEL, "@alice", NOW, settings, catalog, user_key=ALICE)
+
+
+@pytest.fixture
+def picked(ctx: Context) -> list[str]:
+    """The ids of this channel's first digest (offline-rl), recorded."""
+    handle("subscribe offline-rl", ctx)
+    digest = build_digest(ctx.db, CHANNEL, NOW, catalog=ctx.catalog, settings=ctx.settings)
+    assert digest.digest_id is not None and len(digest.items) >= 2
+    return [str(item.paper["id"]) for item in digest.items]
+
+
+def others(db: Database, picked: list[str], n: int) -> list[str]:
+    """`n` stored papers not in the digest."""
+    rows = db.query("select id from papers order by id")
+    return [str(row["id"]) for row in rows if row["id"] not in picked][:n]
+
+
+def vote(db: Database, paper_id: str, user: str, value: int, channel: str = CHANNEL) -> None:
+    feedback_store.record_vote(db, channel, "offline-rl", paper_id, user, value, None, AT)
+
+
+def feedback_rows(db: Database) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in db.execute("select * from feedback order by id").fetchall()]
+
+
+def test_why_names_the_digest_the_topic_and_the_terms(ctx: Context, picked: list[str]) -> None:
+    reply = handle(f"why {picked[0]}", ctx)
+    text = reply_text(reply)
+    assert not reply.error and reply.ephemeral
+    assert "in this channel's digest for 2026-W49 (#1), picked for Offline RL (offline-rl)" in text
+    assert "Terms: “" in text and "(abstract" in text
+    assert "Feedback: none on this topic here yet." in text
+
+
+def test_why_term_contributions_add_up_to_the_score(ctx: Context, picked: list[str]) -> None:
+    paper = get_paper(ctx.db, picked[0])
+    assert paper is not None
+    explained = explain(ctx.db, CHANNEL, paper, ctx.catalog)
+    (topic,) = explained.topics
+    assert topic.picked and topic.score >= ctx.catalog.threshold
+    assert sum(t.contribution for t in topic.terms) == pytest.approx(topic.score, abs=0.01)
+    assert topic.score == topic.base_score  # no feedback yet
+
+
+def test_why_shows_the_feedback_that_moved_it(ctx: Context, picked: list[str]) -> None:
+    down = others(ctx.db, picked, 2)
+    vote(ctx.db, picked[0], "U1", 1)
+    vote(ctx.db, picked[1], "U2", 1)
+    vote(ctx.db, down[0], "U1", -1)
+    vote(ctx.db, down[1], "U1", -1)
+    paper = get_paper(ctx.db, picked[0])
+    assert paper is not None
+    (topic,) = explain(ctx.db, CHANNEL, paper, ctx.catalog).topics
+    # The score is the one the channel's next digest uses (digests.learning).
+    offline = ctx.catalog.get("offline-rl")
+    assert offline is not None
+    refined = refined_topic(ctx.db, CHANNEL, offline)
+    assert topic.score == refined.score(PaperText.of(paper)) != topic.base_score
+    assert (topic.liked, topic.disliked, topic.votes) == (2, 2, (1, 0))
+    text = reply_text(handle(f"why {picked[0]}", ctx))
+    assert "Feedback: 👍 on 2 and 👎 on 2 of this topic's papers here moved this paper's" in text
+    assert "from feedback)" in text
+    assert "This paper: 👍 1 👎 0." in text
+    assert "voted it down" in reply_text(handle(f"why {down[0]}", ctx))
+
+
+def test_why_of_a_paper_never_picked_and_of_a_channel_without_topics(
+    ctx: Context, picked: list[str]
+) -> None:
+    never = others(ctx.db, picked, 1)[0]
+    assert "It has not been in this channel's digests." in reply_text(handle(f"why {never}", ctx))
+    empty = dataclasses.replace(ctx, channel=OTHER)
+    text = reply_text(handle(f"why {never}", empty))
+    assert "This channel follows no topics" in text
+
+
+def test_why_and_bibtex_of_an_unknown_id_say_so(ctx: Context) -> None:
+    for verb in ("why", "bibtex"):
+        reply = handle(f"{verb} pnope00000000000", ctx)
+        assert reply.error
+        assert "I have no paper with id `pnope00000000000`" in reply.text
+    assert "needs id" in handle("why", ctx).text
+
+
+def test_feedback_lists_votes_per_topic(ctx: Context, picked: list[str]) -> None:
+    assert "No 👍/👎 in this channel yet." in handle("feedback", ctx).text
+    vote(ctx.db, picked[0], "U1", 1)
+    vote(ctx.db, picked[0], "U2", 1)
+    vote(ctx.db, picked[1], "U1", -1)
+    vote(ctx.db, picked[1], "U1", 1, channel=OTHER)  # another channel's: not shown
+    reply = handle("feedback", ctx)
+    text = reply_text(reply)
+    assert reply.ephemeral and not reply.changed
+    assert "Offline RL (offline-rl): 👍 2 · 👎 1 on 2 papers" in text
+    assert f"👍 2 👎 0 {picked[0]}" in text
+    assert f"👍 0 👎 1 {picked[1]}" in text
+
+
+def test_feedback_reset_clears_one_topic_of_this_channel(ctx: Context, picked: list[str]) -> None:
+    vote(ctx.db, picked[0], "U1", 1)
+    vote(ctx.db, picked[1], "U2", -1)
+    vote(ctx.db, picked[0], "U1", 1, channel=OTHER)
+    reply = handle("feedback reset offline-rl", ctx)
+    assert reply.changed and not reply.ephemeral and not reply.error
+    assert "@alice cleared this channel's feedback on Offline RL (2 votes)" in reply.text
+    assert [row[1] for row in feedback_rows(ctx.db)] == [OTHER]  # the other channel's stays
+    again = handle("feedback reset 1", ctx)  # by its number in `list`
+    assert "no feedback on Offline RL in this channel to clear" in again.text
+    assert not again.changed
+
+
+def test_feedback_reset_of_bad_topics_changes_nothing(ctx: Context, picked: list[str]) -> None:
+    vote(ctx.db, picked[0], "U1", 1)
+    before = feedback_rows(ctx.db)
+    for text, wanted in (
+        ("feedback reset diffusion-models", "This channel does not follow diffusion-models."),
+        ("feedback reset", "Which topic's feedback?"),
+        ("feedback offline-rl", "is not one of reset"),
+        ("feedback reset off\u200bline-rl", "invisible or control characters"),
+    ):
+        reply = handle(text, ctx)
+        assert reply.error and wanted in reply_text(reply), text
+    assert feedback_rows(ctx.db) == before
+
+
+def test_only_feedback_reset_is_a_change() -> None:
+    assert not parse("feedback").changes and not parse("feedback").needs_manager
+    assert parse("feedback reset offline-rl").needs_manager
+    assert parse("subscribe offline-rl").changes  # verbs without a sub-word: as before
+    assert not parse("saved export").changes
+    assert VERBS_BY_NAME["feedback"].changes  # adapters checking the verb are stricter
+
+
+def test_help_says_which_sub_word_changes_the_channel(ctx: Context) -> None:
+    text = reply_text(handle("help feedback", ctx))
+    assert "feedback reset changes the channel's settings" in text
+    assert "changes the channel" not in reply_text(handle("help saved", ctx))
+
+
+def save(db: Database, user: str, paper_id: str, at: str = AT) -> None:
+    assert saved_store.save(db, user, paper_id, at)
+
+
+def test_saved_lists_the_users_own_papers(ctx: Context, picked: list[str]) -> None:
+    assert "You have no saved papers yet." in handle("saved", ctx).text
+    save(ctx.db, ALICE, picked[0], "2026-11-30T08:00:00+00:00")
+    save(ctx.db, ALICE, picked[1], "2026-11-30T09:00:00+00:00")
+    save(ctx.db, "slack:T1/U2", picked[2] if len(picked) > 2 else picked[0])
+    reply = handle("saved", ctx)
+    assert reply.ephemeral and not reply.error
+    assert reply.text == "Your 2 saved papers, newest first:"
+    assert [line.split("`")[1] for line in reply.lines[:2]] == [picked[1], picked[0]]
+
+
+def test_saved_needs_a_user_key(ctx: Context, picked: list[str]) -> None:
+    save(ctx.db, ALICE, picked[0])
+    anonymous = dataclasses.replace(ctx, user_key=None)
+    for text in ("saved", "saved export"):
+        reply = handle(text, anonymous)
+        assert reply.error and reply.text == NO_USER and reply.attachment is None
+
+
+def test_saved_export_is_a_bibtex_attachment(ctx: Context, picked: list[str]) -> None:
+    empty = handle("saved export", ctx)
+    assert empty.attachment is None and "no saved papers to export" in empty.text
+    for paper_id in picked:
+        save(ctx.db, ALICE, paper_id)
+    reply = handle("saved export", ctx)
+    assert reply.ephemeral and not reply.changed
+    assert reply.text.startswith(f"{len(picked)} saved papers as BibTeX")
+    file = reply.attachment
+    assert file is not None
+    assert (file.filename, file.mime) == ("paperboy-saved.bib", "application/x-bibtex")
+    library = bibtexparser.parse_string(file.content)
+    assert not library.failed_blocks
+    papers = [get_paper(ctx.db, paper_id) for paper_id in picked]
+    assert {e.key for e in library.entries} == {cite_key(p) for p in papers if p}
+    titles = {e.fields_dict["title"].value for e in library.entries}
+    assert titles == {latex_text(str(p["title"])) for p in papers if p}
+
+
+def test_bibtex_gives_one_entry_with_the_arxiv_id_of_an_alias(ctx: Context) -> None:
+    paper_id = seed_paper_id(ctx.db, "LoMAP")
+    add_alias(ctx.db, "arXiv:2502.01234", paper_id)
+    reply = handle(f"bibtex {paper_id}", ctx)
+    assert reply.ephemeral and not reply.error
+    body = "\n".join(line.strip("`") for line in reply.lines)
+    library = bibtexparser.parse_string(body)
+    (item,) = library.entries
+    assert item.key == f"lomap2025_{paper_id[1:7]}"
+    assert item.entry_type == "inproceedings"  # ICML, with its eprint
+    assert item.fields_dict["eprint"].value == "2502.01234"
+    assert reply.attachment is None  # the lines show it all
+
+
+def test_bibtex_with_a_backtick_comes_as_a_file_too(ctx: Context) -> None:
+    paper_id = seed_paper_id(ctx.db, "LoMAP")
+    ctx.db.execute("update papers set title = ? where id = ?", ["``Quoted'' LoMAP", paper_id])
+    reply = handle(f"bibtex {paper_id}", ctx)
+    assert reply.attachment is not None
+    assert "``Quoted'' {LoMAP}" in reply.attachment.content
+
+
+def test_typos_of_the_new_verbs_suggest_them(ctx: Context) -> None:
+    for typo, verb in (("bibtx", "bibtex"), ("saaved", "saved"), ("feedbak", "feedback")):
+        assert f"Did you mean `/papers {verb}`?" in handle(typo, ctx).lines[0]
+
+
+# --- Discord: the subcommands, through discord.py's real CommandTree ---------------------
+
+EPHEMERAL = 1 << 6
+
+
+async def test_discord_feedback_reset_needs_manage_channels(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    db = open_db(bot.services.db_path)
+    channel = f"discord:{GUILD}/{CHANNEL_ID}"
+    ctx = bot.services.context(channel, "@alice")
+    handle("subscribe offline-rl", ctx)
+    paper_id = seed_paper_id(db, "LoMAP")
+    feedback_store.record_vote(db, channel, "offline-rl", paper_id, "U1", 1, None, AT)
+    await dispatch(bot, fake_discord, interaction("feedback", {"action": "reset", "topic": "1"}))
+    [refused] = fake_discord.callbacks()
+    assert refused["data"]["content"] == NEEDS_MANAGE_CHANNELS
+    assert len(feedback_store.channel_feedback(db, channel)) == 1
+    # Reading needs no permission.
+    await dispatch(bot, fake_discord, interaction("feedback"))
+    shown = fake_discord.callbacks()[-1]["data"]
+    assert shown["flags"] & EPHEMERAL
+    assert f"👍 1 👎 0 `{paper_id}`" in shown["content"]
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("feedback", {"action": "reset", "topic": "1"}, permissions=MANAGE_CHANNELS),
+    )
+    cleared = fake_discord.callbacks()[-1]["data"]
+    assert "cleared this channel's feedback on Offline RL (1 vote)" in cleared["content"]
+    assert not cleared.get("flags", 0) & EPHEMERAL
+    assert feedback_store.channel_feedback(db, channel) == []
+
+
+async def test_discord_why_and_bibtex_answer_only_the_asker(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    paper_id = seed_paper_id(open_db(bot.services.db_path), "LoMAP")
+    await dispatch(bot, fake_discord, interaction("why", {"id": paper_id}))
+    await dispatch(bot, fake_discord, interaction("bibtex", {"id": paper_id}))
+    why, entry = (callback["data"] for callback in fake_discord.callbacks())
+    assert why["flags"] & EPHEMERAL and entry["flags"] & EPHEMERAL
+    assert "has not been in this channel's digests" in why["content"]
+    assert f"@inproceedings{{lomap2025_{paper_id[1:7]}," in entry["content"]

@@ -201,6 +201,16 @@ async def test_unsigned_malformed_requests_get_401(
 BLOCK_ACTIONS = json.dumps(
     {"type": "block_actions", "actions": [], "team": {"id": "T0001"}, "user": {"id": "U0001"}}
 )
+# Another app's button (issue 13: clicks are handled; an action id Paperboy does not know
+# is acknowledged and ignored, a click without actions is malformed).
+OTHER_ACTION = json.dumps(
+    {
+        "type": "block_actions",
+        "actions": [{"action_id": "someone_else", "type": "button", "value": "1"}],
+        "team": {"id": "T0001"},
+        "user": {"id": "U0001"},
+    }
+)
 
 
 @pytest.mark.parametrize(
@@ -214,7 +224,8 @@ BLOCK_ACTIONS = json.dumps(
         (b"text=help", "application/x-www-form-urlencoded", 400),
         (b"command=/papers&text=help", "application/x-www-form-urlencoded", 400),
         (b"a=1", "text/plain", 400),
-        (urlencode({"payload": BLOCK_ACTIONS}).encode(), "application/x-www-form-urlencoded", 200),
+        (urlencode({"payload": BLOCK_ACTIONS}).encode(), "application/x-www-form-urlencoded", 400),
+        (urlencode({"payload": OTHER_ACTION}).encode(), "application/x-www-form-urlencoded", 200),
         (b'{"type": "event_callback", "event": {}}', "application/json", 200),
     ],
 )

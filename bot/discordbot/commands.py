@@ -43,6 +43,20 @@ WEEKDAY_CHOICES = [
 ON_OFF_CHOICES = [app_commands.Choice(name=name, value=name) for name in ("on", "off")]
 
 
+RESET_CHOICES = [app_commands.Choice(name="reset", value="reset")]
+EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export")]
+
+
+def _manages_channels_for_reset(interaction: discord.Interaction[Any]) -> bool:
+    """`feedback` reads, anyone may; `feedback reset` clears the channel's feedback: Manage
+    Channels, as `has_permissions` checks it."""
+    if getattr(interaction.namespace, "action", None) != "reset":
+        return True
+    if interaction.permissions.manage_channels:
+        return True
+    raise app_commands.MissingPermissions(["manage_channels"])
+
+
 def _verb(name: str) -> Verb:
     return VERBS_BY_NAME[name]
 
@@ -229,6 +243,41 @@ class PapersGroup(app_commands.Group):
     @app_commands.checks.has_permissions(manage_channels=True)
     async def resume(self, interaction: discord.Interaction[Any]) -> None:
         await self.run(interaction, "resume")
+
+    # --- issue 13: why, feedback, saved, bibtex (answers only the asker sees; a reset
+    # of feedback is a change: Manage Channels, `_manages_channels_for_reset`) ---------
+
+    @app_commands.command(name="why", description=_verb("why").help)
+    @app_commands.describe(**_describe("why"))
+    async def why(
+        self, interaction: discord.Interaction[Any], id: app_commands.Range[str, 1, 64]
+    ) -> None:
+        await self.run(interaction, "why", _quoted(id))
+
+    @app_commands.command(name="feedback", description=_verb("feedback").help)
+    @app_commands.describe(**_describe("feedback"))
+    @app_commands.choices(action=RESET_CHOICES)
+    @app_commands.check(_manages_channels_for_reset)
+    async def feedback(
+        self,
+        interaction: discord.Interaction[Any],
+        action: str | None = None,
+        topic: app_commands.Range[str, 1, 100] | None = None,
+    ) -> None:
+        await self.run(interaction, "feedback", action or "", _quoted(topic or ""))
+
+    @app_commands.command(name="saved", description=_verb("saved").help)
+    @app_commands.describe(**_describe("saved"))
+    @app_commands.choices(action=EXPORT_CHOICES)
+    async def saved(self, interaction: discord.Interaction[Any], action: str | None = None) -> None:
+        await self.run(interaction, "saved", action or "")
+
+    @app_commands.command(name="bibtex", description=_verb("bibtex").help)
+    @app_commands.describe(**_describe("bibtex"))
+    async def bibtex(
+        self, interaction: discord.Interaction[Any], id: app_commands.Range[str, 1, 64]
+    ) -> None:
+        await self.run(interaction, "bibtex", _quoted(id))
 
     # --- autocomplete --------------------------------------------------------------
 

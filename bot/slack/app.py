@@ -5,21 +5,33 @@ One handler serves every subcommand: the core grammar decides what the text mean
 Slack wants an acknowledgement within 3 seconds. Paperboy gives the command an ack
 budget to finish: if it does, the answer *is* the acknowledgement; if not, it
 acknowledges with "Working on it…" and answers through `response_url`.
+
+A reply with a file (`Reply.attachment`, e.g. `saved export`'s BibTeX) uploads it into
+the user's direct message with the bot (`conversations.open`, then `files_upload_v2`),
+and the reply says so, or says politely that it could not.
+
+Button clicks (`block_actions`) are acknowledged at once, then handled by
+`bot.slack.actions.handle_block_actions`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from concurrent.futures import Executor
+from dataclasses import replace
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
+from bot.slack.actions import handle_block_actions
 from bot.slack.client import error_code
+from digests.actions import user_key
 from digests.commands import handle
 from digests.commands.grammar import ParseError, parse
 from digests.commands.replies import Reply, error
@@ -36,6 +48,8 @@ REFUSAL = (
 )
 FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 
+SENT_FILE = "I sent `{name}` to your direct messages with Paperboy."
+FILE_FAILED = "Sorry, I could not send you `{name}` ({why}). Please try again later."
 MAX_MESSAGES = 5  # a response_url takes at most 5 replies (within 30 minutes)
 MORE_PAPERS = "… and {count} more papers, left out here: the full digest has them when it posts."
 CUT = "… (cut here: too long for Slack replies)"
@@ -61,7 +75,12 @@ def fit(
     kept = messages[:limit]
     last = kept[-1]
     ids = list(last.paper_ids)
-    if ids and last.blocks and last.blocks[-1].get("type") == "section":
+    blocks = list(last.blocks)
+    if ids and len(blocks) > 1 and blocks[-1].get("type") == "actions":
+        # A recorded digest's item ends with its buttons: drop them with the item, so
+        # no button is left for a paper the message no longer shows.
+        blocks.pop()
+    if ids and blocks and blocks[-1].get("type") == "section":
         ids.pop()  # digest messages end with their papers' sections, in order
     left_out = (
         sum(len(message.paper_ids) for message in messages)
@@ -70,7 +89,7 @@ def fit(
     )
     text = MORE_PAPERS.format(count=left_out) if left_out else CUT
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-    kept[-1] = slack_render.SlackMessage(last.text, [*last.blocks[:-1], note], tuple(ids))
+    kept[-1] = slack_render.SlackMessage(last.text, [*blocks[:-1], note], tuple(ids))
     return kept
 
 
@@ -93,8 +112,18 @@ def _refusal(managers: str) -> Reply:
     return error(REFUSAL.format(who=who))
 
 
-def _run_command(services: Services, text: str, channel: str, user: str) -> Reply:
-    return handle(text, services.context(channel, user))
+def _run_command(
+    services: Services, text: str, channel: str, user: str, key: str | None = None
+) -> Reply:
+    return handle(text, services.context(channel, user, key))
+
+
+def _user_key(command: dict[str, Any]) -> str | None:
+    """The asking user's key (`slack:TEAM/USER`), or None if the payload's ids are not Slack's."""
+    try:
+        return user_key("slack", str(command.get("team_id")), str(command.get("user_id")))
+    except ValueError:
+        return None
 
 
 async def answer(
@@ -107,26 +136,53 @@ async def answer(
     thread of `executor` (by default the services' threads)."""
     text = str(command.get("text") or "")
     try:
-        verb = parse(text).verb
+        needs_manager = parse(text).needs_manager  # `--me` changes only the user's own digest
     except ParseError:
-        verb = None
+        needs_manager = False
     managers = services.settings.slack_managers
-    if (
-        verb is not None
-        and verb.changes
-        and not await may_change(client, managers, str(command["user_id"]))
-    ):
+    if needs_manager and not await may_change(client, managers, str(command["user_id"])):
         return _refusal(managers)
     channel = f"slack:{command['team_id']}/{command['channel_id']}"
     user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
+    key = _user_key(command)
     if executor is None:
-        reply = await services.in_thread(_run_command, services, text, channel, user)
+        reply = await services.in_thread(_run_command, services, text, channel, user, key)
     else:
         loop = asyncio.get_running_loop()
-        reply = await loop.run_in_executor(executor, _run_command, services, text, channel, user)
+        reply = await loop.run_in_executor(
+            executor, _run_command, services, text, channel, user, key
+        )
     if reply.changed:
         services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
+    if reply.attachment is not None:
+        reply = await send_attachment(client, reply, str(command["user_id"]))
     return reply
+
+
+async def send_attachment(client: AsyncWebClient, reply: Reply, user_id: str) -> Reply:
+    """Upload the reply's file into the user's direct message with the bot; the reply,
+    without the file, gains a line saying where it went or that it could not be sent."""
+    attachment = reply.attachment
+    assert attachment is not None
+    name = attachment.filename
+    try:
+        opened = await client.conversations_open(users=user_id)
+        await client.files_upload_v2(
+            channel=str(opened["channel"]["id"]),
+            filename=name,
+            title=name,
+            content=attachment.content,
+            initial_comment=reply.text,
+        )
+    except SlackApiError as exc:
+        log.warning("could not send %s to a user: %s", name, error_code(exc))
+        note = FILE_FAILED.format(name=name, why=f"Slack said {error_code(exc)}")
+    except (SlackClientError, aiohttp.ClientError, TimeoutError, KeyError, TypeError) as exc:
+        log.warning("could not send %s to a user: %s", name, type(exc).__name__)
+        note = FILE_FAILED.format(name=name, why="Slack could not be reached")
+    else:
+        note = SENT_FILE.format(name=name)
+    return replace(reply, lines=(*reply.lines, note), attachment=None)
 
 
 async def answer_payloads(
@@ -175,6 +231,11 @@ def create_app(
             messages = messages[1:]
         for message in messages:
             await respond(**message)
+
+    @app.block_action(re.compile(".*"))
+    async def clicked(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()  # at once: Slack waits 3 s; the click runs after
+        await handle_block_actions(services, client, body)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

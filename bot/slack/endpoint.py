@@ -10,9 +10,13 @@ In this order, so a bad request costs little and learns nothing:
    answer follows through `response_url`, which must be Slack's (`slack_url`). Nothing
    here ever answers 404 to a command.
 
-Interactivity is off in Paperboy's manifest, so interaction payloads (`payload=`) and
-Events API callbacks are acknowledged (200) and otherwise ignored; the Events API's
-`url_verification` is answered with its challenge.
+5. a click on a button (`payload=`, type `block_actions`) is checked for shape
+   (`bot.slack.actions.check_payload`: 400 and nothing runs when it fails, e.g. a
+   response_url that is not Slack's), acknowledged at once (200), then handled in the
+   background (`handle_block_actions`; its writes in the change lane).
+
+Other interaction payloads and Events API callbacks are acknowledged (200) and otherwise
+ignored; the Events API's `url_verification` is answered with its challenge.
 """
 
 from __future__ import annotations
@@ -25,15 +29,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import ChangeWriter, Services
+from bot.slack.actions import check_payload, handle_block_actions
 from bot.slack.app import COMMAND, WORKING, answer_payloads
 from bot.slack.http import Request, Response
-from bot.slack.verify import ReplayMemory, check
+from bot.slack.verify import ReplayMemory, check, slack_url
 from digests.commands.grammar import ParseError, parse
 from digests.safe_text import strip_unsafe
 
@@ -58,33 +63,12 @@ CHANGE_THREADS = 1
 # HTTP exchange instead of two); when they do not, the acknowledgement is not held up.
 QUEUED_WAIT = 0.25
 SSL_CHECK = re.compile(rb"(?:^|&)ssl_check=1(?:&|$)")  # a whole form field, nothing parsed
-SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's response_urls point
-_URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 UNSIGNED = Response(401, b"invalid or missing Slack signature")
 OK = Response(200)
 MAX_ACK_SECONDS = 2.5  # Slack waits 3 s for the acknowledgement; leave room for the trip
 MAX_QUEUED = 1000  # commands waiting for a thread, beyond the running ones
 BUSY = "Paperboy has many commands waiting and did not run this. Please try again in a minute."
 STOPPED = "Paperboy is restarting and did not run this. Please try again in a minute."
-
-
-def slack_url(url: str, api_url: str) -> bool:
-    """Whether answers may be posted to `url`: https on Slack's hooks host, or the host
-    (and scheme) of the configured `SLACK_API_URL`, which tests and benchmarks point at a
-    local fake. Anything else (an internal address, a URL with a user name, which parsers
-    read differently) is refused, so even a signed request cannot make Paperboy post to it."""
-    if not _URL.fullmatch(url):
-        return False
-    parts, api = urlsplit(url), urlsplit(api_url)
-    try:
-        parts.port  # noqa: B018 (raises ValueError on a malformed port)
-    except ValueError:
-        return False
-    if "@" in parts.netloc or not parts.hostname:
-        return False
-    if parts.scheme == "https" and parts.hostname in SLACK_HOOK_HOSTS:
-        return True
-    return (parts.scheme, parts.hostname) == (api.scheme, api.hostname)
 
 
 def _bad(reason: str) -> Response:
@@ -111,6 +95,7 @@ class SlackEndpoint:
         self.clock = clock
         self.replays = ReplayMemory()
         self.commands_run = 0  # for tests and the benchmark
+        self.clicks = 0  # button clicks accepted, for tests
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="slack-command")
         self._change_executor = ChangeWriter(services.db, name="slack-change")
@@ -172,8 +157,31 @@ class SlackEndpoint:
     def _interaction(self, payload: object) -> Response:
         if not isinstance(payload, dict):
             return _bad("malformed interaction payload")
-        log.debug("ignored an interaction of type %r", str(payload.get("type"))[:40])
+        if payload.get("type") != "block_actions":
+            log.debug("ignored an interaction of type %r", str(payload.get("type"))[:40])
+            return OK
+        problem = check_payload(payload, self.services.settings.slack_api_url)
+        if problem is not None:
+            log.warning("refused a signed Slack click: %s", problem)
+            return _bad(problem)
+        if self._closing:
+            return OK  # acknowledged; nothing runs while stopping
+        self.clicks += 1
+        # Acknowledged now (Slack waits 3 s at most); the click runs after, its writes in
+        # the change lane, and a stop's grace waits for it as for command answers.
+        click = asyncio.ensure_future(self._click(payload))
+        self._followups.add(click)
+        click.add_done_callback(self._followups.discard)
         return OK
+
+    async def _click(self, payload: dict[str, Any]) -> None:
+        lane = _Lane(self._change_executor, self)
+        try:
+            await handle_block_actions(self.services, self.client, payload, lane)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            log.info("a Slack click was not run: Paperboy is stopping")
 
     async def _command(self, form: dict[str, str], received: float) -> Response:
         missing = [

@@ -14,6 +14,7 @@ import hmac
 import logging
 import re
 from collections import OrderedDict
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +22,8 @@ MAX_AGE_SECONDS = 300
 REPLAY_MEMORY = 50_000  # signatures remembered; Slack's real traffic is far below this per 5 min
 _TIMESTAMP = re.compile(rb"\d{1,12}")
 _SIGNATURE = re.compile(rb"v0=[0-9a-f]{64}")
+SLACK_HOOK_HOSTS = ("hooks.slack.com", "hooks.slack-gov.com")  # where Slack's response_urls point
+_URL = re.compile(r"https?://[!-~]{1,2000}")  # printable ASCII: no spaces or controls
 
 
 def sign(secret: bytes, timestamp: bytes, body: bytes) -> str:
@@ -79,3 +82,22 @@ class ReplayMemory:
             if expires >= now:
                 break
             del self._seen[signature]
+
+
+def slack_url(url: str, api_url: str) -> bool:
+    """Whether answers may be posted to `url`: https on Slack's hooks host, or the host
+    (and scheme) of the configured `SLACK_API_URL`, which tests and benchmarks point at a
+    local fake. Anything else (an internal address, a URL with a user name, which parsers
+    read differently) is refused, so even a signed request cannot make Paperboy post to it."""
+    if not _URL.fullmatch(url):
+        return False
+    parts, api = urlsplit(url), urlsplit(api_url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError on a malformed port)
+    except ValueError:
+        return False
+    if "@" in parts.netloc or not parts.hostname:
+        return False
+    if parts.scheme == "https" and parts.hostname in SLACK_HOOK_HOSTS:
+        return True
+    return (parts.scheme, parts.hostname) == (api.scheme, api.hostname)

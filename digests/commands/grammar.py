@@ -27,6 +27,9 @@ class Param:
     required: bool = True
     rest: bool = False  # takes all the remaining text
     choices: tuple[str, ...] = ()
+    # This word makes a `changes` verb a change: without it the verb only reads
+    # (`feedback` shows, `feedback reset` clears; see `Command.changes`).
+    changes: bool = False
 
     @property
     def usage(self) -> str:
@@ -87,6 +90,19 @@ VERBS: tuple[Verb, ...] = (
     Verb("resume", "Resume delivery to this channel after a pause, once its cause is fixed.",
          changes=True, personal=True),
     Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
+    Verb("why", "Explain why a paper was picked for this channel: topic, terms, feedback.",
+         (Param("id", "A paper id from a digest or find"),), "why p380c62ca5bf30379"),
+    Verb("feedback", "Show this channel's 👍/👎 per topic; reset clears a topic's feedback.",
+         (Param("action", "reset: clear a topic's feedback (changes the channel)",
+                required=False, choices=("reset",), changes=True),
+          Param("topic", "The topic to reset: its id, or its number from list",
+                required=False)),
+         "feedback reset offline-rl", changes=True),
+    Verb("saved", "List your saved papers (only you see them); export gives them as BibTeX.",
+         (Param("action", "export: a BibTeX file of them", required=False,
+                choices=("export",)),), "saved export"),
+    Verb("bibtex", "Give one paper's BibTeX entry.",
+         (Param("id", "A paper id from a digest or find"),), "bibtex p380c62ca5bf30379"),
 )  # fmt: skip
 
 VERBS_BY_NAME = {verb.name: verb for verb in VERBS}
@@ -100,10 +116,19 @@ class Command:
     me: bool = False  # `--me`: the user's own digest, not the channel's
 
     @property
+    def changes(self) -> bool:
+        """Whether this command changes the channel: its verb's `changes`, and when the verb
+        marks a sub-word (`Param.changes`), only with that word given (`feedback` reads,
+        `feedback reset` changes). Adapters that check `Verb.changes` alone ask for a
+        manager for the reading form too: stricter, never looser."""
+        marked = [param.name for param in self.verb.params if param.changes]
+        return self.verb.changes and (not marked or any(name in self.args for name in marked))
+
+    @property
     def needs_manager(self) -> bool:
         """Whether adapters check that the user may change the channel: a personal
         command changes only the user's own digest, which anyone may."""
-        return self.verb.changes and not self.me
+        return self.changes and not self.me
 
 
 class ParseError(ValueError):

@@ -114,7 +114,7 @@ def handle(text: str, ctx: Context) -> Reply:
         command = parse(strip_unsafe(text))
     except ParseError as exc:
         return _parse_error(exc)
-    if has_unsafe(text) and command.verb.changes:
+    if has_unsafe(text) and command.changes:
         # Told to the whole channel and stored: refuse rather than guess what was meant.
         return error(UNSAFE_CHANGE, "Please type it again without them.")
     log.info("command %s in %s by %s", command.verb.name, ctx.channel, ctx.user)
@@ -123,7 +123,7 @@ def handle(text: str, ctx: Context) -> Reply:
         from digests.commands.personal import PERSONAL_HANDLERS
 
         handler = PERSONAL_HANDLERS[command.verb.name]
-    if command.verb.changes:
+    if command.changes:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two
         # people typing at once cannot both pass the check.
         with write_transaction(ctx.db):
@@ -154,7 +154,11 @@ def _help(command: Command, ctx: Context) -> Reply:
     lines += [f"  {param.name}: {param.help}" for param in verb.params]
     if verb.example:
         lines.append(f"Example: `{COMMAND} {verb.example}`")
-    if verb.changes:
+    marked = [choice for param in verb.params if param.changes for choice in param.choices]
+    if marked:  # only a sub-word changes the channel (`feedback reset`)
+        words = " or ".join(f"`{verb.name} {choice}`" for choice in marked)
+        lines.append(f"{words} changes the channel's settings, so the channel sees it.")
+    elif verb.changes:
         lines.append("This changes the channel's settings, so the channel sees it.")
     return info(f"How to use `{verb.name}`:", *lines)
 
@@ -563,4 +567,9 @@ HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "resume": _resume,
     "sources": _sources,
 }
+# The issue-13 verbs (why, feedback, saved, bibtex) live in their own module, which imports
+# this one's helpers: imported last, once all of them are defined.
+from digests.commands.interactive import INTERACTIVE_HANDLERS  # noqa: E402
+
+HANDLERS.update(INTERACTIVE_HANDLERS)
 assert set(HANDLERS) == {verb.name for verb in VERBS}, "every verb needs a handler"

@@ -17,6 +17,11 @@ SLACK_SECTION_TEXT = 3000
 SLACK_HEADER_TEXT = 150
 SLACK_CONTEXT_ELEMENTS = 10
 SLACK_FALLBACK_TEXT = 3000  # far below Slack's 40,000: it is a notification line
+SLACK_ACTION_ELEMENTS = 25  # elements of one actions block
+SLACK_BUTTON_TEXT = 75
+SLACK_BUTTON_VALUE = 2000
+SLACK_BUTTON_URL = 3000
+SLACK_ID = 255  # action_id and block_id
 
 DISCORD_CONTENT = 2000
 DISCORD_EMBED_TITLE = 256
@@ -60,6 +65,40 @@ def slack_problems(message: dict[str, Any]) -> list[str]:
             problems.append("section text too long")
         if block["type"] == "context" and len(block["elements"]) > SLACK_CONTEXT_ELEMENTS:
             problems.append("context has too many elements")
+        if block["type"] == "actions":
+            problems += _actions_problems(block)
+    block_ids = [block["block_id"] for block in blocks if "block_id" in block]
+    if len(set(block_ids)) != len(block_ids):
+        problems.append("block_id repeated")
+    return problems
+
+
+def _actions_problems(block: dict[str, Any]) -> list[str]:
+    """An actions block's limits: 1 to 25 elements, action_ids unique in the block, ids
+    of 255 characters at most; a button has a label of 75 characters at most and either a
+    url (3,000) or a value (2,000)."""
+    problems = []
+    elements = block.get("elements", [])
+    if not 1 <= len(elements) <= SLACK_ACTION_ELEMENTS:
+        problems.append(
+            f"actions block with {len(elements)} elements (1 to {SLACK_ACTION_ELEMENTS})"
+        )
+    if len(block.get("block_id", "")) > SLACK_ID:
+        problems.append("block_id too long")
+    action_ids = [element.get("action_id", "") for element in elements]
+    if len(set(action_ids)) != len(action_ids):
+        problems.append("action_id repeated in an actions block")
+    for element in elements:
+        if not element.get("action_id") or len(element["action_id"]) > SLACK_ID:
+            problems.append("action_id missing or too long")
+        if element.get("type") != "button":
+            continue
+        if not 1 <= len(element.get("text", {}).get("text", "")) <= SLACK_BUTTON_TEXT:
+            problems.append("button text empty or too long")
+        if "url" in element and len(element["url"]) > SLACK_BUTTON_URL:
+            problems.append("button url too long")
+        if len(element.get("value", "")) > SLACK_BUTTON_VALUE:
+            problems.append("button value too long")
     return problems
 
 

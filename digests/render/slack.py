@@ -2,6 +2,13 @@
 
 A long digest becomes several messages of at most 50 blocks; every item is one
 section block, so no item is ever cut between two messages.
+
+A recorded digest (one with a `digest_id`; never a preview) gives each item a second
+block, its buttons (`item_actions`): 👍 More like this, 👎 Less like this, 🔖 Save, whose
+`value` is the item's reference (`digests.actions.item_ref`), and PDF and Code link
+buttons when the paper has those links. The block's `block_id` (`item_block_id`) names
+the paper, so a click can find its item in the message to show the new counts
+(`bot.slack.actions`). Two blocks per item: 23 items in the first message, 24 in the others.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
 from digests.commands.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
@@ -40,6 +48,57 @@ class SlackMessage:
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text, "blocks": self.blocks}
+
+
+ITEM_BLOCK_PREFIX = "paperboy_item:"
+VOTE_LABELS = {VOTE_UP: "👍 More like this", VOTE_DOWN: "👎 Less like this"}
+SAVE_LABEL = "🔖 Save"
+# Link buttons: Slack sends a block_actions for these too (acknowledged and ignored).
+LINK_BUTTONS = {"PDF": ("PDF", "paperboy_pdf"), "code": ("Code", "paperboy_code")}
+LINK_ACTIONS = tuple(action_id for _, action_id in LINK_BUTTONS.values())
+
+
+def item_block_id(paper_id: str) -> str:
+    """The `block_id` of a digest item's buttons: unique in its message (a paper is in a
+    digest once), and how a click finds the item again."""
+    return ITEM_BLOCK_PREFIX + paper_id
+
+
+def _button(text: str, action_id: str, **more: str) -> dict[str, Any]:
+    label = {"type": "plain_text", "text": text, "emoji": True}
+    return {"type": "button", "action_id": action_id, "text": label, **more}
+
+
+def item_actions(
+    digest_id: int,
+    paper_id: str,
+    links: tuple[tuple[str, str], ...],
+    counts: tuple[int, int] | None = None,
+) -> dict[str, Any] | None:
+    """The `actions` block of one digest item: 👍 👎 🔖 with the item's reference as
+    value, then PDF and Code link buttons (`links`: the view's checked (label, URL)
+    pairs). With `counts` (👍, 👎) other than (0, 0), the votes show them: "👍 3", "👎 1".
+    Plain dicts (built per channel: the digest id differs), valid Block Kit (the render
+    tests parse them with slack_sdk). None when the ids make no reference (no buttons
+    rather than a digest that fails to render)."""
+    try:
+        ref = item_ref(digest_id, paper_id)
+    except ValueError:
+        log.warning(
+            "no buttons for paper %r of digest %r: not a valid reference", paper_id, digest_id
+        )
+        return None
+    up, down = counts if counts and any(counts) else (None, None)
+    elements = [
+        _button(VOTE_LABELS[VOTE_UP] if up is None else f"👍 {up}", VOTE_UP, value=ref),
+        _button(VOTE_LABELS[VOTE_DOWN] if down is None else f"👎 {down}", VOTE_DOWN, value=ref),
+        _button(SAVE_LABEL, SAVE, value=ref),
+    ]
+    for label, url in links:
+        if label in LINK_BUTTONS and len(url) <= limits.SLACK_BUTTON_URL:
+            text, action_id = LINK_BUTTONS[label]
+            elements.append(_button(text, action_id, url=url))
+    return {"type": "actions", "block_id": item_block_id(paper_id), "elements": elements}
 
 
 def paper_section(paper: PaperView) -> SectionBlock:
@@ -86,8 +145,10 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
         ]
     )
     # The first message also carries the prelude and a divider; each needs room for the footer.
-    first_room = limits.SLACK_MAX_BLOCKS - len(prelude) - 2
-    room = limits.SLACK_MAX_BLOCKS - 1
+    digest_id = digest.digest_id if digest.recorded else None
+    per_item = 1 if digest_id is None else 2  # a section, and its buttons
+    first_room = (limits.SLACK_MAX_BLOCKS - len(prelude) - 2) // per_item
+    room = (limits.SLACK_MAX_BLOCKS - 1) // per_item
     groups = _group(view.items, first_room, room) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):
@@ -97,7 +158,12 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
             if group:
                 blocks += _dicts([DividerBlock()])
         # Each paper's section once per batch (`per_paper`), not once per channel.
-        blocks += [per_paper("slack-section", paper, _section_dict) for paper in group]
+        for paper in group:
+            blocks.append(per_paper("slack-section", paper, _section_dict))
+            if digest_id is not None:
+                actions = item_actions(digest_id, paper.id, paper.links)
+                if actions is not None:
+                    blocks.append(actions)
         if number == len(groups):
             blocks += _dicts([footer])
         text = render("slack/fallback.txt.j2", view=view, part=number)

@@ -1,0 +1,332 @@
+"""Clicks on Paperboy's buttons in Slack (`block_actions`), for both transports.
+
+Socket Mode (`bot.slack.app`) and HTTP (`bot.slack.endpoint`) acknowledge a click at
+once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
+
+- applies a 👍, 👎 or 🔖 on a digest item (`digests.actions.apply_action`, in the
+  caller's writer thread: the HTTP endpoint's `ChangeWriter` lane), for the channel of the
+  message the button sits on (`slack:TEAM/CHANNEL`; in a direct message, the clicking
+  user's personal digest `slack:TEAM/@USER`), so a button of another channel's digest,
+  or a forged value, changes nothing and gets a clear error;
+- after a vote that changed something, updates the message (`chat.update`) so its
+  items' vote buttons show the counts ("👍 3"): the message's own blocks from the
+  payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>")
+  are rebuilt from the database, for papers of that digest; nothing else of the payload
+  is interpreted. A Slack error there is logged (its error code) and the vote stands;
+- answers the clicker ephemerally through the payload's `response_url` (only a Slack
+  URL, `slack_url`) when there is something to say: a save, a repeated vote, an error,
+  or a vote whose message could not be updated;
+- ignores the link buttons (PDF, Code: Slack opened the link and still sends the click);
+- passes other action ids to the handler registered for their prefix (`register`: the
+  App Home's `paperboy_home_*`), and ignores the rest.
+
+`check_payload` is the shape check both transports run first: the HTTP endpoint answers
+400 to a signed payload that fails it, and nothing runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import weakref
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from sqlite_utils import Database
+
+from bot.services import Services
+from bot.slack.client import error_code
+from bot.slack.verify import slack_url
+from db.papers import get_paper
+from digests.actions import (
+    ACTIONS,
+    SAVE,
+    ActionResult,
+    apply_action,
+    digest_counts,
+    parse_item_ref,
+    user_key,
+)
+from digests.channels import personal_channel
+from digests.lookup import paper_links
+from digests.render.slack import ITEM_BLOCK_PREFIX, LINK_ACTIONS, item_actions
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Services, AsyncWebClient, dict[str, Any], dict[str, Any]], Awaitable[None]]
+
+FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
+NOT_UPDATED = " (The message could not show the new count; your vote counts.)"
+RESPONSE_TIMEOUT = 10.0
+MAX_ACTIONS = 5  # a click sends one; Slack never sends many
+_ID = re.compile(r"[A-Z0-9]{2,32}", re.ASCII)  # team, user and channel ids
+_TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
+MAX_ACTION_ID = 255
+
+_handlers: list[tuple[str, Handler]] = []
+# One lock per message being updated; gone when no click holds or waits for it.
+_message_locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def register(action_id_prefix: str, handler: Handler) -> None:
+    """Send the clicks whose action id starts with `action_id_prefix` to `handler(services,
+    client, payload, action)` (after the acknowledgement). Registering a prefix again
+    replaces its handler. Paperboy's item actions cannot be taken over."""
+    if not action_id_prefix or any(a.startswith(action_id_prefix) for a in ACTIONS):
+        raise ValueError(f"cannot register the prefix {action_id_prefix!r}")
+    _handlers[:] = [(p, h) for p, h in _handlers if p != action_id_prefix]
+    _handlers.append((action_id_prefix, handler))
+
+
+def _registered(action_id: str) -> Handler | None:
+    found = [(p, h) for p, h in _handlers if action_id.startswith(p)]
+    return max(found, key=lambda pair: len(pair[0]))[1] if found else None
+
+
+def _id(value: object) -> bool:
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+def team_of(payload: dict[str, Any]) -> str | None:
+    """The workspace of a click: `team.id`, else the user's `team_id`."""
+    team = payload.get("team")
+    if isinstance(team, dict) and _id(team.get("id")):
+        return str(team["id"])
+    user = payload.get("user")
+    if isinstance(user, dict) and _id(user.get("team_id")):
+        return str(user["team_id"])
+    return None
+
+
+def check_payload(payload: object, api_url: str) -> str | None:
+    """Why a `block_actions` payload cannot be handled (a short reason), or None.
+
+    Every payload needs a user, a team and 1 to 5 actions with string action ids. A
+    click on a digest item's 👍 👎 🔖 also needs the message it sits on (its channel, ts
+    and blocks) and a `response_url` that is Slack's (`slack_url`)."""
+    if not isinstance(payload, dict) or payload.get("type") != "block_actions":
+        return "not a block_actions payload"
+    user = payload.get("user")
+    if not isinstance(user, dict) or not _id(user.get("id")):
+        return "no user"
+    if team_of(payload) is None:
+        return "no team"
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or not 1 <= len(actions) <= MAX_ACTIONS:
+        return "no actions"
+    for action in actions:
+        if not isinstance(action, dict):
+            return "malformed action"
+        action_id = action.get("action_id")
+        if not isinstance(action_id, str) or not 0 < len(action_id) <= MAX_ACTION_ID:
+            return "malformed action_id"
+    if not any(action["action_id"] in ACTIONS for action in actions):
+        return None
+    channel, container, message = (payload.get(k) for k in ("channel", "container", "message"))
+    if not isinstance(channel, dict) or not _id(channel.get("id")):
+        return "an item's button without its channel"
+    if not isinstance(container, dict) or not isinstance(container.get("message_ts"), str):
+        return "an item's button without its message"
+    if not _TS.fullmatch(container["message_ts"]):
+        return "malformed message_ts"
+    if container.get("channel_id", channel["id"]) != channel["id"]:
+        return "the message is in another channel"
+    if not isinstance(message, dict) or not isinstance(message.get("blocks"), list):
+        return "an item's button without its message"
+    url = payload.get("response_url")
+    if not isinstance(url, str) or not slack_url(url, api_url):
+        return "response_url is not Slack's"
+    return None
+
+
+async def handle_block_actions(
+    services: Services,
+    client: AsyncWebClient,
+    payload: dict[str, Any],
+    executor: Executor | None = None,
+) -> None:
+    """Handle one acknowledged `block_actions` payload (see the module docstring). Writes
+    run in `executor` (by default a thread of the services). Never raises for bad input
+    or a failure of Slack's; a bug is logged and the clicker told something went wrong."""
+    problem = check_payload(payload, services.settings.slack_api_url)
+    if problem is not None:
+        log.warning("ignored a Slack click: %s", problem)
+        return
+    for action in payload["actions"]:
+        action_id = action["action_id"]
+        try:
+            if action_id in ACTIONS:
+                await _item_click(services, client, payload, action, executor)
+            elif action_id in LINK_ACTIONS:
+                continue  # a link button: Slack opened the link; nothing to do
+            elif (handler := _registered(action_id)) is not None:
+                await handler(services, client, payload, action)
+            else:
+                log.debug("ignored a Slack click on %r", action_id[:40])
+        except Exception:
+            log.exception("a Slack click on %r failed", action_id[:40])
+            await respond(services, payload, FAILURE)
+
+
+def click_channel(team: str, channel_id: str, user: str) -> str | None:
+    """The Paperboy channel of a click: `slack:TEAM/CHANNEL`, or in a direct message with
+    the bot (ids starting with D), the clicking user's own digest, `slack:TEAM/@USER`:
+    only they see that conversation."""
+    if channel_id.startswith("D"):
+        return personal_channel(f"slack:{team}/{user}")
+    return f"slack:{team}/{channel_id}"
+
+
+async def _item_click(
+    services: Services,
+    client: AsyncWebClient,
+    payload: dict[str, Any],
+    action: dict[str, Any],
+    executor: Executor | None,
+) -> None:
+    team, user = str(team_of(payload)), str(payload["user"]["id"])
+    channel_id = str(payload["channel"]["id"])
+    message_ts = str(payload["container"]["message_ts"])
+    channel = click_channel(team, channel_id, user)
+    try:
+        key = user_key("slack", team, user)
+    except ValueError:
+        key = None
+    if channel is None or key is None:
+        await respond(services, payload, "Paperboy could not tell who clicked that button.")
+        return
+    blocks = [block for block in payload["message"]["blocks"] if isinstance(block, dict)]
+    shown = [_item_of(block) for block in blocks]
+    work = (services, channel, user, key, action["action_id"], action.get("value"), shown)
+    lock = _message_locks.setdefault((channel_id, message_ts), asyncio.Lock())
+    async with lock:  # clicks on one message update it one at a time, counts read fresh
+        result, fresh = await _run(services, executor, _apply, *work)
+        updated = True
+        if fresh:
+            updated = await _update(client, payload, channel_id, message_ts, blocks, fresh)
+    if result.error or action["action_id"] == SAVE or not result.changed:
+        await respond(services, payload, result.text)
+    elif not updated:
+        await respond(services, payload, result.text + NOT_UPDATED)
+
+
+async def _run(services: Services, executor: Executor | None, fn: Any, *args: Any) -> Any:
+    if executor is None:
+        return await services.in_thread(fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
+
+
+def _item_of(block: dict[str, Any]) -> str | None:
+    """The paper of one of Paperboy's item button blocks, else None."""
+    block_id = block.get("block_id")
+    if (
+        block.get("type") == "actions"
+        and isinstance(block_id, str)
+        and block_id.startswith(ITEM_BLOCK_PREFIX)
+    ):
+        return block_id[len(ITEM_BLOCK_PREFIX) :]
+    return None
+
+
+def _apply(
+    services: Services,
+    channel: str,
+    user: str,
+    key: str,
+    action_id: str,
+    value: object,
+    shown: list[str | None],
+) -> tuple[ActionResult, dict[str, dict[str, Any]]]:
+    """The click, and after a vote that changed something the rebuilt button blocks of
+    the message's items (by paper), with their counts now."""
+    db = services.db()
+    result = apply_action(
+        db,
+        channel=channel,
+        user=user,
+        user_key=key,
+        action=action_id,
+        value=value,
+        now=services.clock(),
+    )
+    if result.error or not result.changed or action_id == SAVE:
+        return result, {}
+    digest_id, _ = parse_item_ref(value)  # apply_action accepted it
+    return result, _fresh_buttons(db, channel, digest_id, [p for p in shown if p])
+
+
+def _fresh_buttons(
+    db: Database, channel: str, digest_id: int, papers: list[str]
+) -> dict[str, dict[str, Any]]:
+    """The button blocks of these papers of the channel's digest, from the database (the
+    counts now, the links as the paper has them); papers not in the digest are left out."""
+    counts = digest_counts(db, channel, digest_id)
+    fresh = {}
+    for paper_id in papers:
+        row = get_paper(db, paper_id) if paper_id in counts else None
+        if row is None:
+            continue
+        block = item_actions(digest_id, paper_id, tuple(paper_links(row)), counts[paper_id])
+        if block is not None:
+            fresh[paper_id] = block
+    return fresh
+
+
+async def _update(
+    client: AsyncWebClient,
+    payload: dict[str, Any],
+    channel_id: str,
+    ts: str,
+    blocks: list[dict[str, Any]],
+    fresh: dict[str, dict[str, Any]],
+) -> bool:
+    """`chat.update` the message with its item buttons replaced by `fresh`; False (and
+    a log line with Slack's error code) when Slack refused or could not be reached."""
+    new = [fresh.get(paper, block) if paper else block for block, paper in _paired(blocks)]
+    text = payload["message"].get("text")
+    try:
+        await client.chat_update(
+            channel=channel_id,
+            ts=ts,
+            text=text if isinstance(text, str) and text else "Paperboy digest",
+            blocks=new,
+        )
+    except SlackApiError as exc:
+        why = error_code(exc)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        why = type(exc).__name__
+    else:
+        return True
+    log.warning("chat.update of a digest message in %s failed: %s", channel_id, why)
+    return False
+
+
+def _paired(blocks: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None]]:
+    return [(block, _item_of(block)) for block in blocks]
+
+
+async def respond(services: Services, payload: dict[str, Any], text: str) -> None:
+    """Tell the clicker `text`, ephemerally, through the payload's response_url (only
+    when it is Slack's); failures are logged, never raised."""
+    url = payload.get("response_url")
+    if not isinstance(url, str) or not slack_url(url, services.settings.slack_api_url):
+        log.info("no answer to a Slack click: its response_url is not Slack's")
+        return
+    body = {"response_type": "ephemeral", "replace_original": False, "text": text}
+    timeout = aiohttp.ClientTimeout(total=RESPONSE_TIMEOUT)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(url, json=body) as response,
+        ):
+            if response.status >= 300:
+                log.warning("response_url answered HTTP %d to a click", response.status)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("could not answer a click through response_url: %s", type(exc).__name__)

@@ -1,0 +1,215 @@
+"""The issue-13 verbs: `why`, `feedback` (and `feedback reset`), `saved` (and `saved
+export`) and `bibtex`.
+
+`why` and `feedback` are about the channel; `saved` is about the asking user, found by
+`Context.user_key` (the platform's own user id, never the display name): without a key
+(an adapter that cannot tell who asks) it says so and reads nothing. Every answer is
+ephemeral except a reset, which the channel sees. Bad input (an unknown id, a topic the
+channel does not follow, no user key) gets a clear message and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlite_utils import Database
+
+from db import feedback as feedback_store
+from db import saved as saved_store
+from db.papers import aliases_of
+from digests import bibtex
+from digests.commands.grammar import COMMAND, Command
+from digests.commands.handlers import (
+    Context,
+    _match_subscription,
+    _paper_or_error,
+    _subscription_line,
+    _topic_label,
+)
+from digests.commands.replies import Attachment, Reply, error, info
+from digests.explain import explain, explanation_lines
+
+log = logging.getLogger(__name__)
+
+SAVED_SHOWN = 20  # papers `saved` lists; the export has them all
+FEEDBACK_PAPERS_SHOWN = 5  # papers per topic `feedback` lists
+BIBTEX_MIME = "application/x-bibtex"
+NO_USER = (
+    "I can't tell who you are here, so I can't find your saved papers. "
+    "Use `/papers saved` in Slack or Discord, or `paperboy saved --user KEY` on the server."
+)
+
+
+def with_arxiv_id(db: Database, paper: dict[str, Any]) -> dict[str, Any]:
+    """The paper with `arxiv_id` from its `arXiv:` alias, when its links do not carry it
+    (a paper from a file keeps its arXiv id only as an alias)."""
+    if bibtex.paper_arxiv_id(paper):
+        return paper
+    aliases = aliases_of(db, str(paper["id"]), "arXiv:")
+    return paper | {"arxiv_id": aliases[0]} if aliases else paper
+
+
+def _why(command: Command, ctx: Context) -> Reply:
+    found = _paper_or_error(command.args["id"], ctx)
+    if isinstance(found, Reply):
+        return found
+    explained = explain(ctx.db, ctx.channel, found, ctx.catalog)
+    head, lines = explanation_lines(explained)
+    return info(head, *lines)
+
+
+def _feedback(command: Command, ctx: Context) -> Reply:
+    if command.args.get("action", "").lower() == "reset":
+        return _feedback_reset(command, ctx)
+    if "topic" in command.args:
+        return error(
+            f"To clear a topic's feedback: `{COMMAND} feedback reset {command.args['topic'][:40]}`;"
+            f" to see all of it: `{COMMAND} feedback`."
+        )
+    rows = feedback_store.channel_feedback(ctx.db, ctx.channel)
+    if not rows:
+        return info(
+            "No 👍/👎 in this channel yet.",
+            "Click 👍 More like this or 👎 Less like this under a digest's papers: the "
+            "next digest of that topic learns from them.",
+        )
+    active = {str(row["topic_id"]): row for row in _active(ctx)}
+    by_topic: dict[str, dict[str, list[int]]] = {}
+    titles: dict[str, str] = {}
+    for row in rows:
+        votes = by_topic.setdefault(str(row["topic_id"]), {}).setdefault(
+            str(row["paper_id"]), [0, 0]
+        )
+        votes[0 if int(row["vote"]) > 0 else 1] += 1
+        titles[str(row["paper_id"])] = str(row["title"] or "(no longer stored)")
+    lines: list[str] = []
+    for topic_id, papers in by_topic.items():
+        up = sum(votes[0] for votes in papers.values())
+        down = sum(votes[1] for votes in papers.values())
+        label = _label(topic_id, active, ctx)
+        lines.append(f"{label}: 👍 {up} · 👎 {down} on {_count(len(papers), 'paper')}")
+        # Most telling first: by net votes, then by how many voted.
+        ranked = sorted(papers.items(), key=lambda item: (-abs(item[1][0] - item[1][1]), item[0]))
+        for paper_id, (p_up, p_down) in ranked[:FEEDBACK_PAPERS_SHOWN]:
+            lines.append(f"  👍 {p_up} 👎 {p_down} `{paper_id}` {titles[paper_id]}")
+        if len(ranked) > FEEDBACK_PAPERS_SHOWN:
+            lines.append(f"  and {len(ranked) - FEEDBACK_PAPERS_SHOWN} more")
+    lines.append(
+        f"`{COMMAND} why <id>` shows how feedback moved a paper; "
+        f"`{COMMAND} feedback reset <topic>` clears a topic's (managers)."
+    )
+    return info(f"This channel's feedback, on {_count(len(by_topic), 'topic')}:", *lines)
+
+
+def _active(ctx: Context) -> list[dict[str, object]]:
+    from db import channels as channel_store
+
+    return list(channel_store.active_subscriptions(ctx.db, ctx.channel))
+
+
+def _label(topic_id: str, active: dict[str, dict[str, object]], ctx: Context) -> str:
+    row = active.get(topic_id)
+    if row is not None:
+        label = _topic_label(row, ctx.catalog)
+    else:
+        topic = ctx.catalog.get(topic_id)
+        label = (topic.label if topic else topic_id) + " (no longer followed)"
+    return label if topic_id.startswith("custom:") else f"{label} (`{topic_id}`)"
+
+
+def _feedback_reset(command: Command, ctx: Context) -> Reply:
+    text = command.args.get("topic", "").strip()
+    active = _active(ctx)
+    following = [
+        _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, start=1)
+    ]
+    if not text:
+        return error(
+            f"Which topic's feedback? Usage: `{COMMAND} feedback reset <topic>`.",
+            *(["This channel follows:", *following] if following else []),
+        )
+    match = _match_subscription(text, active, ctx.catalog)
+    if match is None:
+        return error(
+            f"This channel does not follow `{text[:60]}`.",
+            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+        )
+    topic_id = str(match["topic_id"])
+    label = _topic_label(match, ctx.catalog)
+    cleared = feedback_store.reset(ctx.db, ctx.channel, topic_id)
+    if not cleared:
+        return info(f"There is no feedback on {label} in this channel to clear.")
+    return info(
+        f"{ctx.user} cleared this channel's feedback on {label} ({_count(cleared, 'vote')}).",
+        "Its next digest picks papers by the topic's terms alone again.",
+        ephemeral=False,
+        changed=True,
+    )
+
+
+def _saved(command: Command, ctx: Context) -> Reply:
+    if not ctx.user_key:
+        return error(NO_USER)
+    papers = saved_store.saved_papers(ctx.db, ctx.user_key)
+    if command.args.get("action", "").lower() == "export":
+        if not papers:
+            return info("You have no saved papers to export. Save one with 🔖 under a digest.")
+        text = bibtex.bibtex(with_arxiv_id(ctx.db, paper) for paper in papers)
+        return info(
+            f"{_count(len(papers), 'saved paper')} as BibTeX (paperboy-saved.bib).",
+            attachment=Attachment("paperboy-saved.bib", text, BIBTEX_MIME),
+        )
+    if not papers:
+        return info(
+            "You have no saved papers yet.",
+            "Click 🔖 Save under a paper in a digest; it shows up here, only for you.",
+        )
+    lines = [
+        f"`{paper['id']}` {paper['title']} (saved {str(paper['saved_at'])[:10]})"
+        for paper in papers[:SAVED_SHOWN]
+    ]
+    if len(papers) > SAVED_SHOWN:
+        lines.append(f"and {len(papers) - SAVED_SHOWN} more")
+    lines.append(f"`{COMMAND} saved export` gives them all as BibTeX.")
+    return info(f"Your {_count(len(papers), 'saved paper')}, newest first:", *lines)
+
+
+def _bibtex(command: Command, ctx: Context) -> Reply:
+    found = _paper_or_error(command.args["id"], ctx)
+    if isinstance(found, Reply):
+        return found
+    entry = bibtex.bibtex([with_arxiv_id(ctx.db, found)])
+    # One code span per line (renderers show `backticks` as code). An entry holding a
+    # backtick (LaTeX's opening quote) cannot be shown so: it comes as a file too.
+    lines = entry.rstrip("\n").split("\n")
+    attachment = None
+    if "`" in entry:
+        attachment = Attachment(f"{bibtex.cite_key(found)}.bib", entry, BIBTEX_MIME)
+    return info(
+        f"BibTeX for “{found['title']}”:",
+        *(f"`{line}`" for line in lines),
+        attachment=attachment,
+    )
+
+
+def _count(count: int, noun: str) -> str:
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def saved_json(papers: list[dict[str, object]]) -> str:
+    """The saved papers as JSON (`paperboy saved --format json`)."""
+    from digests.lookup import item_fields
+
+    rows = [item_fields(paper) | {"saved_at": paper.get("saved_at")} for paper in papers]
+    return json.dumps(rows, ensure_ascii=False, indent=2)
+
+
+INTERACTIVE_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
+    "why": _why,
+    "feedback": _feedback,
+    "saved": _saved,
+    "bibtex": _bibtex,
+}
