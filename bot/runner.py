@@ -402,6 +402,8 @@ class SchedulerComponent:
         return known[1]
 
     def posters(self) -> dict[str, Poster]:
+        from bot.dm import DmChannels
+
         found: dict[str, Poster] = {
             "local": self._poster(
                 "local",
@@ -413,11 +415,16 @@ class SchedulerComponent:
             if isinstance(part, SlackComponent) and (slack := part.client) is not None:
                 from bot.slack.poster import SlackPoster
 
-                found["slack"] = self._poster("slack", slack, lambda: SlackPoster(slack))
+                # Personal digests' DM channels, remembered in the database (bot/dm.py).
+                found["slack"] = self._poster(
+                    "slack", slack, lambda: SlackPoster(slack, dms=DmChannels(self.services.db))
+                )
             if isinstance(part, DiscordComponent) and (bot := part.client) is not None:
                 from bot.discordbot.poster import DiscordPoster
 
-                found["discord"] = self._poster("discord", bot, lambda: DiscordPoster(bot))
+                found["discord"] = self._poster(
+                    "discord", bot, lambda: DiscordPoster(bot, dms=DmChannels(self.services.db))
+                )
         return found
 
     async def start(self) -> str:

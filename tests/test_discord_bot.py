@@ -43,10 +43,15 @@ def test_the_group_has_every_verb_described_from_the_grammar(catalog: Catalog) -
         command.name: command for command in PapersGroup.__discord_app_commands_group_children__
     }  # type: ignore[attr-defined]
     assert set(commands) == {verb.name for verb in VERBS}
+    personal = {verb.name for verb in VERBS if verb.personal}
+    assert {n for n, c in commands.items() if any(p.name == "me" for p in c.parameters)} == personal
     for verb in VERBS:
         command = commands[verb.name]
         assert command.description == verb.help
         for param in command.parameters:
+            if param.name == "me":  # the grammar's `--me` flag (personal digests)
+                assert verb.personal and not param.required
+                continue
             declared = next(p for p in verb.params if p.name == param.name)
             assert param.description == declared.help[:100]
 

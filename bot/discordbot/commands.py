@@ -18,8 +18,10 @@ from discord import app_commands
 
 from bot.services import Services
 from db.channels import active_subscriptions, custom_texts
+from digests.actions import user_key
+from digests.channels import personal_channel
 from digests.commands import handle
-from digests.commands.grammar import VERBS_BY_NAME, Verb
+from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, Verb
 from digests.commands.replies import Reply, error
 from digests.render import discord as discord_render
 from digests.schedule import timezone_names
@@ -77,6 +79,24 @@ def channel_of(interaction: discord.Interaction[Any]) -> str:
     return f"discord:{interaction.guild_id}/{interaction.channel_id}"
 
 
+def key_of(interaction: discord.Interaction[Any]) -> str:
+    """The asking user's key (`discord:USER`): Discord users are the same in every guild."""
+    return user_key("discord", None, str(interaction.user.id))
+
+
+ME_HELP = "Your own digest, sent to you as a direct message, instead of this channel's"
+
+
+def _manages_channels_or_me(interaction: discord.Interaction[Any]) -> bool:
+    """Manage Channels, as `has_permissions` checks it; not needed with `me`, which
+    changes only the user's own digest (a personal subscription is not a channel change)."""
+    if getattr(interaction.namespace, "me", False) is True:
+        return True
+    if interaction.permissions.manage_channels:
+        return True
+    raise app_commands.MissingPermissions(["manage_channels"])
+
+
 async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> None:
     """The reply as Discord messages: the first answers the interaction, the rest follow.
     A reply's attachment goes with the first, as a file (ephemeral when the reply is)."""
@@ -108,19 +128,24 @@ class PapersGroup(app_commands.Group):
         self.services = services
         self.ack_budget = ack_budget
 
-    async def run(self, interaction: discord.Interaction[Any], verb: str, *parts: str) -> None:
-        """Answer within Discord's 3 seconds: directly if quick, else defer, then follow up."""
-        text = " ".join([verb, *(part for part in parts if part)])
+    async def run(
+        self, interaction: discord.Interaction[Any], verb: str, *parts: str, me: bool = False
+    ) -> None:
+        """Answer within Discord's 3 seconds: directly if quick, else defer, then follow up.
+        `me`: the user's own digest (`--me`), answered only to them."""
+        text = " ".join([verb, *([ME_FLAG] if me else []), *(part for part in parts if part)])
         channel = channel_of(interaction)
         user = f"@{interaction.user.name}"
+        key = key_of(interaction)
 
         def work() -> Reply:
-            return handle(text, self.services.context(channel, user))
+            return handle(text, self.services.context(channel, user, key))
 
         task = asyncio.ensure_future(self.services.in_thread(work))
         done, _ = await asyncio.wait({task}, timeout=self.ack_budget)
         if not done:
-            await interaction.response.defer(ephemeral=not _verb(verb).changes, thinking=True)
+            public = _verb(verb).changes and not me
+            await interaction.response.defer(ephemeral=not public, thinking=True)
         try:
             reply = await task
         except Exception:
@@ -184,8 +209,9 @@ class PapersGroup(app_commands.Group):
         await self.run(interaction, "topics")
 
     @app_commands.command(name="list", description=_verb("list").help)
-    async def list_(self, interaction: discord.Interaction[Any]) -> None:
-        await self.run(interaction, "list")
+    @app_commands.describe(me=ME_HELP)
+    async def list_(self, interaction: discord.Interaction[Any], me: bool = False) -> None:
+        await self.run(interaction, "list", me=me)
 
     @app_commands.command(name="digest", description=_verb("digest").help)
     async def digest(self, interaction: discord.Interaction[Any]) -> None:
@@ -203,34 +229,45 @@ class PapersGroup(app_commands.Group):
     # Discord honours default_member_permissions only on top-level commands, never on a
     # group's subcommands, so the check below is what enforces it.
 
+    # `me` (the user's own digest) needs no permission: `_manages_channels_or_me`.
+
     @app_commands.command(name="subscribe", description=_verb("subscribe").help)
-    @app_commands.describe(**_describe("subscribe"))
-    @app_commands.checks.has_permissions(manage_channels=True)
+    @app_commands.describe(**_describe("subscribe"), me=ME_HELP)
+    @app_commands.check(_manages_channels_or_me)
     async def subscribe(
-        self, interaction: discord.Interaction[Any], topic: app_commands.Range[str, 1, 100]
+        self,
+        interaction: discord.Interaction[Any],
+        topic: app_commands.Range[str, 1, 100],
+        me: bool = False,
     ) -> None:
-        await self.run(interaction, "subscribe", _quoted(topic))
+        await self.run(interaction, "subscribe", _quoted(topic), me=me)
 
     @app_commands.command(name="unsubscribe", description=_verb("unsubscribe").help)
-    @app_commands.describe(**_describe("unsubscribe"))
-    @app_commands.checks.has_permissions(manage_channels=True)
+    @app_commands.describe(**_describe("unsubscribe"), me=ME_HELP)
+    @app_commands.check(_manages_channels_or_me)
     async def unsubscribe(
-        self, interaction: discord.Interaction[Any], topic: app_commands.Range[str, 1, 100]
+        self,
+        interaction: discord.Interaction[Any],
+        topic: app_commands.Range[str, 1, 100],
+        me: bool = False,
     ) -> None:
-        await self.run(interaction, "unsubscribe", _quoted(topic))
+        await self.run(interaction, "unsubscribe", _quoted(topic), me=me)
 
     @app_commands.command(name="schedule", description=_verb("schedule").help)
-    @app_commands.describe(**_describe("schedule"))
+    @app_commands.describe(**_describe("schedule"), me=ME_HELP)
     @app_commands.choices(weekday=WEEKDAY_CHOICES)
-    @app_commands.checks.has_permissions(manage_channels=True)
+    @app_commands.check(_manages_channels_or_me)
     async def schedule(
         self,
         interaction: discord.Interaction[Any],
         weekday: str,
         time: app_commands.Range[str, 1, 10],
         timezone: str | None = None,
+        me: bool = False,
     ) -> None:
-        await self.run(interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""))
+        await self.run(
+            interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""), me=me
+        )
 
     @app_commands.command(name="backlog", description=_verb("backlog").help)
     @app_commands.describe(**_describe("backlog"))
@@ -240,9 +277,10 @@ class PapersGroup(app_commands.Group):
         await self.run(interaction, "backlog", state)
 
     @app_commands.command(name="resume", description=_verb("resume").help)
-    @app_commands.checks.has_permissions(manage_channels=True)
-    async def resume(self, interaction: discord.Interaction[Any]) -> None:
-        await self.run(interaction, "resume")
+    @app_commands.describe(me=ME_HELP)
+    @app_commands.check(_manages_channels_or_me)
+    async def resume(self, interaction: discord.Interaction[Any], me: bool = False) -> None:
+        await self.run(interaction, "resume", me=me)
 
     # --- issue 13: why, feedback, saved, bibtex (answers only the asker sees; a reset
     # of feedback is a change: Manage Channels, `_manages_channels_for_reset`) ---------
@@ -307,6 +345,8 @@ class PapersGroup(app_commands.Group):
     ) -> list[app_commands.Choice[str]]:
         typed = current.lower().strip()
         channel = channel_of(interaction)
+        if getattr(interaction.namespace, "me", False) is True:  # the user's own topics
+            channel = personal_channel(key_of(interaction)) or channel
         rows = await self.services.in_thread(
             lambda: active_subscriptions(self.services.db(), channel)  # the thread's connection
         )

@@ -36,6 +36,7 @@ import discord
 from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
 from bot.discordbot.buttons import view_of
 from bot.discordbot.client import MAX_RATE_LIMIT_WAIT_SECONDS
+from bot.dm import DmChannels
 from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled
 from digests.channels import ChannelRef
 
@@ -48,6 +49,8 @@ PERMANENT_CODES = {
     50001: "Missing Access",
     50013: "Missing Permissions",
     50007: "Cannot send messages to this user",
+    10013: "Unknown User",  # a personal digest's user (opening the DM)
+    50033: "Invalid Recipient(s)",  # ... answered 400, not 403/404
 }
 
 
@@ -66,8 +69,10 @@ class DiscordPoster:
         rate: float | None = DEFAULT_POSTS_PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        dms: DmChannels | None = None,
     ) -> None:
         self.client = client
+        self.dms = dms if dms is not None else DmChannels()
         self.limits = SendLimits(rate, monotonic=monotonic, sleep=sleep)
         listeners = getattr(client, "response_listeners", None)
         if listeners is not None:  # a PaperboyClient: hear of every 429 it receives
@@ -114,11 +119,14 @@ class DiscordPoster:
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
     ) -> str:
-        target = self.client.get_partial_messageable(
-            int(channel.name), guild_id=int(channel.team) if channel.team else None
-        )
+        if not channel.personal:
+            target = self.client.get_partial_messageable(
+                int(channel.name), guild_id=int(channel.team) if channel.team else None
+            )
         components = payload.get("components")
         try:
+            if channel.personal:  # a personal digest (issue 13): the user's DM channel
+                target = await self._dm(channel)
             message = await target.send(
                 # The same nonce on every attempt at one outbox message: with enforce_nonce
                 # (which discord.py sets), Discord answers a repeat within a few minutes
@@ -136,15 +144,30 @@ class DiscordPoster:
                 "rate limited", retry_after=exc.retry_after, rate_limited=True
             ) from None
         except (discord.NotFound, discord.Forbidden) as exc:
+            if channel.personal and exc.code == 10003 and self.dms.get(str(channel)):
+                self.dms.forget(str(channel))  # a DM channel gone: open it again next time
+                raise TransientError("the DM channel is gone; opening it again") from None
             reason = PERMANENT_CODES.get(exc.code, f"{exc.status} {exc.text or 'refused'}")
             raise PermanentError(reason) from None
         except discord.HTTPException as exc:
             if exc.status == 429:  # discord.py's own retries of it ran out
                 raise _rate_limited(exc) from None
+            if channel.personal and exc.code in PERMANENT_CODES:
+                raise PermanentError(PERMANENT_CODES[exc.code]) from None
             raise TransientError(f"HTTP {exc.status}: {exc.text or 'error'}") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(message.id)
+
+    async def _dm(self, channel: ChannelRef) -> discord.PartialMessageable:
+        """The DM channel of a personal digest's user: remembered, or opened with
+        `POST /users/@me/channels` (discord.py's `create_dm`) and remembered."""
+        known = self.dms.get(str(channel))
+        if known is None:
+            dm = await self.client.create_dm(discord.Object(id=int(channel.user or 0)))
+            known = str(dm.id)
+            self.dms.put(str(channel), known)
+        return self.client.get_partial_messageable(int(known), type=discord.ChannelType.private)
 
 
 def _number(text: str | None) -> float | None:

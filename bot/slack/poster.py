@@ -8,6 +8,11 @@ transient error, taken as workspace-wide: Slack does not say which limit it was,
 channel spacing keeps within the channel's. Later parts of a digest go in a thread under
 the first. Errors that retrying cannot fix pause the channel; the rest are transient and
 left to the outbox.
+
+A personal digest (`slack:T/@U`) goes to the user's DM with the app: `conversations.open`
+gives its `D...` id, remembered in `dms` (`bot/dm.py`). A user the app cannot DM
+(`DM_REFUSALS`: unknown, deactivated, the bot itself, or the app's Messages tab off) pauses
+that user's digest alone, as a refusing channel pauses itself.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import PermanentError, TransientError
+from bot.dm import DmChannels
 from bot.ratelimits import SendLimits
 from bot.slack.client import error_code
 from digests.channels import ChannelRef
@@ -49,6 +55,16 @@ PERMANENT_ERRORS = frozenset(
         "ekm_access_denied",
     }
 )
+# A personal digest's user cannot get a DM from the app (conversations.open, or the post).
+DM_REFUSALS = frozenset(
+    {
+        "user_not_found",
+        "user_not_visible",
+        "user_disabled",
+        "cannot_dm_bot",
+        "messages_tab_disabled",
+    }
+)
 MIN_INTERVAL_SECONDS = 1.0
 DEFAULT_POSTS_PER_SECOND = 5.0  # the setting's default: "several hundred per minute"
 
@@ -64,8 +80,10 @@ class SlackPoster:
         rate: float | None = DEFAULT_POSTS_PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        dms: DmChannels | None = None,
     ) -> None:
         self.client = client
+        self.dms = dms if dms is not None else DmChannels()
         self.limits = SendLimits(
             rate, channel_interval=min_interval, monotonic=monotonic, sleep=sleep
         )
@@ -73,10 +91,44 @@ class SlackPoster:
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
     ) -> str:
-        """Post one message (the caller waited on `limits` first)."""
+        """Post one message (the caller waited on `limits` first); a personal digest's
+        into the user's DM, opened first if not known (again if the known one is gone)."""
+        if not channel.personal:
+            return await self._post(channel.name, payload, thread_of)
+        known = self.dms.get(str(channel))
+        if known is not None:
+            try:
+                return await self._post(known, payload, thread_of, personal=True)
+            except PermanentError as exc:
+                if exc.reason != "channel_not_found":
+                    raise
+                log.info("the DM of %s is gone; opening it again", channel)
+                self.dms.forget(str(channel))
+        return await self._post(await self._open(channel), payload, thread_of, personal=True)
+
+    async def _open(self, channel: ChannelRef) -> str:
+        """The DM channel with the personal digest's user, through conversations.open."""
+        try:
+            response = await self.client.conversations_open(users=channel.user)
+        except SlackApiError as exc:
+            raise _error(exc, personal=True) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransientError(f"connection problem: {type(exc).__name__}") from None
+        dm = str(response["channel"]["id"])
+        self.dms.put(str(channel), dm)
+        return dm
+
+    async def _post(
+        self,
+        target: str,
+        payload: dict[str, Any],
+        thread_of: str | None,
+        *,
+        personal: bool = False,
+    ) -> str:
         try:
             response = await self.client.chat_postMessage(
-                channel=channel.name,
+                channel=target,
                 text=payload["text"],
                 blocks=payload.get("blocks"),
                 thread_ts=thread_of,
@@ -84,18 +136,21 @@ class SlackPoster:
                 unfurl_media=False,
             )
         except SlackApiError as exc:
-            error = error_code(exc)
-            if error in PERMANENT_ERRORS:
-                raise PermanentError(error) from None
-            # "ratelimited": a 429's body; "rate_limited": chat.postMessage's own error
-            # ("Application has posted too many messages"). Neither posted anything.
-            limited = exc.response.status_code == 429 or error in ("ratelimited", "rate_limited")
-            raise TransientError(
-                error, _retry_after(exc), rate_limited=limited, scope="global"
-            ) from None
+            raise _error(exc, personal) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(response["ts"])
+
+
+def _error(exc: SlackApiError, personal: bool) -> PermanentError | TransientError:
+    """A Slack API error as the delivery sees it: pause (permanent) or retry later."""
+    error = error_code(exc)
+    if error in PERMANENT_ERRORS or (personal and error in DM_REFUSALS):
+        return PermanentError(error)
+    # "ratelimited": a 429's body; "rate_limited": chat.postMessage's own error
+    # ("Application has posted too many messages"). Neither posted anything.
+    limited = exc.response.status_code == 429 or error in ("ratelimited", "rate_limited")
+    return TransientError(error, _retry_after(exc), rate_limited=limited, scope="global")
 
 
 def _retry_after(exc: SlackApiError) -> float | None:

@@ -42,7 +42,7 @@ WHERE = "your personal digest (a direct message from me)"
 
 def _personal(ctx: Context) -> Context | Reply:
     """The context of the user's own digest, or why there is none."""
-    channel = personal_channel(getattr(ctx, "user_key", None) or "")
+    channel = personal_channel(ctx.user_key or "")
     if channel is None:
         return error(NO_DM)
     return dataclasses.replace(ctx, channel=channel)

@@ -15,6 +15,13 @@ post over a limit is answered 429 with `{"message": "You are being rate limited.
 "retry_after": 0.5, "global": false}` (seconds, a float), `Retry-After`, `X-RateLimit-Scope`
 and, for the global limit, `X-RateLimit-Global: true`. `limited` lists the refused ones.
 
+Direct messages (issue 13, personal digests): `POST /users/@me/channels` with a
+`recipient_id` opens the bot's DM channel with that user (type 1, the same id every time:
+`dms`); an id in `unknown_users` is answered 400 `Invalid Recipient(s)` (code 50033). The
+DM opens even for a user who refuses DMs (`dm_refused`: no shared server, or "allow direct
+messages" off); a message to it is then answered 403 `Cannot send messages to this user`
+(code 50007), as Discord does.
+
 Components (issue 13): a message keeps the `components` it was posted with, and
 `messages` holds every created message by id, as Discord has it now. `click(message,
 custom_id)` is the INTERACTION_CREATE a user's click on one of its buttons makes (type 3,
@@ -145,6 +152,9 @@ class FakeDiscord:
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> as it is now
     edits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (message id, body)
     _clicked: dict[str, str] = field(default_factory=dict)  # interaction token -> message id
+    dms: dict[str, str] = field(default_factory=dict)  # user id -> the DM channel's id
+    unknown_users: set[str] = field(default_factory=set)  # opening a DM: 50033
+    dm_refused: set[str] = field(default_factory=set)  # messages to their DM: 50007
 
     def drop(self, route: str, times: int = 1) -> None:
         """The next `times` requests ending with `route` are handled, then their answer is
@@ -333,6 +343,8 @@ class FakeDiscord:
         }
 
     def _default(self, method: str, path: str, body: Any) -> web.Response:
+        if path == "/users/@me/channels" and method == "POST":
+            return self._open_dm(body)
         if path == "/users/@me":
             if not self.token_ok:
                 return json_response({"message": "401: Unauthorized", "code": 0}, status=401)
@@ -393,6 +405,10 @@ class FakeDiscord:
             if updated is None:
                 return json_response({"message": "Unknown Message", "code": 10008}, 404)
             return json_response(updated)
+        refused = {self.dms[user] for user in self.dm_refused if user in self.dms}
+        if method == "POST" and path.endswith("/messages") and path.split("/")[2] in refused:
+            body = {"message": "Cannot send messages to this user", "code": 50007}
+            return json_response(body, status=403)
         if path.startswith("/channels/") and path.endswith("/messages") and method == "POST":
             channel_id = path.split("/")[2]
             nonce = (body or {}).get("nonce")
@@ -407,3 +423,17 @@ class FakeDiscord:
                 self._by_nonce[str(nonce)] = message
             return json_response(message)
         return json_response({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _open_dm(self, body: Any) -> web.Response:
+        """`POST /users/@me/channels`: the DM channel with `recipient_id`, as Discord
+        answers it (a DM channel object, type 1, its recipient)."""
+        user = str((body or {}).get("recipient_id") or "")
+        if not user.isdigit() or user in self.unknown_users:
+            return json_response({"message": "Invalid Recipient(s)", "code": 50033}, status=400)
+        channel = self.dms.setdefault(user, self._id())
+        recipient = {"id": user, "username": f"user{user[-4:]}", "discriminator": "0",
+                     "global_name": None, "avatar": None}  # fmt: skip
+        return json_response(
+            {"id": channel, "type": 1, "last_message_id": None, "flags": 0,
+             "recipients": [recipient]}
+        )  # fmt: skip

@@ -17,8 +17,10 @@ Beyond posting (issue 13), the fake keeps what Slack would keep, and answers as 
   (with `errors`, as Slack lists them) for blocks past Block Kit's limits (`block_errors`);
 - `conversations.open` with `users` opens (or finds) the bot's DM with that user: the same
   `D...` id every time, `no_op` and `already_open` true after the first; `user_not_found`
-  for ids in `unknown_users`, `cannot_dm_bot` for the bot itself,
-  `users_list_not_supplied` without `users`;
+  for ids in `unknown_users`, `user_disabled` for those in `disabled_users` (deactivated),
+  `cannot_dm_bot` for the bot itself, `users_list_not_supplied` without `users`; with
+  `messages_tab` False (the app's Messages tab turned off), `chat.postMessage` to a DM
+  (`D...`) answers `messages_tab_disabled`;
 - `files_upload_v2`'s three steps: `files.getUploadURLExternal` (`filename` and `length`
   required, else `invalid_arguments`) answers an upload URL on this server and a file id;
   a POST to that URL stores the bytes (`OK - <length>`, as files.slack.com answers);
@@ -73,6 +75,8 @@ class FakeSlack:
     # (channel, ts) -> {"text", "blocks", "thread_ts"}: what a message shows now
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     unknown_users: set[str] = field(default_factory=set)  # conversations.open: user_not_found
+    disabled_users: set[str] = field(default_factory=set)  # conversations.open: user_disabled
+    messages_tab: bool = True  # False: posts to DMs answer messages_tab_disabled
     dms: dict[str, str] = field(default_factory=dict)  # user -> the DM's channel id
     uploads: list[dict[str, Any]] = field(default_factory=list)  # files shared
     _files: dict[str, dict[str, Any]] = field(default_factory=dict)  # file id -> upload
@@ -177,6 +181,8 @@ class FakeSlack:
                 "user": "paperboy",
             }
         if method == "chat.postMessage":
+            if not self.messages_tab and str(args.get("channel")).startswith("D"):
+                return {"ok": False, "error": "messages_tab_disabled"}
             errors = block_errors(_blocks(args.get("blocks")) or [])
             if errors:
                 return _invalid_blocks(errors)
@@ -243,6 +249,8 @@ class FakeSlack:
         user = users[0]
         if user in self.unknown_users:
             return {"ok": False, "error": "user_not_found"}
+        if user in self.disabled_users:
+            return {"ok": False, "error": "user_disabled"}
         if user == "UBOT":
             return {"ok": False, "error": "cannot_dm_bot"}
         if user in self.dms:
