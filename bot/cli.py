@@ -401,7 +401,20 @@ def _context(db: Database, channel: str, user: str, settings: Settings) -> Conte
     from digests.commands import Context
     from digests.topics import load_catalog
 
-    return Context(db, str(parse_channel(channel)), user, _now(), settings, load_catalog())
+    return Context(
+        db, str(parse_channel(channel)), user, _now(), settings, load_catalog(), _local_key(user)
+    )
+
+
+def _local_key(user: str) -> str | None:
+    """The user key of a command-line user (`local:NAME`, NAME without `cli:`), for the
+    commands about a person (`saved`); None when the name cannot be a key."""
+    from digests.actions import user_key
+
+    try:
+        return user_key("local", None, user.removeprefix("cli:"))
+    except ValueError:
+        return None
 
 
 @main.command()
@@ -424,6 +437,9 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
     ctx = _context(_chat_database(command, db_path), channel, user or _user(), settings)
     reply = handle(command, ctx)
     echo(reply_text(reply))
+    if reply.attachment is not None:  # e.g. `saved export`: the file's text follows
+        echo()
+        echo(reply.attachment.content.rstrip("\n"))
     if reply.error:
         sys.exit(2)
 
@@ -884,6 +900,49 @@ def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Pat
 
 DEMO_CHANNEL = "local:demo"
 DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
+
+
+@main.command()
+@click.option(
+    "--user",
+    "key",
+    required=True,
+    help="Whose: a user key, slack:TEAM/USER (slack:T0123/U0456), discord:USER_ID or local:NAME.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["bibtex", "json"]), default="bibtex", show_default=True
+)
+@db_option
+def saved(key: str, fmt: str, db_path: Path | None) -> None:
+    """Print a user's saved papers (saved with the digest's Save button), newest first."""
+    from db.saved import saved_papers
+    from digests.bibtex import bibtex
+    from digests.commands.interactive import saved_records, with_arxiv_id
+
+    if not _is_user_key(key):
+        raise UserError(
+            f"--user {key[:60]!r} is not a user key: slack:TEAM/USER (slack:T0123/U0456), "
+            "discord:USER_ID or local:NAME"
+        )
+    db = open_database(db_path)
+    papers = saved_papers(db, key)
+    if fmt == "json":
+        echo(json_text(saved_records(papers)))
+    elif papers:
+        echo(bibtex(with_arxiv_id(db, paper) for paper in papers).rstrip("\n"))
+    else:
+        echo(f"{key} has no saved papers.", err=True)
+
+
+def _is_user_key(text: str) -> bool:
+    from digests.actions import user_key
+
+    platform, _, rest = text.partition(":")
+    team, _, user = rest.rpartition("/") if platform == "slack" else (None, "", rest)
+    try:
+        return user_key(platform, team, user) == text
+    except ValueError:
+        return False
 
 
 @main.command()

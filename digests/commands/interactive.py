@@ -10,7 +10,6 @@ channel does not follow, no user key) gets a clear message and changes nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,7 @@ from digests.commands.handlers import (
 )
 from digests.commands.replies import Attachment, Reply, error, info
 from digests.explain import explain, explanation_lines
+from digests.lookup import item_fields
 
 log = logging.getLogger(__name__)
 
@@ -199,12 +199,18 @@ def _count(count: int, noun: str) -> str:
     return f"1 {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def saved_json(papers: list[dict[str, object]]) -> str:
-    """The saved papers as JSON (`paperboy saved --format json`)."""
-    from digests.lookup import item_fields
-
-    rows = [item_fields(paper) | {"saved_at": paper.get("saved_at")} for paper in papers]
-    return json.dumps(rows, ensure_ascii=False, indent=2)
+def saved_records(papers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The saved papers as `paperboy saved --format json` prints them: a digest item's
+    fields (`digests.lookup.item_fields`), its BibTeX key, when it was saved and where."""
+    return [
+        item_fields(paper)
+        | {
+            "bibtex_key": bibtex.cite_key(paper),
+            "saved_at": paper.get("saved_at"),
+            "saved_from": paper.get("saved_from"),
+        }
+        for paper in papers
+    ]
 
 
 INTERACTIVE_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
