@@ -7,9 +7,14 @@ A personal digest is a channel whose reference names a user (`slack:T/@U`,
 from __future__ import annotations
 
 import pytest
+from sqlite_utils import Database
 
+from config.settings import Settings
 from digests.channels import ChannelError, parse_channel, personal_channel
+from digests.commands import Context, handle
 from digests.commands.grammar import ParseError, parse, usage_hint
+from digests.topics import Catalog
+from tests.conftest import NOW
 
 # --- references ----------------------------------------------------------------
 
@@ -143,3 +148,11 @@ def test_the_usage_shows_me() -> None:
     assert "subscribe [--me] <topic>" in hint
     assert "list [--me]" in hint
     assert "topics [--me]" not in hint
+
+
+def test_help_explains_me(seeded_db: Database, settings: Settings, catalog: Catalog) -> None:
+    ctx = Context(seeded_db, "slack:T0001/C0001", "alice", NOW, settings, catalog)
+    reply = handle("help subscribe", ctx)
+    assert "`/papers subscribe [--me] <topic>`" in reply.lines
+    assert any(line.strip().startswith("--me: your own digest") for line in reply.lines)
+    assert not any("--me" in line for line in handle("help topics", ctx).lines)

@@ -477,3 +477,14 @@ def test_dm_channels_remember_in_memory_and_in_the_database(services: Services) 
     assert DmChannels(services.db).get(ALICE) == "D2"  # another process reads it
     stored.forget(ALICE)
     assert DmChannels(services.db).get(ALICE) is None
+
+
+def test_unsubscribing_every_topic_stops_the_digest(services: Services) -> None:
+    from bot.scheduler import scheduled_channels
+
+    me(services, "U0001", "subscribe --me robotics")
+    me(services, "U0002", "subscribe --me rlhf")
+    assert {ALICE, BOB} <= set(scheduled_channels(services))
+    reply = me(services, "U0001", "unsubscribe --me robotics")
+    assert reply.changed and "no more digests" in " ".join(reply.lines)
+    assert ALICE not in scheduled_channels(services) and BOB in scheduled_channels(services)

@@ -428,3 +428,26 @@ def test_the_manifest_turns_interactivity_on() -> None:
     assert "interactivity:\n    is_enabled: true" in settings
     assert "- files:write " in manifest  # saved export's upload
     assert "request_url: https://YOUR-HOST/slack/events" in manifest  # HTTP mode, documented
+
+
+async def test_a_click_in_a_direct_message_is_on_the_users_own_digest(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    services, http, _, _ = env
+    personal = f"slack:{TEAM}/@U0001"
+    digest = record_digest(services, personal)
+    dm = "D00000042"
+    ts = await post_digest(fake_slack, digest, channel_id=dm)
+    paper = paper_of(item_blocks(fake_slack, ts, dm)[0])
+    payload = click_payload(fake_slack, ts, VOTE_UP, channel_id=dm)
+    assert await click(http, payload) == 200
+    await settle(http)
+    db = open_db(services.db_path)
+    assert feedback.counts(db, personal, [paper])[paper] == (1, 0)
+    # Someone else's click there (they cannot see that DM; a forged one) is refused.
+    other = click_payload(fake_slack, ts, VOTE_DOWN, channel_id=dm, user="U0002")
+    assert await click(http, other) == 200
+    await settle(http)
+    assert "another channel" in fake_slack.responses[-1]["text"]
+    assert feedback.counts(db, personal, [paper])[paper] == (1, 0)
+    assert len(updates(fake_slack)) == 1

@@ -25,6 +25,7 @@ from digests import lookup
 from digests.channels import ChannelError, parse_channel
 from digests.commands.grammar import (
     COMMAND,
+    ME_FLAG,
     VERBS,
     VERBS_BY_NAME,
     Command,
@@ -152,6 +153,11 @@ def _help(command: Command, ctx: Context) -> Reply:
         return error(f"There is no command {name!r}.", *help_lines())
     lines = [f"`{verb.usage}`", verb.help]
     lines += [f"  {param.name}: {param.help}" for param in verb.params]
+    if verb.personal:
+        lines.append(
+            f"  {ME_FLAG}: your own digest instead of the channel's, sent to you as a direct "
+            "message; anyone may, and only you see the answer."
+        )
     if verb.example:
         lines.append(f"Example: `{COMMAND} {verb.example}`")
     marked = [choice for param in verb.params if param.changes for choice in param.choices]
