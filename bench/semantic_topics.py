@@ -31,6 +31,7 @@ says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import array
 import hashlib
 import json
 import logging
@@ -51,7 +52,7 @@ from digests.topics import load_catalog
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / "bench" / ".cache" / f"semantic-text-vectors-{semantic.MODEL}.npz"
+CACHE = ROOT / "bench" / ".cache" / f"semantic-text-vectors-{semantic.MODEL}.bin"
 FOLDS = 4
 MIN_POSITIVES = 5  # labelled calibrate papers a centroid needs
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -60,22 +61,29 @@ RRF_K = 60
 
 
 class CachedEncoder:
-    """The extra's model behind a disk cache keyed by a hash of the text."""
+    """The extra's model (or `model`) behind a disk cache keyed by a SHA-1 of the text: a
+    JSON line {"model", "dim", "keys"}, then the float32 vectors in that order (no numpy
+    needed to read it). Texts not in the cache are encoded and added."""
 
     name = semantic.MODEL
     dim = 384
 
-    def __init__(self, path: Path) -> None:
-        import numpy as np  # type: ignore[import-not-found]
-
+    def __init__(self, path: Path, model: semantic.Encoder | None = None) -> None:
         self.path = path
-        self.vectors: dict[str, Any] = {}
+        self.vectors: dict[str, array.array[float]] = {}
         self.encoded = 0
         self.cpu = 0.0
+        self._model = model
+        if model is not None:
+            self.name, self.dim = model.name, model.dim
         if path.is_file():
-            with np.load(path) as data:
-                self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
-        self._model: semantic.Encoder | None = None
+            with path.open("rb") as handle:
+                header = json.loads(handle.readline())
+                data = array.array("f")
+                data.frombytes(handle.read())
+            if header.get("model") == self.name and header.get("dim") == self.dim:
+                d = self.dim
+                self.vectors = {k: data[i * d : (i + 1) * d] for i, k in enumerate(header["keys"])}
 
     @staticmethod
     def key(text: str) -> str:
@@ -90,20 +98,23 @@ class CachedEncoder:
             for start in range(0, len(missing), 256):
                 chunk = missing[start : start + 256]
                 for text, vector in zip(chunk, self._model.encode(chunk), strict=True):
-                    self.vectors[self.key(text)] = vector
+                    self.vectors[self.key(text)] = array.array("f", vector)
                 self.encoded += len(chunk)
-                print(f"encoded {self.encoded}/{len(missing)}", file=sys.stderr, flush=True)
+                if len(missing) > 1:  # a pass over papers, not one query
+                    print(f"encoded {self.encoded}/{len(missing)}", file=sys.stderr, flush=True)
                 self.save()
             self.cpu += time.process_time() - started
-        return [list(map(float, self.vectors[self.key(t)])) for t in texts]
+        return [list(self.vectors[self.key(t)]) for t in texts]
 
     def save(self) -> None:
-        import numpy as np
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.vectors)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.array([self.vectors[k] for k in keys]))
+        header = {"model": self.name, "dim": self.dim, "keys": keys}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("wb") as handle:
+            handle.write(json.dumps(header).encode("utf-8") + b"\n")
+            for k in keys:
+                handle.write(self.vectors[k].tobytes())
         tmp.replace(self.path)
 
 

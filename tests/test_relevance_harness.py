@@ -196,3 +196,23 @@ def test_semantic_topics_experiment_helpers_by_hand(monkeypatch: pytest.MonkeyPa
     # Without the extra the experiment measures nothing (and reads no corpus).
     monkeypatch.setattr(semantic_topics.semantic, "installed", lambda: False)
     assert semantic_topics.run(Path("/nonexistent.tsv"), Path("/nonexistent.npz")) is None
+
+
+def test_vector_cache_encodes_each_text_once(tmp_path: Path) -> None:
+    from bench.semantic_topics import CachedEncoder
+    from digests.semantic import HashingEncoder
+
+    model = HashingEncoder(dim=8)
+    path = tmp_path / "vectors.bin"
+    first = CachedEncoder(path, model)
+    vectors = first.encode(["offline rl", "graph neural networks", "offline rl"])
+    assert first.encoded == 2 and model.calls == 1
+    # A new process reads the file: nothing is encoded again, and the vectors are the same
+    # (as float32).
+    again = CachedEncoder(path, model)
+    assert again.encode(["graph neural networks", "offline rl"]) == [vectors[1], vectors[0]]
+    assert again.encoded == 0 and model.calls == 1
+    assert vectors[0] == pytest.approx(model.encode(["offline rl"])[0], abs=1e-6)
+    # A cache of another model is not used.
+    other = CachedEncoder(path, HashingEncoder(dim=8, name="another"))
+    assert other.vectors == {}
