@@ -6,13 +6,17 @@ delivered the same way, ranked by them."""
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.send import send_digest
+from bot.slack import actions as slack_actions
 from bot.slack.app import create_app
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
@@ -170,3 +174,43 @@ async def test_clicks_rerank_the_next_digest(
     assert set(ranked[:2]) == {"robot-a", "robot-b"}, ranked  # like the 👍 ones, first
     quiet = [key for key in posted_titles(fake_slack, QUIET_ID, before) if key in NEXT]
     assert set(quiet[:2]) == {"recsys-a", "recsys-b"}, quiet  # no feedback: as before
+
+
+async def test_socket_mode_acknowledges_a_click_before_its_work(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Held in its thread, the click's envelope is still acknowledged; released, it counts."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    ts = await post_digest(fake_slack, record_digest(services))
+    release = threading.Event()
+    real = slack_actions.apply_action
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slack_actions, "apply_action", held)
+    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        await fake_slack.send_envelope(
+            {
+                "envelope_id": "5f1c2a9e-0000-4000-8000-000000000001",
+                "type": "interactive",
+                "accepts_response_payload": False,
+                "payload": click_payload(fake_slack, ts, VOTE_UP),
+            }
+        )
+        assert await eventually(lambda: fake_slack.socket_acks)
+        assert votes(services) == [] and updates(fake_slack) == []
+        release.set()
+        assert await eventually(lambda: updates(fake_slack))
+        assert len(votes(services)) == 1
+    finally:
+        release.set()
+        await handler.close_async()
