@@ -320,3 +320,23 @@ async def test_discord_why_and_bibtex_answer_only_the_asker(
     assert why["flags"] & EPHEMERAL and entry["flags"] & EPHEMERAL
     assert "has not been in this channel's digests" in why["content"]
     assert f"@inproceedings{{lomap2025_{paper_id[1:7]}," in entry["content"]
+
+
+async def test_discord_saved_export_through_the_real_client(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    db = open_db(bot.services.db_path)
+    paper_id = seed_paper_id(db, "LoMAP")
+    # The asking member of tests.discord_helpers.interaction, keyed as the adapter keys it.
+    saved_store.save(db, "discord:500000000000000000", paper_id, AT)
+    saved_store.save(db, "discord:600000000000000000", seed_paper_id(db, "AlphaDPO"), AT)
+    await dispatch(bot, fake_discord, interaction("saved"))
+    await dispatch(bot, fake_discord, interaction("saved", {"action": "export"}))
+    listed, exported = fake_discord.callbacks()
+    assert listed["data"]["flags"] & EPHEMERAL
+    assert paper_id in listed["data"]["content"] and "AlphaDPO" not in listed["data"]["content"]
+    assert exported["data"]["flags"] & EPHEMERAL
+    [file] = exported["files"]
+    assert file["filename"] == "paperboy-saved.bib"
+    (entry,) = bibtexparser.parse_string(file["content"]).entries
+    assert entry.key == f"lomap2025_{paper_id[1:7]}"
