@@ -274,9 +274,10 @@ def _year(paper: Paper) -> int | None:
 
 
 def paper_arxiv_id(paper: Paper) -> str | None:
-    """The paper's own arXiv id (no version), from its arXiv page link or an alias the
-    caller put in `arxiv_id`."""
-    for text in (paper.get("arxiv_id"), paper.get("arxiv_url")):
+    """The paper's own arXiv id (no version): an alias the caller put in `arxiv_id`, or
+    its arXiv page or PDF link (`arxiv_url`; a file's `url` or `pdf_url` may be one)."""
+    keys = ("arxiv_id", "arxiv_url", "url", "pdf_url")
+    for text in (paper.get(key) for key in keys):
         if text and (found := arxiv_id_of(str(text))):
             return found
     return None

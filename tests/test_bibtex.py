@@ -71,6 +71,13 @@ def test_an_arxiv_paper_is_misc_with_its_eprint() -> None:
     assert "booktitle" not in item
 
 
+def test_an_arxiv_link_in_url_or_pdf_url_is_its_eprint() -> None:
+    for field in ("url", "pdf_url"):
+        linked = entry(paper(venue=None, **{field: "https://arxiv.org/pdf/2401.00001v3"}))
+        assert (linked.kind, dict(linked.fields)["eprint"]) == ("misc", "2401.00001")
+    assert "eprint" not in dict(entry(paper(url="https://example.org/paper")).fields)
+
+
 def test_a_venue_paper_on_arxiv_keeps_both() -> None:
     both = paper(venue="ICLR 2025 Oral", arxiv_url="https://arxiv.org/abs/2502.01234")
     library = parse(bibtex([both]))
