@@ -627,6 +627,10 @@ def main() -> None:
         from bench.semantic_topics import CachedEncoder  # imports this module: not at the top
 
         semantic._loaded[semantic.MODEL] = CachedEncoder(args.vectors_cache)
+        print(
+            f"semantic vectors: from the cache {args.vectors_cache} (new texts encoded and "
+            "added); the 'encoded at' rate below is the cache's, not the model's"
+        )
     run(args.corpus, args.detail, args.similar_sample)
 
 
