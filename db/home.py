@@ -21,6 +21,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from db.papers import decode
+from db.transactions import write_transaction
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +36,15 @@ def _manager_key(user_key: str, channel: str) -> str:
 
 def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
     """Remember that the user (`user_key`) changed this channel's topics or schedule at
-    `at`. Idempotent: a later change only moves the time."""
-    db.execute(
-        "insert into app_state (key, value, updated_at) values (?, ?, ?) "
-        "on conflict (key) do update set value = excluded.value, "
-        "updated_at = excluded.updated_at",
-        [_manager_key(user_key, channel), at, at],
-    )
+    `at`. Idempotent: a later change only moves the time. Committed here, or with the
+    caller's transaction when there is one (the command's own, in the writer's batch)."""
+    with write_transaction(db):
+        db.execute(
+            "insert into app_state (key, value, updated_at) values (?, ?, ?) "
+            "on conflict (key) do update set value = excluded.value, "
+            "updated_at = excluded.updated_at",
+            [_manager_key(user_key, channel), at, at],
+        )
 
 
 def recorded_channels(db: Database, user_key: str) -> list[str]:

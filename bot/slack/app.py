@@ -12,6 +12,10 @@ and the reply says so, or says politely that it could not.
 
 Button clicks (`block_actions`) are acknowledged at once, then handled by
 `bot.slack.actions.handle_block_actions`.
+
+Opening the app's Home tab (`app_home_opened`) publishes the user's Home
+(`bot.slack.home`); a change a user makes to a channel is recorded under their user id
+(`db.home.record_manager`), so their Home lists the channels they manage.
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 from bot.slack.actions import handle_block_actions
 from bot.slack.client import error_code
+from bot.slack.home import home_opened, publish_home
+from db.home import record_manager
 from digests.actions import user_key
 from digests.commands import handle
 from digests.commands.grammar import ParseError, parse
 from digests.commands.replies import Reply, error
 from digests.render import slack as slack_render
+from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +122,20 @@ def _refusal(managers: str) -> Reply:
 def _run_command(
     services: Services, text: str, channel: str, user: str, key: str | None = None
 ) -> Reply:
-    return handle(text, services.context(channel, user, key))
+    reply = handle(text, services.context(channel, user, key))
+    if reply.changed and key is not None and _manages(text):
+        # In the command's thread (and, over HTTP, the writer's batch): its Home then
+        # knows this user manages the channel by id, not by a name that can change.
+        record_manager(services.db(), channel, key, stamp(services.clock()))
+    return reply
+
+
+def _manages(text: str) -> bool:
+    """Whether the command changed the channel itself (not `--me`: the user's own digest)."""
+    try:
+        return parse(text).needs_manager
+    except ParseError:
+        return False
 
 
 def _user_key(command: dict[str, Any]) -> str | None:
@@ -236,6 +256,13 @@ def create_app(
     async def clicked(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()  # at once: Slack waits 3 s; the click runs after
         await handle_block_actions(services, client, body)
+
+    @app.event("app_home_opened")
+    async def home_tab(body: dict[str, Any], client: AsyncWebClient) -> None:
+        # bolt has acknowledged the event already (events need no ack() call).
+        who = home_opened(body)
+        if who is not None:
+            await publish_home(services, client, *who)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

@@ -15,6 +15,10 @@ In this order, so a bad request costs little and learns nothing:
    response_url that is not Slack's), acknowledged at once (200), then handled in the
    background (`handle_block_actions`; its writes in the change lane).
 
+6. `app_home_opened` (an Events API callback: a user opened the app's Home tab) is
+   acknowledged at once (200), then the user's Home is published in the background
+   (`bot.slack.home.publish_home`).
+
 Other interaction payloads and Events API callbacks are acknowledged (200) and otherwise
 ignored; the Events API's `url_verification` is answered with its challenge.
 """
@@ -37,6 +41,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import ChangeWriter, Services
 from bot.slack.actions import check_payload, handle_block_actions
 from bot.slack.app import COMMAND, WORKING, answer_payloads
+from bot.slack.home import home_opened, publish_home
 from bot.slack.http import Request, Response
 from bot.slack.verify import ReplayMemory, check, slack_url
 from digests.commands.grammar import ParseError, parse
@@ -151,6 +156,13 @@ class SlackEndpoint:
             return _bad("malformed event")
         if event.get("type") == "url_verification" and isinstance(event.get("challenge"), str):
             return Response.json(json.dumps({"challenge": event["challenge"]}))
+        who = home_opened(event)
+        if who is not None and not self._closing:
+            # Acknowledged now; published after, and a stop's grace waits for it.
+            task = asyncio.ensure_future(publish_home(self.services, self.client, *who))
+            self._followups.add(task)
+            task.add_done_callback(self._followups.discard)
+            return OK
         log.debug("ignored an Events API callback of type %r", str(event.get("type"))[:40])
         return OK
 

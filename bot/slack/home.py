@@ -43,6 +43,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from sqlite_utils import Database
 
 from bot.services import Services
+from bot.slack.actions import register
 from bot.slack.client import error_code
 from db import home as home_store
 from db.channels import active_subscriptions, get_channel, remove_subscription
@@ -373,6 +374,25 @@ def unsave(db: Database, team: str, user_id: str, value: str) -> Outcome:
     return Outcome("Removed a paper from your saved papers.", changed=True)
 
 
+def home_opened(body: object) -> tuple[str, str] | None:
+    """(team, user id) of an Events API callback (`body`, the whole callback) that asks
+    for a Home: `app_home_opened` on the Home tab (Slack sends the same event for the
+    Messages tab: nothing to publish there). None for anything else or ids not in Slack's
+    form."""
+    if not isinstance(body, dict) or body.get("type") != "event_callback":
+        return None
+    event = body.get("event")
+    if not isinstance(event, dict) or event.get("type") != "app_home_opened":
+        return None
+    team, user_id = body.get("team_id"), event.get("user")
+    if event.get("tab") != "home" or not isinstance(team, str) or not isinstance(user_id, str):
+        return None
+    if not _TEAM.fullmatch(team) or not _USER.fullmatch(user_id):
+        log.warning("ignored an app_home_opened without a Slack team and user")
+        return None
+    return team, user_id
+
+
 def _clicker(payload: dict[str, Any]) -> tuple[str, str] | None:
     """(team, user id) of a block_actions payload, if both are Slack's form."""
     user = payload.get("user")
@@ -428,3 +448,9 @@ def _unsave(services: Services, team: str, user_id: str, value: str) -> Outcome:
     db = services.db()
     with write_transaction(db):
         return unsave(db, team, user_id, value)
+
+
+# The Home's buttons reach `handle_home_action` through the click dispatcher both
+# transports share (`bot.slack.actions`); registered when this module is imported
+# (`bot.slack.app` imports it).
+register(HOME_PREFIX, handle_home_action)

@@ -1,0 +1,339 @@
+"""The Home tab over the real paths: a signed `app_home_opened` Events API callback to the
+HTTP endpoint and the same event through Socket Mode, then Home button clicks (signed
+`block_actions`), each against the fake Slack Web API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.models.blocks import Block
+
+from bot.services import Services
+from bot.slack import home
+from bot.slack.app import create_app
+from bot.slack.client import make_client
+from db import home as home_store
+from db import open_db
+from db.channels import active_subscriptions, add_subscription
+from db.digests import insert_digest
+from db.saved import is_saved, save
+from digests.digest import ensure_channel
+from digests.timestamps import stamp
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    HttpClient,
+    make_services,
+    signed_headers,
+    slash_body,
+    start_http,
+)
+from tests.waiting import eventually
+
+TEAM = "T0001"
+ME = "U0001"
+OTHER = "U0002"
+MINE = f"slack:{TEAM}/@{ME}"
+THEIRS = f"slack:{TEAM}/@{OTHER}"
+AT = stamp(NOW)
+
+
+def home_opened(user: str = ME, tab: str = "home", team: str = TEAM) -> dict[str, Any]:
+    """An Events API callback as Slack sends it when a user opens the app's Home tab."""
+    return {
+        "token": "legacy-verification-token",
+        "team_id": team,
+        "api_app_id": "A0001",
+        "event": {
+            "type": "app_home_opened",
+            "user": user,
+            "channel": "D0001",
+            "tab": tab,
+            "event_ts": "1764493200.000100",
+        },
+        "type": "event_callback",
+        "event_id": "Ev0001HOME",
+        "event_time": 1764493200,
+        "authorizations": [{"team_id": team, "user_id": "UBOT", "is_bot": True}],
+    }
+
+
+def home_click(action_id: str, value: str, user: str = ME) -> dict[str, Any]:
+    """A block_actions payload for a button on the Home view (no response_url: a view)."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": "alice", "name": "alice", "team_id": TEAM},
+        "api_app_id": "A0001",
+        "token": "legacy-verification-token",
+        "container": {"type": "view", "view_id": "V00000001"},
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "team": {"id": TEAM, "domain": "lab"},
+        "view": {"id": "V00000001", "type": "home", "blocks": []},
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "b1",
+                "value": value,
+                "type": "button",
+                "action_ts": "1764493300.000200",
+                "text": {"type": "plain_text", "text": "Unsave"},
+            }
+        ],
+    }
+
+
+def json_headers(body: str) -> dict[str, str]:
+    return {**signed_headers(body), "Content-Type": "application/json"}
+
+
+async def post_event(http: HttpClient, event: dict[str, Any]) -> int:
+    body = json.dumps(event)
+    response = await http.post("/slack/events", data=body, headers=json_headers(body))
+    return response.status
+
+
+async def post_click(http: HttpClient, payload: dict[str, Any]) -> int:
+    body = urlencode({"payload": json.dumps(payload)})
+    response = await http.post("/slack/events", data=body, headers=signed_headers(body))
+    return response.status
+
+
+def publishes(fake: FakeSlack) -> list[dict[str, Any]]:
+    return fake.posted("views.publish")
+
+
+def view_of(call: dict[str, Any]) -> dict[str, Any]:
+    view = call["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert isinstance(view, dict)
+    for block in view["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+    return view
+
+
+def unsave_values(view: dict[str, Any]) -> list[str]:
+    return [
+        block["accessory"]["value"]
+        for block in view["blocks"]
+        if block.get("accessory", {}).get("action_id") == home.HOME_UNSAVE
+    ]
+
+
+def set_up(services: Services) -> dict[str, Any]:
+    """My topic, a channel I changed, two saved papers, my last digest; and another
+    user's saved paper and topic."""
+    db = open_db(services.db_path)
+    papers = [str(row["id"]) for row in db.query("select id from papers order by id limit 4")]
+    ensure_channel(db, MINE, services.settings, NOW)
+    mine = add_subscription(db, MINE, "rlhf", None, "@alice", AT)["id"]
+    ensure_channel(db, THEIRS, services.settings, NOW)
+    theirs = add_subscription(db, THEIRS, "offline-rl", None, "@bob", AT)["id"]
+    ensure_channel(db, "slack:T0001/C0001", services.settings, NOW)
+    add_subscription(db, "slack:T0001/C0001", "offline-rl", None, "@alice", AT)
+    home_store.record_manager(db, "slack:T0001/C0001", f"slack:{TEAM}/{ME}", AT)
+    save(db, f"slack:{TEAM}/{ME}", papers[0], "2026-11-29T10:00:00Z")
+    save(db, f"slack:{TEAM}/{ME}", papers[1], AT)
+    save(db, f"slack:{TEAM}/{OTHER}", papers[2], AT)
+    items = [{"paper_id": papers[3], "topics": ["rlhf"], "score": 5.0}]
+    insert_digest(db, MINE, "2026-W49", AT, ["rlhf"], items)
+    title = str(db.table("papers").get(papers[3])["title"])
+    return {"papers": papers, "mine": mine, "theirs": theirs, "digest_title": title}
+
+
+def assert_full_home(view: dict[str, Any], state: dict[str, Any]) -> None:
+    text = json.dumps(view, ensure_ascii=False)
+    assert view["type"] == "home"
+    assert "RLHF" in text  # my topic, with its button
+    assert f'"value": "{state["mine"]}"' in text
+    assert "<#C0001>" in text  # the channel I manage
+    assert unsave_values(view) == [state["papers"][1], state["papers"][0]]
+    assert state["digest_title"][:30] in text  # my last personal digest
+    assert state["papers"][2] not in text and "Offline RL`" not in text  # not the other's
+
+
+@pytest.fixture
+async def http(tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack):  # type: ignore[no-untyped-def]
+    client = await start_http(make_services(tmp_path, seed_paths, catalog, fake_slack), fake_slack)
+    yield client
+    await client.close()
+
+
+async def test_opening_the_home_tab_over_http_publishes_the_users_home(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    state = set_up(http.services)
+    assert await post_event(http, home_opened()) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    [call] = publishes(fake_slack)
+    assert call["user_id"] == ME
+    assert_full_home(view_of(call), state)
+    assert fake_slack.views[ME]["type"] == "home"  # Slack took it
+
+
+async def test_the_messages_tab_and_unsigned_events_publish_nothing(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    assert await post_event(http, home_opened(tab="messages")) == 200
+    body = json.dumps(home_opened())
+    forged = {**json_headers(body), "X-Slack-Signature": "v0=" + "0" * 64}
+    assert (await http.post("/slack/events", data=body, headers=forged)).status == 401
+    for bad in (home_opened(user="alice"), home_opened(team="../x"), {"type": "event_callback"}):
+        assert await post_event(http, bad) == 200
+    assert await post_event(http, home_opened(user=OTHER)) == 200  # a real one, last
+    assert await eventually(lambda: publishes(fake_slack))
+    assert [call["user_id"] for call in publishes(fake_slack)] == [OTHER]
+
+
+async def test_a_user_with_nothing_gets_a_helpful_empty_home(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    assert await post_event(http, home_opened()) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
+    for empty in (home.EMPTY_TOPICS, home.EMPTY_CHANNELS, home.EMPTY_SAVED, home.EMPTY_DIGEST):
+        assert json.dumps(empty, ensure_ascii=False)[1:-1] in text
+
+
+async def test_opening_the_home_tab_over_socket_mode(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    state = set_up(services)
+    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        await fake_slack.send_envelope(
+            {
+                "envelope_id": "6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11",
+                "type": "events_api",
+                "accepts_response_payload": False,
+                "retry_attempt": 0,
+                "retry_reason": "",
+                "payload": home_opened(),
+            }
+        )
+        assert await eventually(lambda: publishes(fake_slack))
+        acks = [ack["envelope_id"] for ack in fake_slack.socket_acks]
+        assert acks == ["6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11"]
+        [call] = publishes(fake_slack)
+        assert call["user_id"] == ME
+        assert_full_home(view_of(call), state)
+    finally:
+        await handler.close_async()
+
+
+async def test_an_unsave_click_removes_the_paper_and_republishes(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    state = set_up(http.services)
+    paper = state["papers"][1]
+    assert await post_click(http, home_click(home.HOME_UNSAVE, paper)) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    db = open_db(http.services.db_path)
+    assert not is_saved(db, f"slack:{TEAM}/{ME}", paper)
+    [call] = publishes(fake_slack)
+    assert call["user_id"] == ME
+    view = view_of(call)
+    assert unsave_values(view) == [state["papers"][0]]
+    assert "Removed a paper from your saved papers." in json.dumps(view, ensure_ascii=False)
+
+
+async def test_an_unsubscribe_click_removes_my_topic_and_republishes(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    state = set_up(http.services)
+    value = str(state["mine"])
+    assert await post_click(http, home_click(home.HOME_UNSUBSCRIBE, value)) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    assert active_subscriptions(open_db(http.services.db_path), MINE) == []
+    text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
+    assert json.dumps(home.EMPTY_TOPICS, ensure_ascii=False)[1:-1] in text
+
+
+@pytest.mark.parametrize("forged", ["other_saved", "other_topic", "channel_topic", "garbage"])
+async def test_a_forged_value_changes_nothing(
+    http: HttpClient, fake_slack: FakeSlack, forged: str
+) -> None:
+    state = set_up(http.services)
+    db = open_db(http.services.db_path)
+    channel_sub = active_subscriptions(db, "slack:T0001/C0001")[0]["id"]
+    action, value = {
+        "other_saved": (home.HOME_UNSAVE, state["papers"][2]),
+        "other_topic": (home.HOME_UNSUBSCRIBE, str(state["theirs"])),
+        "channel_topic": (home.HOME_UNSUBSCRIBE, str(channel_sub)),
+        "garbage": (home.HOME_UNSAVE, "<!channel>' or 1=1"),
+    }[forged]
+    before = [
+        list(db.query("select * from saved order by user, paper_id")),
+        list(db.query("select * from subscriptions order by id")),
+    ]
+    assert await post_click(http, home_click(action, value)) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    after = [
+        list(db.query("select * from saved order by user, paper_id")),
+        list(db.query("select * from subscriptions order by id")),
+    ]
+    assert after == before
+    [call] = publishes(fake_slack)
+    assert call["user_id"] == ME  # only the clicker's own Home, with the refusal on it
+    text = json.dumps(view_of(call), ensure_ascii=False)
+    assert home.NOT_YOURS in text
+
+
+async def test_a_channel_change_records_its_manager_by_user_id(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    sent: list[str] = []
+
+    async def command(text: str, channel: str) -> str:
+        sent.append(text)  # a response_url of its own: no two bodies (signatures) alike
+        body = slash_body(text, fake_slack.response_url(f"r{len(sent)}"), channel=channel)
+        response = await http.session.post(
+            http.url("/slack/events"), data=body, headers=signed_headers(body)
+        )
+        return str((await response.json())["text"])
+
+    assert "subscribed this channel" in await command("subscribe rlhf", "C0001")
+    assert "You now follow" in await command("subscribe --me offline-rl", "C0002")  # mine
+    await command("find offline", "C0003")  # a lookup changes nothing
+    await command("subscribe rlhf", "C0001")  # already: no change, still one record
+    db = open_db(http.services.db_path)
+    assert home_store.recorded_channels(db, f"slack:{TEAM}/{ME}") == ["slack:T0001/C0001"]
+    # users.info gives no name here: the Home finds the channel by the user id alone.
+    assert await post_event(http, home_opened()) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
+    assert "<#C0001>" in text and "C0002" not in text and "C0003" not in text
+    assert "Offline RL" in text  # my own topic, under "Your topics"
+
+
+async def test_the_home_finds_older_changes_by_the_users_slack_name(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    db = open_db(http.services.db_path)
+    ensure_channel(db, "slack:T0001/C0009", http.services.settings, NOW)
+    add_subscription(db, "slack:T0001/C0009", "rlhf", None, "@alice", AT)  # before ids
+    fake_slack.queue("users.info", {"ok": True, "user": {"id": ME, "name": "alice"}})
+    assert await post_event(http, home_opened()) == 200
+    assert await eventually(lambda: publishes(fake_slack))
+    assert "<#C0009>" in json.dumps(view_of(publishes(fake_slack)[0]))
+
+
+def test_the_manifest_turns_the_home_tab_on() -> None:
+    manifest = (
+        Path(__file__).resolve().parent.parent / "deploy" / "slack-manifest.yml"
+    ).read_text()
+    features = manifest[manifest.index("features:") : manifest.index("oauth_config:")]
+    assert "home_tab_enabled: true" in features
+    assert "messages_tab_enabled: true" in features  # personal digests still arrive
+    settings = manifest[manifest.index("settings:") :]
+    assert "- app_home_opened" in settings[settings.index("event_subscriptions:") :]
