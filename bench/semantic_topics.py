@@ -58,6 +58,7 @@ MIN_POSITIVES = 5  # labelled calibrate papers a centroid needs
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 LINE = 4.05  # the catalog's line; learned topics are scaled to it
 RRF_K = 60
+DIGEST_TOP = 5  # papers a digest shows a topic
 
 
 class CachedEncoder:
@@ -302,6 +303,23 @@ def run(corpus: Path, cache: Path) -> dict[str, Any] | None:
             "at_4.05": (round(p_405, 3), round(r_405, 3)),
         }
     results["selection"] = selection
+
+    # What a digest would show: the papers at or above the lexical line, the first
+    # DIGEST_TOP in each order (lexical; RRF; the chosen blend), their precision.
+    def shown(name: str, order: Mapping[str, float]) -> float:
+        lex = blended(name, 0.0, "report")
+        above = {p: order[p] for p in report if lex[p] >= LINE}
+        top = rank_by(above)[:DIGEST_TOP]
+        return sum(1 for p in top if p in data.labels[name]) / DIGEST_TOP
+
+    orders: dict[str, Callable[[str], Mapping[str, float]]] = {
+        "lexical": lambda n: blended(n, 0.0, "report"),
+        "rrf": rrf,
+        f"blend {w_best}": lambda n: blended(n, w_best, "report"),
+    }
+    results["digest_top"] = {
+        m: round(mean([shown(n, order(n)) for n, _, _ in SET_A]), 3) for m, order in orders.items()
+    }
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["cpu_seconds"] = round(time.process_time() - cpu, 1)
     results["encoded_now"] = model.encoded
@@ -330,6 +348,7 @@ def main() -> None:
     for w, s in results["selection"].items():
         print(f"selection, blend {w}: line {s['line']} (calibrate OOF best F1): "
               f"P {s['precision']} R {s['recall']}; at 4.05: P/R {s['at_4.05']}")  # fmt: skip
+    print(f"digest view (P@{DIGEST_TOP} of the papers above the line): {results['digest_top']}")
     print(json.dumps({"bench": "semantic_topics", **results}, sort_keys=True, default=str))
 
 
