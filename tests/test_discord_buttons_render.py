@@ -9,6 +9,7 @@ from sqlite_utils import Database
 
 from config.settings import Settings
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, custom_id, parse_custom_id, parse_item_ref
+from digests.commands.replies import Reply
 from digests.digest import Digest, build_digest
 from digests.render import discord, limits
 from digests.topics import Catalog
@@ -127,3 +128,23 @@ def test_limit_checks_catch_button_violations() -> None:
     assert problems(custom_id=None) == ["a button needs a custom_id and no url"]
     twice = [{"type": 1, "components": [button(1), button(1)]}]
     assert limits.discord_problems({**ok, "components": twice}) == ["custom_id repeated"]
+
+
+def test_an_item_whose_ids_make_no_custom_id_leaves_the_digest_without_buttons(
+    recorded: Digest,
+) -> None:
+    """All or none: a row sits under its embed by position, so one item that cannot have
+    buttons (an id Paperboy did not make) must not shift the others; the digest still goes."""
+    odd = replace(recorded.items[0], paper={**recorded.items[0].paper, "id": "odd id/with:colon"})
+    digest = replace(recorded, items=(odd, *recorded.items[1:]))
+    messages = discord.digest_messages(digest)
+    assert all(not m.components for m in messages)
+    assert max(len(m.embeds) for m in messages) == 10  # packed as a preview
+    assert sum(len(m.embeds) for m in messages) == len(recorded.items)
+
+
+def test_a_command_reply_shows_a_recorded_digest_without_buttons(recorded: Digest) -> None:
+    """`/papers digest` once the digest is built: shown to the asker only, as a preview."""
+    messages = discord.reply_messages(Reply(text="This week's digest:", digest=recorded))
+    assert all(not m.components for m in messages)
+    assert not any(e["title"].startswith("1. ") for m in messages for e in m.embeds)

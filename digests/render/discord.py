@@ -165,8 +165,12 @@ def _fits(
     return used + limits.embed_size(embed) + reserve <= limits.DISCORD_EMBED_TOTAL
 
 
-def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessage]:
-    """The Discord messages for a digest; [] for an empty week when `empty` is "skip"."""
+def digest_messages(
+    digest: Digest, empty: str = "notice", buttons: bool = True
+) -> list[DiscordMessage]:
+    """The Discord messages for a digest; [] for an empty week when `empty` is "skip".
+    `buttons`: a recorded digest's items get their rows of buttons (not in a command's
+    reply, which shows the digest to one person)."""
     if digest.empty and empty == "skip":
         return []
     view = digest_view(digest, discord_escape)
@@ -179,12 +183,17 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
     # Each paper's embed once per batch (`per_paper`), not once per channel.
     embeds = [(per_paper("discord-embed", paper, paper_embed), paper) for paper in view.items]
     # A recorded digest's items have buttons: one action row each, 5 rows per message.
-    digest_id = digest.digest_id if digest.recorded else None
-    most = limits.DISCORD_EMBEDS_PER_MESSAGE if digest_id is None else limits.DISCORD_ACTION_ROWS
-    numbered = digest_id is not None
-    groups = pack(
-        embeds, lambda current, unit: _fits([e for e, _ in current], unit[0], most, numbered)
-    ) or [[]]  # fmt: skip
+    rows = _item_rows(digest, view.items) if buttons else None
+    most = limits.DISCORD_EMBEDS_PER_MESSAGE if rows is None else limits.DISCORD_ACTION_ROWS
+    units = [
+        (embed, paper, rows[index] if rows else None) for index, (embed, paper) in enumerate(embeds)
+    ]
+    numbered = rows is not None
+
+    def fits(current: list[tuple[dict[str, Any], PaperView, Any]], unit: tuple[Any, ...]) -> bool:
+        return _fits([embed for embed, _, _ in current], unit[0], most, numbered)
+
+    groups = pack(units, fits) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):
         parts = []
@@ -193,17 +202,33 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[DiscordMessag
         if number == len(groups):
             parts.append(footer)
         content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
-        rows = []
-        if digest_id is not None:  # the embeds are fresh copies (`per_paper`): ours to number
-            for position, (embed, paper) in enumerate(group, start=1):
+        message_rows = []
+        for position, (embed, _, row) in enumerate(group, start=1):
+            if row is not None:  # numbered alike (the embed is a fresh copy: ours to change)
                 embed["title"] = clamp(f"{position}. {embed['title']}", limits.DISCORD_EMBED_TITLE)
-                rows.append(item_row(digest_id, paper, position))
+                row["components"][0]["label"] = button_label(VOTE_UP, position)
+                message_rows.append(row)
         messages.append(
             DiscordMessage(
-                content, [e for e, _ in group], tuple(paper.id for _, paper in group), rows
+                content,
+                [embed for embed, _, _ in group],
+                tuple(paper.id for _, paper, _ in group),
+                message_rows,
             )
         )
     return messages
+
+
+def _item_rows(digest: Digest, papers: list[PaperView]) -> list[dict[str, Any]] | None:
+    """Each item's action row, for a recorded digest; None for a preview (no buttons), or
+    when an item's ids make no custom_id (all or none: a row sits by its position)."""
+    if not digest.recorded or digest.digest_id is None:
+        return None
+    try:
+        return [item_row(digest.digest_id, paper, 0) for paper in papers]
+    except ValueError as exc:  # ids Paperboy did not make: the digest goes out without buttons
+        log.warning("digest %s: no buttons: %s", digest.digest_id, exc)
+        return None
 
 
 def _discord_code(text: str) -> str:
@@ -243,5 +268,5 @@ def reply_messages(reply: Reply) -> list[DiscordMessage]:
         DiscordMessage(content if number == 0 else "", group) for number, group in enumerate(groups)
     ]
     if reply.digest is not None:
-        messages += digest_messages(reply.digest, empty="notice")
+        messages += digest_messages(reply.digest, empty="notice", buttons=False)
     return messages
