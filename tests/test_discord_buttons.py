@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import discord
+import pytest
 
+from bot.discordbot import buttons
 from bot.discordbot.buttons import view_of
 from bot.discordbot.client import PaperboyClient
+from bot.discordbot.commands import FAILURE
 from bot.discordbot.poster import DiscordPoster
 from bot.send import send_digest
 from db import open_db
@@ -259,3 +262,16 @@ async def test_a_click_in_a_dm_is_on_the_clickers_personal_digest(
     bob = custom_id(VOTE_UP, digest.digest_id, paper)
     text = await refused(bot, fake_discord, message, bob, user_id=BOB, dm=True)
     assert text == "That button belongs to another channel's digest."
+
+
+async def test_a_failure_while_applying_a_click_is_a_polite_line_not_a_traceback(
+    bot: PaperboyClient, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digest_id, message = await delivered(bot, fake_discord)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(buttons, "apply_action", broken)
+    text = await refused(bot, fake_discord, message, custom_id(SAVE, digest_id, paper_of(message)))
+    assert text == FAILURE and "database is locked" not in text
