@@ -15,7 +15,7 @@ from digests.render import discord, limits
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.test_digest import CHANNEL, subscribe
-from tests.test_render import check_discord
+from tests.test_render import check_discord, extreme  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -148,3 +148,28 @@ def test_a_command_reply_shows_a_recorded_digest_without_buttons(recorded: Diges
     messages = discord.reply_messages(Reply(text="This week's digest:", digest=recorded))
     assert all(not m.components for m in messages)
     assert not any(e["title"].startswith("1. ") for m in messages for e in m.embeds)
+
+
+def test_every_discord_limit_holds_with_buttons(extreme: Digest) -> None:  # noqa: F811
+    """Test_render's items built to break every limit, recorded: with their buttons too."""
+    long_links = {
+        "pdf_url": "https://arxiv.org/pdf/" + "9" * 470,  # within the 500 a link may have
+        "code_url": "https://github.com/" + "x" * 600,  # too long: no Code button
+    }
+    items = tuple(replace(i, paper={**i.paper, **long_links}) for i in extreme.items)
+    digest = replace(extreme, items=items, recorded=True, digest_id=123456789012345678)
+    messages = check_discord(digest)
+    assert len(messages) >= 6  # 30 items, at most 5 per message
+    for message in messages:
+        assert len(message.components) == len(message.embeds) <= limits.DISCORD_ACTION_ROWS
+        for row in rows_of(message):
+            assert [b["label"] for b in row[3:]] == ["PDF"]
+            assert all(len(b.get("custom_id", "")) <= limits.DISCORD_CUSTOM_ID for b in row)
+        assert sum(limits.embed_size(e) for e in message.embeds) <= limits.DISCORD_EMBED_TOTAL
+
+
+def test_packing_leaves_room_for_the_numbers_titles_get() -> None:
+    """Titles are numbered ("1. ") after packing: the 6,000 characters must allow for it."""
+    first, second = {"description": "a" * 3000}, {"description": "b" * 2997}
+    assert discord._fits([first], second)  # 5,997: fits unnumbered
+    assert not discord._fits([first], second, numbered=True)  # 5,997 + 2 x "N. " does not
