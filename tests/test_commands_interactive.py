@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from digests.topics import Catalog
 from tests.conftest import NOW, seed_paper_id
 from tests.discord_helpers import CHANNEL_ID, GUILD, MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.slack_api import FakeSlack
 
 
 def test_reply_carries_an_attachment_that_renderers_ignore() -> None:
@@ -340,3 +342,45 @@ async def test_discord_saved_export_through_the_real_client(
     assert file["filename"] == "paperboy-saved.bib"
     (entry,) = bibtexparser.parse_string(file["content"]).entries
     assert entry.key == f"lomap2025_{paper_id[1:7]}"
+
+
+# --- Slack: who may reset feedback, through the real bolt app over HTTP ----------------
+
+
+async def test_slack_feedback_reset_needs_a_manager_reading_does_not(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    from tests.slack_helpers import make_services, signed_headers, slash_body, start_http
+
+    services = make_services(
+        tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_MANAGERS="U0BOSS"
+    )
+    channel = "slack:T0001/C0001"
+    db = open_db(services.db_path)
+    handle("subscribe offline-rl", services.context(channel, "@boss"))
+    paper_id = seed_paper_id(db, "LoMAP")
+    feedback_store.record_vote(db, channel, "offline-rl", paper_id, "U0001", 1, None, AT)
+    client = await start_http(services, fake_slack)
+
+    async def post(text: str, user: str = "U0001") -> dict[str, Any]:
+        body = slash_body(text, fake_slack.response_url(), user=user)
+        response = await client.post("/slack/events", data=body, headers=signed_headers(body))
+        return dict(json.loads(await response.text()))
+
+    try:
+        refused = await post("feedback reset offline-rl")
+        assert refused["text"].startswith("Sorry, only")
+        assert len(feedback_store.channel_feedback(db, channel)) == 1
+        shown = await post("feedback")  # anyone may read it
+        assert shown["response_type"] == "ephemeral"
+        assert "👍 1 · 👎 0 on 1 paper" in json.dumps(shown, ensure_ascii=False)
+        cleared = await post("feedback reset offline-rl", user="U0BOSS")
+        assert cleared["response_type"] == "in_channel"
+        assert feedback_store.channel_feedback(db, channel) == []
+    finally:
+        await client.close()
+
+
+def test_a_plain_feedback_with_an_invisible_character_is_not_refused(ctx: Context) -> None:
+    reply = handle("feedback\u200b", ctx)  # only changes refuse them
+    assert not reply.error and "No 👍/👎" in reply.text
