@@ -488,3 +488,23 @@ def test_unsubscribing_every_topic_stops_the_digest(services: Services) -> None:
     reply = me(services, "U0001", "unsubscribe --me robotics")
     assert reply.changed and "no more digests" in " ".join(reply.lines)
     assert ALICE not in scheduled_channels(services) and BOB in scheduled_channels(services)
+
+
+async def test_discord_a_dm_that_is_gone_is_opened_again_on_the_next_attempt(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "robotics"})))
+    DmChannels(bot.services.db).put(DISCORD_ME, "399999999999999999")  # an old DM's id
+    fake_discord.queue("/messages", {"message": "Unknown Channel", "code": 10003}, status=404)
+    _, first = await discord_send(bot)
+    assert first.state == "retrying"  # not paused: the user did nothing wrong
+    assert not get_channel(bot.services.db(), DISCORD_ME)["paused"]  # type: ignore[index]
+    assert get_state(bot.services.db(), f"dm {DISCORD_ME}") == ""  # forgotten
+    [row] = bot.services.db().query("select next_attempt_at from outbox")
+    later = datetime.fromisoformat(row["next_attempt_at"])
+    poster = DiscordPoster(bot, dms=DmChannels(bot.services.db))
+    result = await deliver_channel(bot.services.db(), poster, DISCORD_ME, later)
+    assert result.state == "done"
+    assert len(fake_discord.made("POST", "/users/@me/channels")) == 1
+    dm = fake_discord.dms[DISCORD_USER]
+    assert [m["channel_id"] for m in fake_discord.created] == [dm] * result.sent
