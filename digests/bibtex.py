@@ -81,6 +81,9 @@ _KEY_SKIP = frozenset(
     ).split()
 )
 SUFFIX_DIGITS = 6
+# A paper stored without a title (a venue's abstracts file) has one made from its abstract's
+# first words (`title_derived`): a citation must not pass it off as the real one.
+DERIVED_NOTE = "Title derived from the abstract by Paperboy; check the published title"
 LONG_SUFFIX_DIGITS = 16
 _ARXIV_CATEGORY = re.compile(r"[a-z-]+(?:\.[A-Za-z-]+)?")
 
@@ -324,6 +327,8 @@ def entry(paper: Paper, key: str | None = None) -> Entry:
     url = _url(paper)
     if url:
         fields.append(("url", url))
+    if paper.get("title_derived"):  # the source gave no title: the one stored was made up
+        fields.append(("note", DERIVED_NOTE))
     return Entry(kind, key or cite_key(paper), tuple(fields))
 
 

@@ -108,6 +108,14 @@ def test_a_paper_without_authors_has_no_author_field_and_a_key_from_its_title() 
     assert made.key == "benchmarking2025_12bf38"
 
 
+def test_a_derived_title_is_noted() -> None:
+    derived = dict(entry(paper(title_derived=1)).fields)
+    assert (
+        derived["note"] == "Title derived from the abstract by Paperboy; check the published title"
+    )
+    assert "note" not in dict(entry(paper(title_derived=0)).fields)
+
+
 def test_keys_are_stable_and_do_not_depend_on_the_export() -> None:
     one = paper()
     assert cite_key(one) == "kumar2020conservative_380c62"
