@@ -384,3 +384,15 @@ async def test_slack_feedback_reset_needs_a_manager_reading_does_not(
 def test_a_plain_feedback_with_an_invisible_character_is_not_refused(ctx: Context) -> None:
     reply = handle("feedback\u200b", ctx)  # only changes refuse them
     assert not reply.error and "No 👍/👎" in reply.text
+
+
+def test_feedback_of_a_topic_no_longer_followed_is_shown_and_can_be_reset(
+    ctx: Context, picked: list[str]
+) -> None:
+    vote(ctx.db, picked[0], "U1", 1)
+    handle("unsubscribe offline-rl", ctx)
+    text = reply_text(handle("feedback", ctx))
+    assert "Offline RL (offline-rl, no longer followed): 👍 1 · 👎 0 on 1 paper" in text
+    reply = handle("feedback reset offline-rl", ctx)
+    assert reply.changed and "cleared this channel's feedback on Offline RL (1 vote)" in reply.text
+    assert feedback_rows(ctx.db) == []

@@ -31,6 +31,7 @@ from digests.commands.handlers import (
 from digests.commands.replies import Attachment, Reply, error, info
 from digests.explain import explain, explanation_lines
 from digests.lookup import item_fields
+from digests.topics import CUSTOM_PREFIX, custom_slug
 
 log = logging.getLogger(__name__)
 
@@ -111,13 +112,16 @@ def _active(ctx: Context) -> list[dict[str, object]]:
 
 
 def _label(topic_id: str, active: dict[str, dict[str, object]], ctx: Context) -> str:
+    """`Offline RL (`offline-rl`)`, `"free text"`; a topic the channel no longer follows
+    (its feedback stays, unused, until it follows it again or resets it) says so."""
     row = active.get(topic_id)
     if row is not None:
         label = _topic_label(row, ctx.catalog)
-    else:
-        topic = ctx.catalog.get(topic_id)
-        label = (topic.label if topic else topic_id) + " (no longer followed)"
-    return label if topic_id.startswith("custom:") else f"{label} (`{topic_id}`)"
+        return label if topic_id.startswith(CUSTOM_PREFIX) else f"{label} (`{topic_id}`)"
+    topic = ctx.catalog.get(topic_id)
+    if topic is not None:
+        return f"{topic.label} (`{topic_id}`, no longer followed)"
+    return f"`{topic_id}` (no longer followed)"
 
 
 def _feedback_reset(command: Command, ctx: Context) -> Reply:
@@ -132,6 +136,8 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
             *(["This channel follows:", *following] if following else []),
         )
     match = _match_subscription(text, active, ctx.catalog)
+    if match is None and (unfollowed := _unfollowed_with_feedback(text, ctx)) is not None:
+        match = {"topic_id": unfollowed, "custom_text": None}
     if match is None:
         return error(
             f"This channel does not follow `{text[:60]}`.",
@@ -148,6 +154,15 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
         ephemeral=False,
         changed=True,
     )
+
+
+def _unfollowed_with_feedback(text: str, ctx: Context) -> str | None:
+    """The topic id `text` names (an id, a catalog name, or free text) when the channel no
+    longer follows it but still has feedback on it: that feedback can be reset too."""
+    named = ctx.catalog.by_name(text)
+    wanted = {text.lower(), custom_slug(text), *([named.id] if named else [])}
+    rows = feedback_store.channel_feedback(ctx.db, ctx.channel)
+    return next((str(r["topic_id"]) for r in rows if r["topic_id"] in wanted), None)
 
 
 def _saved(command: Command, ctx: Context) -> Reply:
