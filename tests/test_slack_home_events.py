@@ -222,6 +222,7 @@ async def test_opening_the_home_tab_over_socket_mode(
             }
         )
         assert await eventually(lambda: publishes(fake_slack))
+        assert await eventually(lambda: fake_slack.socket_acks)
         acks = [ack["envelope_id"] for ack in fake_slack.socket_acks]
         assert acks == ["6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11"]
         [call] = publishes(fake_slack)
@@ -337,3 +338,33 @@ def test_the_manifest_turns_the_home_tab_on() -> None:
     assert "messages_tab_enabled: true" in features  # personal digests still arrive
     settings = manifest[manifest.index("settings:") :]
     assert "- app_home_opened" in settings[settings.index("event_subscriptions:") :]
+
+
+async def test_an_unsave_click_over_socket_mode(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    state = set_up(services)
+    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        for n, paper in enumerate((state["papers"][2], state["papers"][0])):  # theirs, mine
+            await fake_slack.send_envelope(
+                {
+                    "envelope_id": f"0c1d2e3f-4a5b-6c7d-8e9f-00000000000{n}",
+                    "type": "interactive",
+                    "accepts_response_payload": False,
+                    "payload": home_click(home.HOME_UNSAVE, paper),
+                }
+            )
+            assert await eventually(lambda n=n: len(publishes(fake_slack)) == n + 1)
+        db = open_db(services.db_path)
+        assert is_saved(db, f"slack:{TEAM}/{OTHER}", state["papers"][2])  # forged: kept
+        assert not is_saved(db, f"slack:{TEAM}/{ME}", state["papers"][0])
+        refused, done = (view_of(call) for call in publishes(fake_slack))
+        assert home.NOT_YOURS in json.dumps(refused, ensure_ascii=False)
+        assert unsave_values(done) == [state["papers"][1]]
+        assert await eventually(lambda: len(fake_slack.socket_acks) == 2)  # both acknowledged
+    finally:
+        await handler.close_async()
