@@ -396,3 +396,17 @@ def test_feedback_of_a_topic_no_longer_followed_is_shown_and_can_be_reset(
     reply = handle("feedback reset offline-rl", ctx)
     assert reply.changed and "cleared this channel's feedback on Offline RL (1 vote)" in reply.text
     assert feedback_rows(ctx.db) == []
+
+
+async def test_discord_feedback_topic_autocompletes_the_channels_topics(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    subscribe = interaction("subscribe", {"topic": "robotics"}, permissions=MANAGE_CHANNELS)
+    await dispatch(bot, fake_discord, subscribe)
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("feedback", {"action": "reset", "topic": "rob"}, kind=4, focused="topic"),
+    )
+    choices = fake_discord.callbacks()[-1]["data"]["choices"]
+    assert [choice["value"] for choice in choices] == ["robotics"]

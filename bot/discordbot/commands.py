@@ -363,6 +363,13 @@ class PapersGroup(app_commands.Group):
                 choices.append(app_commands.Choice(name=name[:100], value=value))
         return choices[:MAX_CHOICES]
 
+    @feedback.autocomplete("topic")
+    async def feedback_topics(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        """The channel's topics, as for unsubscribe: feedback is kept per topic."""
+        return await self.unsubscribe_topics(interaction, current)
+
     @schedule.autocomplete("timezone")
     async def timezones(
         self, interaction: discord.Interaction[Any], current: str
