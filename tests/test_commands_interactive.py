@@ -21,7 +21,7 @@ from db.papers import add_alias, get_paper
 from digests.bibtex import cite_key, latex_text
 from digests.commands import Context, handle, parse
 from digests.commands.grammar import VERBS_BY_NAME
-from digests.commands.interactive import NO_USER
+from digests.commands.interactive import NO_USER, SAVED_SHOWN
 from digests.commands.replies import Attachment, Reply
 from digests.digest import build_digest
 from digests.explain import explain
@@ -410,3 +410,16 @@ async def test_discord_feedback_topic_autocompletes_the_channels_topics(
     )
     choices = fake_discord.callbacks()[-1]["data"]["choices"]
     assert [choice["value"] for choice in choices] == ["robotics"]
+
+
+def test_a_long_saved_list_shows_the_newest_and_counts_the_rest(ctx: Context) -> None:
+    ids = [str(row["id"]) for row in ctx.db.query("select id from papers order by id")][:25]
+    for number, paper_id in enumerate(ids):
+        save(ctx.db, ALICE, paper_id, f"2026-11-30T08:{number:02d}:00+00:00")
+    reply = handle("saved", ctx)
+    assert reply.text == "Your 25 saved papers, newest first:"
+    assert reply.lines[0].startswith(f"`{ids[-1]}`")
+    assert reply.lines[SAVED_SHOWN] == "and 5 more"
+    exported = handle("saved export", ctx).attachment
+    assert exported is not None
+    assert len(bibtexparser.parse_string(exported.content).entries) == 25
