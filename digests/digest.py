@@ -368,9 +368,32 @@ class _Window:
             texts[paper_id] = PaperText.of(paper)
         return cls(stamp(now), threshold, fingerprint, papers, texts)
 
-    def score(self, topics: Iterable[Topic]) -> None:
-        """Score the window's papers for the topics (by their terms) not scored yet."""
-        missing = {topic.terms: topic for topic in topics if topic.terms not in self.hits}
+    def score(
+        self, topics: Iterable[Topic], origin: Mapping[tuple[Term, ...], Topic] | None = None
+    ) -> None:
+        """Score the window's papers for the topics (by their terms) not scored yet.
+        `origin`: {a topic refined by feedback's terms: the topic it was refined from}
+        (`digests.learning`). A refined topic re-ranks its original's papers: it scores
+        only the papers the original reaches the threshold for, so feedback never makes a
+        topic take a paper its own terms do not (and costs a few hundred papers' scoring
+        per refined topic, not the window's: refined terms hold common words)."""
+        origin = origin or {}
+        topics = list(topics)
+        refined = {t.terms: t for t in topics if t.terms in origin and t.terms not in self.hits}
+        missing = {
+            topic.terms: topic
+            for topic in [*topics, *(origin[terms] for terms in refined)]
+            if topic.terms not in self.hits and topic.terms not in origin
+        }
+        self._score_plain(missing)
+        for topic in refined.values():
+            pairs = []
+            for paper_id in self.hits[origin[topic.terms].terms]:
+                if (value := score(self.texts[paper_id], topic.terms)) >= self.threshold:
+                    pairs.append((paper_id, value))
+            self._keep(topic.terms, pairs)
+
+    def _score_plain(self, missing: dict[tuple[Term, ...], Topic]) -> None:
         if not missing:
             return
         keys = {f"t{index}": terms for index, terms in enumerate(missing)}
@@ -389,10 +412,13 @@ class _Window:
                     if value >= self.threshold:
                         found[keys[key]].append((paper_id, value))
         for terms, pairs in found.items():
-            self.hits[terms] = dict(pairs)
-            self.ranked[terms] = sorted(
-                pairs, key=lambda pair: (-pair[1], str(self.papers[pair[0]]["added_at"]), pair[0])
-            )
+            self._keep(terms, pairs)
+
+    def _keep(self, terms: tuple[Term, ...], pairs: list[tuple[str, float]]) -> None:
+        self.hits[terms] = dict(pairs)
+        self.ranked[terms] = sorted(
+            pairs, key=lambda pair: (-pair[1], str(self.papers[pair[0]]["added_at"]), pair[0])
+        )
 
 
 # Up to this many topics are scored with `score` directly, more with a `Matcher` (same scores).
@@ -426,6 +452,7 @@ class _Windows:
         stale: str,
         topics: Iterable[Topic],
         threshold: float,
+        origin: Mapping[tuple[Term, ...], Topic] | None = None,
     ) -> _Window:
         query = {"now": stamp(now), "since": since, "stale": stale}
         fingerprint = tuple(tuple(row) for row in db.execute(WINDOW_KEYS, query).fetchall())
@@ -442,7 +469,7 @@ class _Windows:
                         self._cached.popitem(last=False)
             if key in self._cached:
                 self._cached.move_to_end(key)
-            window.score(topics)
+            window.score(topics, origin)
         return window
 
     def clear(self) -> None:
@@ -478,7 +505,7 @@ class _Archive:
     found: dict[tuple[tuple[Term, ...], int], tuple[list[tuple[str, float, str]], bool]] = field(
         default_factory=dict
     )
-    ranked: dict[tuple[Term, ...], list[int]] = field(default_factory=dict)  # see `_search`
+    ranked: dict[str, list[int]] = field(default_factory=dict)  # see `_search`
 
     def hits(
         self, db: Database, topic: Topic, page: int = 0
@@ -502,15 +529,17 @@ class _Archive:
         # Every page's rowids in one query, on the first page's turn: ranking is most of
         # its cost (bm25 of every match, 0.15-0.65 s at 1M papers), whatever the limit,
         # and a query per page ranked all the matches again for each.
-        if topic.terms not in self.ranked:
-            self.ranked[topic.terms] = [
+        # Keyed by the search, not the terms: a topic refined by feedback searches as its
+        # original does (`digests.learning`), and shares its ranking.
+        if expression not in self.ranked:
+            self.ranked[expression] = [
                 row[0]
                 for row in db.execute(
                     "select rowid from papers_fts where papers_fts match ? order by rank limit ?",
                     [expression, ARCHIVE_LIMIT * ARCHIVE_PAGES],
                 ).fetchall()
             ]
-        rowids = self.ranked[topic.terms][page * ARCHIVE_LIMIT : (page + 1) * ARCHIVE_LIMIT]
+        rowids = self.ranked[expression][page * ARCHIVE_LIMIT : (page + 1) * ARCHIVE_LIMIT]
         if not rowids:
             return [], False
         rows = db.query(
@@ -740,7 +769,7 @@ def build_digests(
     shown: dict[str, dict[str, Any]] = {}  # the picked papers' rows (see `_select`)
     for (since, stale), plans in waiting.items():
         every = [topic for _, _, topics in plans for topic in topics]
-        window = WINDOWS.get(db, now, since, stale, every, catalog.threshold)
+        window = WINDOWS.get(db, now, since, stale, every, catalog.threshold, learned.origin)
         for start in range(0, len(plans), CHUNK):
             chosen = [
                 (row, week, topics, _select(

@@ -5,7 +5,10 @@ Each subscribed topic with feedback in the channel is replaced by
 whose votes in that channel and topic sum above 0, negatives below 0 (`db.feedback`).
 The refined topic keeps its id; only its terms change, so it is scored afresh (the
 digest's window caches are keyed by terms) while every topic without feedback stays the
-very same object, shared by the channels that follow it.
+very same object, shared by the channels that follow it. Feedback re-ranks and filters a
+topic's papers, it never adds others: the digest scores a refined topic only on the
+papers its original reaches the threshold for, and the backlog searches as for the
+original (`Learned.origin`).
 
 Built for a batch: one query reads the feedback of all its channels and one reads the
 labelled papers' texts, whatever the number of channels. A batch with no feedback at
@@ -25,7 +28,7 @@ from sqlite_utils import Database
 
 from db import feedback
 from db.papers import decode
-from digests.matching import PaperText
+from digests.matching import PaperText, Term
 from digests.topic_model import refine
 from digests.topics import Topic
 
@@ -38,17 +41,20 @@ TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
 @dataclass(frozen=True)
 class Learned:
     """`topics`: {channel: its topics with feedback refined}, for the channels where
-    some topic changed; `disliked`: {channel: papers with net 👎 there}."""
+    some topic changed; `disliked`: {channel: papers with net 👎 there}; `origin`: {a
+    refined topic's terms: the topic it was refined from}, for the digest, which lets a
+    refined topic re-rank only the papers its original reaches."""
 
     topics: dict[str, list[Topic]]
     disliked: dict[str, frozenset[str]]
+    origin: dict[tuple[Term, ...], Topic]
 
 
 def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Learned:
     """The channels' topics refined by their feedback (see the module docstring)."""
     votes = feedback.net_votes_of(db, list(topics_by_channel))
     if not votes:
-        return Learned({}, {})
+        return Learned({}, {}, {})
     wanted = {
         paper_id
         for channel, by_topic in votes.items()
@@ -58,6 +64,7 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
     texts = paper_texts(db, wanted)
     refined: dict[str, list[Topic]] = {}
     disliked: dict[str, frozenset[str]] = {}
+    origin: dict[tuple[Term, ...], Topic] = {}
     for channel, by_topic in votes.items():
         against = frozenset(p for nets in by_topic.values() for p, net in nets.items() if net < 0)
         if against:
@@ -71,12 +78,13 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
             positives = [texts[p] for p, net in sorted(nets.items()) if net > 0 and p in texts]
             negatives = [texts[p] for p, net in sorted(nets.items()) if net < 0 and p in texts]
             if positives or negatives:
-                refined_topic = refine(topic, positives, negatives)
-                if not topic.searched:
-                    # The backlog's full-text search asks for a topic's phrases: not those
-                    # feedback weighs down (they would only widen the search).
-                    phrases = tuple(t.phrase for t in refined_topic.terms if t.weight > 0)
-                    refined_topic = replace(refined_topic, searched=phrases)
+                # The backlog searches as for the original topic: feedback re-ranks the
+                # topic's papers, it does not look for others (nor run a search of its own).
+                refined_topic = replace(
+                    refine(topic, positives, negatives), searched=topic.search_phrases
+                )
+                if refined_topic.terms != topic.terms:
+                    origin[refined_topic.terms] = topic
                 topics[index] = refined_topic
                 changed = True
         if changed:
@@ -87,7 +95,7 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
         len(topics_by_channel),
         len(refined),
     )
-    return Learned(refined, disliked)
+    return Learned(refined, disliked, origin)
 
 
 def refined_topic(db: Database, channel: str, topic: Topic) -> Topic:
