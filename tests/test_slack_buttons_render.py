@@ -161,3 +161,24 @@ def test_fit_drops_a_cut_items_buttons_with_it(catalog: Catalog) -> None:
     ]
     left_out = 150 - sum(len(m.paper_ids) for m in kept)
     assert f"… and {left_out} more papers" in json.dumps(last.blocks, ensure_ascii=False)
+
+
+def test_the_readme_shows_a_real_rendered_item() -> None:
+    """The Block Kit example in the README is valid and is what the renderer makes."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    part = readme[readme.index("### Buttons on digest items") :]
+    example = json.loads(
+        part[part.index("```json") + 7 : part.index("```", part.index("```json") + 7)]
+    )
+    section, actions = example
+    valid(slack.SlackMessage("t", example))
+    paper_id = actions["block_id"].removeprefix(slack.ITEM_BLOCK_PREFIX)
+    links = tuple(
+        (label, url)
+        for label, url in (("PDF", "https://arxiv.org/pdf/2006.04779"),
+                           ("code", "https://github.com/aviralkumar2907/CQL"))
+    )  # fmt: skip
+    assert actions == slack.item_actions(42, paper_id, links)
+    assert section["type"] == "section"
