@@ -258,6 +258,7 @@ async def test_an_unsubscribe_click_removes_my_topic_and_republishes(
     assert active_subscriptions(open_db(http.services.db_path), MINE) == []
     text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
     assert json.dumps(home.EMPTY_TOPICS, ensure_ascii=False)[1:-1] in text
+    assert "Unsubscribed from RLHF" in text  # the topic's label, not its id
 
 
 @pytest.mark.parametrize("forged", ["other_saved", "other_topic", "channel_topic", "garbage"])

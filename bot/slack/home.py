@@ -340,7 +340,14 @@ def _build(
     )
 
 
-def unsubscribe(db: Database, team: str, user_id: str, value: str, now: datetime) -> Outcome:
+def unsubscribe(
+    db: Database,
+    team: str,
+    user_id: str,
+    value: str,
+    now: datetime,
+    catalog: Catalog | None = None,
+) -> Outcome:
     """A Home "Unsubscribe" click: `value` must name an active subscription of this
     user's own personal digest; anything else (malformed, removed, another user's or a
     channel's subscription) changes nothing."""
@@ -355,7 +362,8 @@ def unsubscribe(db: Database, team: str, user_id: str, value: str, now: datetime
         )
         return Outcome(NOT_YOURS, changed=False)
     remove_subscription(db, int(row["id"]), user_id, stamp(now))
-    label = str(row.get("custom_text") or row["topic_id"])
+    topic = catalog.get(str(row["topic_id"])) if catalog and not row.get("custom_text") else None
+    label = topic.label if topic else str(row.get("custom_text") or row["topic_id"])
     return Outcome(f"Unsubscribed from {label}: your personal digest no longer has it.", True)
 
 
@@ -441,7 +449,7 @@ async def handle_home_action(
 def _unsubscribe(services: Services, team: str, user_id: str, value: str) -> Outcome:
     db = services.db()
     with write_transaction(db):  # the check and the change see the same rows
-        return unsubscribe(db, team, user_id, value, services.clock())
+        return unsubscribe(db, team, user_id, value, services.clock(), services.catalog)
 
 
 def _unsave(services: Services, team: str, user_id: str, value: str) -> Outcome:
