@@ -182,3 +182,26 @@ def test_the_readme_shows_a_real_rendered_item() -> None:
     )  # fmt: skip
     assert actions == slack.item_actions(42, paper_id, links)
     assert section["type"] == "section"
+
+
+def test_hostile_links_never_become_buttons(catalog: Catalog) -> None:
+    """Link buttons use the view's checked links only: no javascript: or overlong URL, and
+    a paper id that makes no reference gets no buttons rather than a broken digest."""
+    rows = papers(3)
+    rows[0]["pdf_url"] = "javascript:alert(1)"
+    rows[0]["code_url"] = "https://github.com/" + "a" * 4000
+    rows[1]["pdf_url"] = "https://evil.example/\u202egnp.exe"
+    rows[2]["id"] = "p" + "0" * 60  # longer than any reference Paperboy writes
+    digest = recorded(make_digest(rows, [catalog.get("offline-rl")]))
+    [message] = slack.digest_messages(digest)
+    valid(message)
+    buttons = {
+        b["block_id"].removeprefix(slack.ITEM_BLOCK_PREFIX): b["elements"]
+        for b in message.blocks
+        if b["type"] == "actions"
+    }
+    assert set(buttons) == {rows[0]["id"], rows[1]["id"]}  # the third: section, no buttons
+    urls = [e["url"] for elements in buttons.values() for e in elements if "url" in e]
+    assert all(url.startswith("https://") and len(url) <= 3000 for url in urls)
+    assert not any("javascript" in url or "\u202e" in url for url in urls)
+    assert len([b for b in message.blocks if b["type"] == "section"]) >= 4  # intro + 3 items
