@@ -5,7 +5,9 @@ For each topic the channel follows, the paper's score as the digest computes it
 terms that matched with what each contributed, and the channel's feedback on that
 topic: the topic refined by its 👍/👎 papers (`digests.topic_model.refine`, as the digest
 does) against the topic alone, so the explanation says how far feedback moved the
-paper. The digest that carried the paper, if one did, says which topics picked it.
+paper. A paper reaches a refined topic's line only if its score on the topic's own
+terms does too, as in the digest: feedback re-ranks a topic's papers, it adds none. The
+digest that carried the paper, if one did, says which topics picked it.
 
 Reads only; a paper the channel's digests never carried is explained all the same
 (how it scores, and so why it was not picked).
@@ -54,6 +56,12 @@ class TopicWhy:
     disliked: int
     votes: tuple[int, int]  # 👍, 👎 on this paper for this topic in this channel
     picked: bool  # this topic picked the paper in the channel's digest
+
+    def reaches(self, threshold: float) -> bool:
+        """Whether the topic's next digest would pick this new paper: its score reaches
+        the threshold, and, when feedback refined the topic, so does its score on the
+        topic's own terms (feedback re-ranks a topic's papers, it never adds others)."""
+        return self.score >= threshold and self.base_score >= threshold
 
 
 @dataclass(frozen=True)
@@ -209,7 +217,17 @@ def explanation_lines(why: Explanation) -> tuple[str, list[str]]:
 
 
 def _topic_lines(why: TopicWhy, threshold: float) -> list[str]:
-    reaches = "reaches the line" if why.score >= threshold else "below the line"
+    if why.reaches(threshold):
+        reaches = "reaches the line"
+    elif why.score >= threshold:
+        # The digest scores a refined topic only on the papers its own terms reach
+        # (`digests.learning`): "reaches the line" here would promise a pick never made.
+        reaches = (
+            f"below the line: {why.base_score:.2f} on the topic's own terms, and feedback "
+            "only re-ranks the papers those reach"
+        )
+    else:
+        reaches = "below the line"
     lines = [f"{_label(why.topic)}: scores {why.score:.2f} now ({reaches})."]
     terms = [t for t in why.terms if t.contribution or t.base][:TERMS_SHOWN]
     if terms:

@@ -423,3 +423,33 @@ def test_a_long_saved_list_shows_the_newest_and_counts_the_rest(ctx: Context) ->
     exported = handle("saved export", ctx).attachment
     assert exported is not None
     assert len(bibtexparser.parse_string(exported.content).entries) == 25
+
+
+def test_why_does_not_promise_a_pick_feedback_alone_cannot_make(ctx: Context) -> None:
+    # Feedback's learned terms lift papers the topic's own terms do not reach above the
+    # line, but the digest scores a refined topic only on its original's papers: `why`
+    # must not say such a paper reaches the line (it said so, with a score of 22).
+    handle("subscribe offline-rl", ctx)
+    offline = ctx.catalog.get("offline-rl")
+    assert offline is not None
+    papers = [dict(row) for row in ctx.db.query("select * from papers")]
+    papers = [found for row in papers if (found := get_paper(ctx.db, row["id"])) is not None]
+    by_base = sorted(papers, key=lambda paper: -offline.score(PaperText.of(paper)))
+    for paper in by_base[:2]:
+        vote(ctx.db, str(paper["id"]), "U1", 1)
+    for paper in by_base[-2:]:
+        vote(ctx.db, str(paper["id"]), "U1", -1)
+    threshold = ctx.catalog.threshold
+    lifted = []
+    for paper in papers:
+        (topic,) = explain(ctx.db, CHANNEL, paper, ctx.catalog).topics
+        if topic.score >= threshold > topic.base_score:
+            lifted.append(str(paper["id"]))
+    assert lifted  # the seeds have such papers (14 of 38)
+    digest = build_digest(ctx.db, CHANNEL, NOW, catalog=ctx.catalog, settings=ctx.settings)
+    assert not set(lifted) & {str(item.paper["id"]) for item in digest.items}
+    text = reply_text(handle(f"why {lifted[0]}", ctx))
+    assert "reaches the line" not in text
+    assert "on the topic's own terms, and feedback only re-ranks the papers those reach" in text
+    picked = str(digest.items[0].paper["id"])
+    assert "(reaches the line)" in reply_text(handle(f"why {picked}", ctx))
