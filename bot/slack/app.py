@@ -38,8 +38,9 @@ from bot.slack.client import error_code
 from bot.slack.home import home_opened, publish_home
 from db.home import record_manager
 from digests.actions import user_key
+from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.commands import handle
-from digests.commands.grammar import ParseError, parse
+from digests.commands.grammar import ParseError, as_personal, parse
 from digests.commands.replies import Reply, error
 from digests.render import slack as slack_render
 from digests.timestamps import stamp
@@ -123,11 +124,19 @@ def _run_command(
     services: Services, text: str, channel: str, user: str, key: str | None = None
 ) -> Reply:
     reply = handle(text, services.context(channel, user, key))
-    if reply.changed and key is not None and _manages(text):
+    if reply.changed and key is not None and _manages(text) and not _personal(channel):
         # In the command's thread (and, over HTTP, the writer's batch): its Home then
         # knows this user manages the channel by id, not by a name that can change.
         record_manager(services.db(), channel, key, stamp(services.clock()))
     return reply
+
+
+def _personal(channel: str) -> bool:
+    """Whether the reference is a user's own digest (nobody manages it but them)."""
+    try:
+        return parse_channel(channel).personal
+    except ChannelError:
+        return False
 
 
 def _manages(text: str) -> bool:
@@ -155,16 +164,23 @@ async def answer(
     """Run one `/papers` command from a slash-command payload (its form fields), in a
     thread of `executor` (by default the services' threads)."""
     text = str(command.get("text") or "")
+    key = _user_key(command)
+    channel = f"slack:{command['team_id']}/{command['channel_id']}"
+    own = personal_channel(key or "") if str(command["channel_id"]).startswith("D") else None
+    if own is not None:
+        # Typed in a direct message (ids start with D): only the user's own digest makes
+        # sense there, as for a click in one (bot.slack.actions.click_channel). Read as a
+        # channel, the DM would become a second digest into the same conversation.
+        channel, text = own, as_personal(text)
     try:
-        needs_manager = parse(text).needs_manager  # `--me` changes only the user's own digest
+        # `--me`, or a DM: the command changes only the user's own digest
+        needs_manager = own is None and parse(text).needs_manager
     except ParseError:
         needs_manager = False
     managers = services.settings.slack_managers
     if needs_manager and not await may_change(client, managers, str(command["user_id"])):
         return _refusal(managers)
-    channel = f"slack:{command['team_id']}/{command['channel_id']}"
     user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
-    key = _user_key(command)
     if executor is None:
         reply = await services.in_thread(_run_command, services, text, channel, user, key)
     else:

@@ -214,6 +214,21 @@ def _count(params: list[Param]) -> str:
     return f"at most {len(params)} argument{'s' if len(params) != 1 else ''}"
 
 
+def as_personal(text: str) -> str:
+    """The command with `--me` when its verb takes it and it has none; anything else
+    (another verb, text that does not parse) unchanged. For a command typed where only
+    the user's own digest makes sense: their direct message with the app."""
+    try:
+        command = parse(text)
+    except ParseError:
+        return text
+    if not command.verb.personal or command.me:
+        return text
+    body = re.sub(rf"^{re.escape(COMMAND)}\b\s*", "", text.translate(_SMART_QUOTES).strip())
+    name, _, rest = body.partition(" ")
+    return f"{name} {ME_FLAG} {rest.strip()}".strip()
+
+
 def usage_hint() -> str:
     """The one-line hint Slack shows under `/papers` (from the app manifest)."""
     return " | ".join(verb.usage.removeprefix(COMMAND + " ") for verb in VERBS)

@@ -1,0 +1,120 @@
+"""Personal digests (issue 13), hostile review: the cases a first build got wrong.
+
+- A `/papers` command typed in the direct message with the app is about the user's own
+  digest: without `--me` it used to make the DM a *channel* (`slack:T/D…`), a second digest
+  into the same conversation beside the personal one, whose buttons the click handler
+  (which reads a DM as the clicker's personal digest) then refused.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.services import Services
+from config.settings import load_settings
+from db import open_db
+from db.channels import active_subscriptions, get_channel
+from db.home import recorded_channels
+from digests.commands.grammar import as_personal, parse
+from digests.ingest import ingest_files
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
+
+ALICE = "slack:T0001/@U0001"
+DM = "D0000DM01"  # Alice's direct message with the app
+
+
+@pytest.fixture
+def services(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> Services:
+    """Slack on the fake; anyone may change a channel (the default)."""
+    db_path = tmp_path / "paperboy.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
+    settings = load_settings(
+        {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": fake_slack.api_url}, dotenv=None
+    )
+    return Services(db_path, settings, catalog, clock=lambda: NOW)
+
+
+async def post(
+    http: Any, fake: FakeSlack, text: str, *, channel: str, user: str = "U0001"
+) -> dict[str, Any]:
+    body = slash_body(text, fake.response_url(), user=user, channel=channel)
+    response = await http.post("/slack/events", data=body, headers=signed_headers(body))
+    assert response.status == 200
+    answer: dict[str, Any] = json.loads(await response.text())
+    return answer
+
+
+def topics_of(services: Services, channel: str) -> list[str]:
+    return [row["topic_id"] for row in active_subscriptions(services.db(), channel)]
+
+
+async def test_a_command_in_the_dm_with_the_app_is_about_the_users_own_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    http = await start_http(services, fake_slack)
+    try:
+        followed = await post(http, fake_slack, "subscribe offline-rl", channel=DM)
+        listed = await post(http, fake_slack, "list", channel=DM)
+        timed = await post(http, fake_slack, "schedule monday 09:00 UTC", channel=DM)
+        both = await post(http, fake_slack, "subscribe --me rlhf", channel=DM)
+        backlog = await post(http, fake_slack, "backlog on", channel=DM)
+    finally:
+        await http.close()
+    assert "your personal digest" in followed["text"], followed
+    assert followed["response_type"] == "ephemeral"
+    assert "Your personal digest follows 1 topic" in listed["text"], listed
+    assert "Your personal digest now comes" in timed["text"], timed
+    assert "You now follow" in both["text"], both
+    assert "backlog" in backlog["text"].lower() and not backlog["text"].startswith("Sorry")
+    assert topics_of(services, ALICE) == ["offline-rl", "rlhf"]
+    assert (get_channel(services.db(), ALICE) or {}).get("backlog")
+    # Nobody "manages" a personal digest: the Home lists it as theirs, not as a channel.
+    assert recorded_channels(services.db(), "slack:T0001/U0001") == []
+    # No second digest into the same conversation: the DM is not a channel of its own.
+    assert get_channel(services.db(), f"slack:T0001/{DM}") is None
+    assert topics_of(services, f"slack:T0001/{DM}") == []
+
+
+async def test_in_a_channel_a_command_without_me_is_still_the_channels(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    http = await start_http(services, fake_slack)
+    try:
+        await post(http, fake_slack, "subscribe offline-rl", channel="C0001")
+    finally:
+        await http.close()
+    assert topics_of(services, "slack:T0001/C0001") == ["offline-rl"]
+    assert topics_of(services, ALICE) == []
+    assert recorded_channels(services.db(), "slack:T0001/U0001") == ["slack:T0001/C0001"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("subscribe offline-rl", "subscribe --me offline-rl"),
+        ('/papers subscribe "offline rl"', 'subscribe --me "offline rl"'),
+        ("subscribe “offline rl”", 'subscribe --me "offline rl"'),
+        ("list", "list --me"),
+        ("LIST", "LIST --me"),
+        ("subscribe offline-rl --me", "subscribe offline-rl --me"),
+        ("resume --me", "resume --me"),
+        ("help", "help"),
+        ("backlog on", "backlog on"),
+        ("subscribe", "subscribe"),  # does not parse: handle() says why
+        ("nonsense words", "nonsense words"),
+    ],
+)
+def test_as_personal(text: str, expected: str) -> None:
+    assert as_personal(text) == expected
+    if expected != text:
+        assert parse(expected).me
