@@ -268,3 +268,33 @@ def test_build_home_refuses_ids_that_are_not_slacks(
 ) -> None:
     with pytest.raises(ValueError):
         home.build_home(fresh_db, team, user, catalog=catalog)
+
+
+def test_long_lines_are_cut_with_the_right_counts(
+    fresh_db: Database, catalog: Catalog, settings: Any
+) -> None:
+    """Review: a digest whose 10 shown items do not fit one section counted the "…and 90
+    more" line as one item ("…and 5 more" for 94 left out); a channel following 25 long
+    free-text topics lost its whole "Follows:" line to "…and 1 more"."""
+    db = fresh_db
+    ids = add_papers(db, 100, title="R&D " * 60 + "{n}")  # each `&` escaped to 5 characters
+    ensure_channel(db, MINE, settings, NOW)
+    items = [{"paper_id": paper, "topics": ["rlhf"], "score": 1.0} for paper in ids]
+    insert_digest(db, MINE, "2026-W49", AT, ["rlhf"], items)
+    channel = "slack:T0001/C0001"
+    ensure_channel(db, channel, settings, NOW)
+    for n in range(25):
+        add_subscription(db, channel, f"custom-{n}", f"{n} " + "<" * 96, "@alice", AT)
+    home_store.record_manager(db, channel, key(), AT)
+
+    blocks = blocks_of(home.build_home(db, TEAM, ME, catalog=catalog))
+    sections = [block["text"]["text"] for block in blocks if block["type"] == "section"]
+    [digest] = [text for text in sections if "2026-W49" in text]
+    numbered = [line for line in digest.split("\n") if line[:1].isdigit()]
+    assert 0 < len(numbered) < home.SHOWN_DIGEST_ITEMS  # cut by length, not by count
+    assert digest.endswith(f"\n…and {100 - len(numbered)} more")
+    [managed] = [text for text in sections if "<#C0001>" in text]
+    follows = managed.split("\n")[1]
+    assert follows.startswith("Follows: “0 &lt;&lt;")
+    shown = follows.count("“")
+    assert 0 < shown < 25 and follows.endswith(f", …and {25 - shown} more")

@@ -118,20 +118,27 @@ def _header(text: str) -> HeaderBlock:
     return HeaderBlock(text=PlainTextObject(text=clamp(text, limits.SLACK_HEADER_TEXT)))
 
 
-def _lines(lines: list[str], limit: int = limits.SLACK_SECTION_TEXT) -> str:
-    """Whole lines, as many as fit in `limit` characters (a link is never cut in two),
-    then "…and N more" for the rest."""
+def _lines(
+    lines: list[str], limit: int = limits.SLACK_SECTION_TEXT, hidden: int = 0, sep: str = "\n"
+) -> str:
+    """Whole lines (or list items, joined by `sep`), as many as fit in `limit` characters
+    (a link is never cut in two), then "…and N more": the lines left out and `hidden`,
+    items the caller did not pass (beyond what the Home shows of a list)."""
+    total = len(lines) + hidden
     kept: list[str] = []
     size = 0
     for index, line in enumerate(lines):
-        rest = len(lines) - index
-        tail = len(f"\n…and {rest} more")
-        if size + len(line) + 1 + (tail if rest > 1 else 0) > limit:
-            kept.append(f"…and {rest} more")
+        after = total - index - 1  # items after this one: room for their "…and N more"
+        tail = len(f"{sep}…and {after} more") if after else 0
+        if size + (len(sep) if kept else 0) + len(line) + tail > limit:
+            kept.append(f"…and {total - index} more")
             break
+        size += (len(sep) if kept else 0) + len(line)
         kept.append(line)
-        size += len(line) + 1
-    return "\n".join(kept)
+    else:
+        if hidden:
+            kept.append(f"…and {hidden} more")
+    return sep.join(kept)
 
 
 def _more(count: int, what: str) -> ContextBlock:
@@ -199,9 +206,13 @@ def _channel_blocks(channels: list[dict[str, Any]], catalog: Catalog) -> list[Bl
             parts.append(slack_escape(when))
         if row.get("paused"):
             parts.append("paused")
+        first = " · ".join(parts)
         topics = [_topic_label(sub, catalog) for sub in row["subscriptions"]]
-        follows = ", ".join(topics) if topics else "no topics"
-        blocks.append(_section(_lines([" · ".join(parts), f"Follows: {follows}"])))
+        # The topics are cut, not the line: 25 free-text topics of 100 characters, each
+        # `<` escaped to 4, would not fit, and the whole line became "…and 1 more".
+        room = limits.SLACK_SECTION_TEXT - len(first) - len("\nFollows: ")
+        follows = _lines(topics, room, sep=", ") if topics else "no topics"
+        blocks.append(_section(f"{first}\nFollows: {follows}"))
     if len(channels) > SHOWN_CHANNELS:
         blocks.append(_more(len(channels) - SHOWN_CHANNELS, "channels."))
     return blocks
@@ -242,12 +253,11 @@ def _digest_blocks(db: Database, channel: str) -> list[Block]:
     items = digest["items"]
     if not items:
         return [_section(f"{heading}: no new papers for your topics that time.")]
-    lines = [f"{heading}:"]
-    lines += [f"{index}. {_paper_line(paper)}" for index, paper in enumerate(items, start=1)]
-    shown = lines[: SHOWN_DIGEST_ITEMS + 1]
-    if len(items) > SHOWN_DIGEST_ITEMS:
-        shown.append(f"…and {len(items) - SHOWN_DIGEST_ITEMS} more")
-    return [_section(_lines(shown))]
+    shown = items[:SHOWN_DIGEST_ITEMS]
+    lines = [f"{index}. {_paper_line(paper)}" for index, paper in enumerate(shown, start=1)]
+    # The items past SHOWN_DIGEST_ITEMS and those long lines leave out make one count.
+    room = limits.SLACK_SECTION_TEXT - len(heading) - 2
+    return [_section(f"{heading}:\n{_lines(lines, room, hidden=len(items) - len(shown))}")]
 
 
 def build_home(
