@@ -453,3 +453,51 @@ def test_why_does_not_promise_a_pick_feedback_alone_cannot_make(ctx: Context) ->
     assert "on the topic's own terms, and feedback only re-ranks the papers those reach" in text
     picked = str(digest.items[0].paper["id"])
     assert "(reaches the line)" in reply_text(handle(f"why {picked}", ctx))
+
+
+async def test_discord_reset_check_reads_the_action_as_the_grammar_does(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    # The grammar takes `RESET` or ` reset` for reset; the permission check compared the
+    # option with "reset" exactly, so another spelling cleared feedback without Manage
+    # Channels (Discord's client offers only the choice; the check must not rely on it).
+    db = open_db(bot.services.db_path)
+    channel = f"discord:{GUILD}/{CHANNEL_ID}"
+    handle("subscribe offline-rl", bot.services.context(channel, "@alice"))
+    feedback_store.record_vote(
+        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U1", 1, None, AT
+    )
+    for spelling in ("RESET", "Reset", " reset"):
+        await dispatch(
+            bot, fake_discord, interaction("feedback", {"action": spelling, "topic": "1"})
+        )
+        assert fake_discord.callbacks()[-1]["data"]["content"] == NEEDS_MANAGE_CHANNELS
+    assert len(feedback_store.channel_feedback(db, channel)) == 1
+
+
+async def test_discord_slow_feedback_is_deferred_ephemerally_and_a_reset_publicly(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_discord: FakeDiscord
+) -> None:
+    # Past the acknowledgement budget the answer is deferred; a defer decides who sees the
+    # answer. Plain `feedback` only reads: it was deferred publicly (its verb "changes"),
+    # so the channel saw an answer meant for the asker.
+    from tests.discord_helpers import logged_in, make_services
+
+    client = await logged_in(
+        make_services(tmp_path, seed_paths, catalog, fake_discord), fake_discord, ack_budget=0.0
+    )
+    try:
+        channel = f"discord:{GUILD}/{CHANNEL_ID}"
+        handle("subscribe offline-rl", client.services.context(channel, "@alice"))
+        await dispatch(client, fake_discord, interaction("feedback"))
+        await dispatch(
+            client,
+            fake_discord,
+            interaction("feedback", {"action": "reset", "topic": "1"}, permissions=MANAGE_CHANNELS),
+        )
+        read, reset = fake_discord.callbacks()
+        assert read["type"] == reset["type"] == 5  # deferred
+        assert read.get("data", {}).get("flags", 0) & EPHEMERAL
+        assert not reset.get("data", {}).get("flags", 0) & EPHEMERAL
+    finally:
+        await client.close()

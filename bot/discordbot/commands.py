@@ -21,9 +21,10 @@ from db.channels import active_subscriptions, custom_texts
 from digests.actions import user_key
 from digests.channels import personal_channel
 from digests.commands import handle
-from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, Verb
+from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, ParseError, Verb, parse
 from digests.commands.replies import Reply, error
 from digests.render import discord as discord_render
+from digests.safe_text import has_unsafe
 from digests.schedule import timezone_names
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,26 @@ EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export
 def _manages_channels_for_reset(interaction: discord.Interaction[Any]) -> bool:
     """`feedback` reads, anyone may; `feedback reset` clears the channel's feedback: Manage
     Channels, as `has_permissions` checks it."""
-    if getattr(interaction.namespace, "action", None) != "reset":
+    action = getattr(interaction.namespace, "action", None)
+    # As the grammar reads it (`RESET`, ` reset`): discord.py does not hold an option to
+    # its choices, so the check must not rely on the exact spelling.
+    if not isinstance(action, str) or action.strip().lower() != "reset":
         return True
     if interaction.permissions.manage_channels:
         return True
     raise app_commands.MissingPermissions(["manage_channels"])
+
+
+def _changes(text: str) -> bool:
+    """Whether the command text changes the channel (its answer is public), as `handle`
+    reads it; `--me` changes only the user's own digest, and a change with invisible
+    characters is refused (`handle`), to the asker only."""
+    if has_unsafe(text):
+        return False
+    try:
+        return parse(text).needs_manager
+    except ParseError:
+        return False
 
 
 def _verb(name: str) -> Verb:
@@ -144,7 +160,9 @@ class PapersGroup(app_commands.Group):
         task = asyncio.ensure_future(self.services.in_thread(work))
         done, _ = await asyncio.wait({task}, timeout=self.ack_budget)
         if not done:
-            public = _verb(verb).changes and not me
+            # The defer decides who sees the answer: the channel only for a change
+            # (`feedback` reads, `feedback reset` changes: `Command.changes`).
+            public = _changes(text)
             await interaction.response.defer(ephemeral=not public, thinking=True)
         try:
             reply = await task
