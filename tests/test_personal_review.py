@@ -9,23 +9,32 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.poster import DiscordPoster
+from bot.dm import DmChannels
+from bot.send import send_digest
 from bot.services import Services
 from config.settings import load_settings
 from db import open_db
+from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
 from db.home import recorded_channels
 from digests.commands.grammar import as_personal, parse
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.discord_helpers import dispatch, interaction
+from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
+from tests.test_personal_delivery import DISCORD_ME, with_me
 
 ALICE = "slack:T0001/@U0001"
 DM = "D0000DM01"  # Alice's direct message with the app
@@ -118,3 +127,25 @@ def test_as_personal(text: str, expected: str) -> None:
     assert as_personal(text) == expected
     if expected != text:
         assert parse(expected).me
+
+
+async def test_discord_a_dm_unknown_as_soon_as_opened_pauses_instead_of_retrying(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """A remembered DM that is gone is reopened (tests/test_personal_delivery.py); one
+    that Discord calls unknown right after opening it would be reopened on every attempt
+    until the outbox gave up (8 attempts: the digest lost), so it pauses, held."""
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "robotics"})))
+    fake_discord.queue("/messages", {"message": "Unknown Channel", "code": 10003}, status=404)
+    digest, result = await send_digest(
+        bot.services.db(),
+        DiscordPoster(bot, dms=DmChannels(bot.services.db)),
+        DISCORD_ME,
+        NOW,
+        catalog=bot.services.catalog,
+        settings=replace(bot.services.settings, first_digest_days=60),
+    )
+    assert digest.items and result.state == "paused", result
+    assert get_channel(bot.services.db(), DISCORD_ME)["paused"]  # type: ignore[index]
+    assert get_state(bot.services.db(), f"dm {DISCORD_ME}") == ""  # reopened on resume
+    assert len(fake_discord.made("POST", "/users/@me/channels")) == 1

@@ -124,6 +124,8 @@ class DiscordPoster:
                 int(channel.name), guild_id=int(channel.team) if channel.team else None
             )
         components = payload.get("components")
+        # A remembered DM id may be stale (retried, reopened); one just opened is not.
+        remembered = channel.personal and self.dms.get(str(channel)) is not None
         try:
             if channel.personal:  # a personal digest (issue 13): the user's DM channel
                 target = await self._dm(channel)
@@ -144,9 +146,12 @@ class DiscordPoster:
                 "rate limited", retry_after=exc.retry_after, rate_limited=True
             ) from None
         except (discord.NotFound, discord.Forbidden) as exc:
-            if channel.personal and exc.code == 10003 and self.dms.get(str(channel)):
+            if channel.personal and exc.code == 10003:
                 self.dms.forget(str(channel))  # a DM channel gone: open it again next time
-                raise TransientError("the DM channel is gone; opening it again") from None
+                if remembered:
+                    raise TransientError("the DM channel is gone; opening it again") from None
+                # Just opened and already unknown: reopening cannot help (as Slack's
+                # channel_not_found on a new DM), so pause rather than retry to give-up.
             reason = PERMANENT_CODES.get(exc.code, f"{exc.status} {exc.text or 'refused'}")
             raise PermanentError(reason) from None
         except discord.HTTPException as exc:
