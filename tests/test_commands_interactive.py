@@ -501,3 +501,56 @@ async def test_discord_slow_feedback_is_deferred_ephemerally_and_a_reset_publicl
         assert not reset.get("data", {}).get("flags", 0) & EPHEMERAL
     finally:
         await client.close()
+
+
+async def test_slack_socket_mode_feedback_reset_needs_a_manager(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """The same gate over Socket Mode: slash-command envelopes through bolt's app."""
+    from urllib.parse import parse_qsl
+
+    from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+    from bot.slack.app import create_app
+    from bot.slack.client import make_client
+    from tests.slack_helpers import APP_TOKEN, BOT_TOKEN, make_services, slash_body
+    from tests.waiting import eventually
+
+    services = make_services(
+        tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_MANAGERS="U0BOSS"
+    )
+    channel = "slack:T0001/C0001"
+    db = open_db(services.db_path)
+    handle("subscribe offline-rl", services.context(channel, "@boss"))
+    feedback_store.record_vote(
+        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U0001", 1, None, AT
+    )
+    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+
+    async def send(text: str, user: str) -> dict[str, Any]:
+        number = len(fake_slack.socket_acks)
+        payload = dict(parse_qsl(slash_body(text, fake_slack.response_url(), user=user)))
+        envelope_id = f"5d2c1b0a-0000-4000-8000-{number:012d}"
+        await fake_slack.send_envelope(
+            {"envelope_id": envelope_id, "type": "slash_commands", "payload": payload,
+             "accepts_response_payload": True}
+        )  # fmt: skip
+        assert await eventually(lambda: len(fake_slack.socket_acks) > number)
+        ack = fake_slack.socket_acks[number]
+        assert ack["envelope_id"] == envelope_id
+        return dict(ack.get("payload") or {})
+
+    try:
+        for text in ("feedback reset offline-rl", "FEEDBACK Reset 1"):
+            refused = await send(text, "U0001")
+            assert refused["text"].startswith("Sorry, only")
+        assert len(feedback_store.channel_feedback(db, channel)) == 1
+        shown = await send("feedback", "U0001")
+        assert "👍 1 · 👎 0 on 1 paper" in json.dumps(shown, ensure_ascii=False)
+        cleared = await send("feedback reset offline-rl", "U0BOSS")
+        assert cleared["response_type"] == "in_channel"
+        assert feedback_store.channel_feedback(db, channel) == []
+    finally:
+        await handler.close_async()
