@@ -21,11 +21,14 @@ from bot.discordbot.poster import DiscordPoster
 from bot.dm import DmChannels
 from bot.send import send_digest
 from bot.services import Services
+from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
 from config.settings import load_settings
 from db import open_db
 from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
 from db.home import recorded_channels
+from digests.commands import handle
 from digests.commands.grammar import as_personal, parse
 from digests.ingest import ingest_files
 from digests.topics import Catalog
@@ -37,6 +40,7 @@ from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_htt
 from tests.test_personal_delivery import DISCORD_ME, with_me
 
 ALICE = "slack:T0001/@U0001"
+ALICE_KEY = "slack:T0001/U0001"
 DM = "D0000DM01"  # Alice's direct message with the app
 
 
@@ -149,3 +153,22 @@ async def test_discord_a_dm_unknown_as_soon_as_opened_pauses_instead_of_retrying
     assert get_channel(bot.services.db(), DISCORD_ME)["paused"]  # type: ignore[index]
     assert get_state(bot.services.db(), f"dm {DISCORD_ME}") == ""  # reopened on resume
     assert len(fake_discord.made("POST", "/users/@me/channels")) == 1
+
+
+async def test_slack_an_external_user_the_app_cannot_dm_pauses_their_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """conversations.open answers invalid_user_combination for a Slack Connect user who
+    shares no channel with the app: retrying cannot help (before: transient, retried until
+    the outbox gave up and the digest was lost), so that digest pauses, held for resume."""
+    handle("subscribe --me robotics", services.context("slack:T0001/C0001", "@ext", ALICE_KEY))
+    fake_slack.queue("conversations.open", {"ok": False, "error": "invalid_user_combination"})
+    poster = SlackPoster(make_client(BOT_TOKEN, fake_slack.api_url), rate=None)
+    settings = replace(services.settings, first_digest_days=60)
+    digest, result = await send_digest(
+        services.db(), poster, ALICE, NOW, catalog=services.catalog, settings=settings
+    )
+    assert digest.items and result.state == "paused", result
+    row = get_channel(services.db(), ALICE)
+    assert row is not None and row["paused_reason"] == "invalid_user_combination"
+    assert fake_slack.posted() == []

@@ -63,6 +63,9 @@ DM_REFUSALS = frozenset(
         "user_disabled",
         "cannot_dm_bot",
         "messages_tab_disabled",
+        # An external (Slack Connect) user who shares no channel with the app: only they
+        # or an admin can change that, so retrying until the outbox gives up loses it.
+        "invalid_user_combination",
     }
 )
 MIN_INTERVAL_SECONDS = 1.0
