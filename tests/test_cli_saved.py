@@ -9,6 +9,7 @@ from pathlib import Path
 import bibtexparser
 
 from db import open_db
+from db.papers import get_paper, insert_paper
 from db.saved import save
 from digests.bibtex import cite_key
 from tests.conftest import seed_paper_id
@@ -83,3 +84,26 @@ def test_chat_prints_an_attachment_and_knows_the_local_user(
     assert head == "1 saved paper as BibTeX (paperboy-saved.bib)."
     (entry,) = bibtexparser.parse_string(body).entries
     assert entry.key.startswith("lomap2025_")
+
+
+def test_json_bibtex_keys_are_the_keys_of_the_bibtex(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    # Two saved papers whose short keys clash (same author, year, word and first six hex
+    # digits of their ids) take the long key in the BibTeX; the JSON said the short one,
+    # which names no entry of the export.
+    db, ids = saved_db(run, tmp_path, seed_paths)
+    store = open_db(db)
+    seed = get_paper(store, ids[0])
+    assert seed is not None
+    for number, title in ((1, "Conservative policies"), (2, "Conservative estimates")):
+        twin = f"p111111000000000{number}"
+        insert_paper(store, seed | {"id": twin, "title": title, "title_key": twin,
+                                    "authors": ["Aviral Kumar"], "year": 2020})  # fmt: skip
+        save(store, ALICE, twin, f"2026-12-0{number}T08:00:00+00:00")
+    store.close()
+    exported = run("saved", "--user", ALICE, "--db", db)
+    listed = run("saved", "--user", ALICE, "--format", "json", "--db", db)
+    assert exported.exit_code == listed.exit_code == 0, exported.output + listed.output
+    keys = [entry.key for entry in bibtexparser.parse_string(exported.output).entries]
+    assert len(set(keys)) == 4
+    assert "kumar2020conservative_1111110000000002" in keys
+    assert [row["bibtex_key"] for row in json.loads(listed.output)] == keys

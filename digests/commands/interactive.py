@@ -216,15 +216,18 @@ def _count(count: int, noun: str) -> str:
 
 def saved_records(papers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The saved papers as `paperboy saved --format json` prints them: a digest item's
-    fields (`digests.lookup.item_fields`), its BibTeX key, when it was saved and where."""
+    fields (`digests.lookup.item_fields`), its BibTeX key (the one `--format bibtex` gives
+    it: two papers that would share a key both take the long one), when it was saved and
+    where."""
+    keys = [item.key for item in bibtex.entries(papers)]
     return [
         item_fields(paper)
         | {
-            "bibtex_key": bibtex.cite_key(paper),
+            "bibtex_key": key,
             "saved_at": paper.get("saved_at"),
             "saved_from": paper.get("saved_from"),
         }
-        for paper in papers
+        for paper, key in zip(papers, keys, strict=True)
     ]
 
 
