@@ -369,3 +369,25 @@ async def test_an_unsave_click_over_socket_mode(
         assert await eventually(lambda: len(fake_slack.socket_acks) == 2)  # both acknowledged
     finally:
         await handler.close_async()
+
+
+async def test_slack_unreachable_for_users_info_still_publishes_and_no_traceback(
+    http: HttpClient, fake_slack: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review: a dropped users.info connection escaped `legacy_names`, so no Home was
+    published at all and the log had a traceback as for a bug; now the Home comes, found
+    by the id alone. A dropped views.publish is one WARNING line, no traceback."""
+    state = set_up(http.services)
+    fake_slack.drop("users.info")  # every call: retries included
+    assert await post_event(http, home_opened()) == 200
+    assert await eventually(lambda: fake_slack.views.get(ME))
+    assert_full_home(view_of(publishes(fake_slack)[0]), state)
+    fake_slack.drop("views.publish")
+    calls = len(publishes(fake_slack))
+    caplog.clear()
+    assert await post_event(http, home_opened(user=OTHER)) == 200
+    assert await eventually(
+        lambda: any("views.publish for" in r.getMessage() for r in caplog.records)
+    )
+    assert len(publishes(fake_slack)) > calls  # it was tried
+    assert [r for r in caplog.records if r.levelno >= 40 or r.exc_info] == []

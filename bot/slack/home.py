@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.models.blocks import (
     Block,
     ButtonElement,
@@ -306,9 +307,14 @@ async def legacy_names(client: AsyncWebClient, user_id: str) -> list[str]:
     name). Only the id when users.info fails."""
     names = [user_id]
     try:
-        user = (await client.users_info(user=user_id))["user"]
+        user = (await client.users_info(user=user_id)).get("user")
     except SlackApiError as exc:
         log.warning("users.info for the Home of %s failed: %s", user_id, error_code(exc))
+        return names
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+        # Slack not reached: the Home is still published, found by the id alone (before,
+        # this escaped to publish_home and no Home was published at all).
+        log.warning("users.info for the Home of %s failed: %s", user_id, type(exc).__name__)
         return names
     if isinstance(user, dict) and isinstance(user.get("name"), str) and user["name"]:
         names.append(f"@{user['name']}")
@@ -330,6 +336,9 @@ async def publish_home(
         await client.views_publish(user_id=user_id, view=view)
     except SlackApiError as exc:
         log.warning("views.publish for %s failed: %s", user_id, error_code(exc))
+        return False
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:  # not a bug
+        log.warning("views.publish for %s failed: %s", user_id, type(exc).__name__)
         return False
     except Exception:  # a bug: logged with its traceback, never shown to the user
         log.exception("building the Home of %s/%s failed", team[:40], user_id[:40])
