@@ -28,6 +28,7 @@ from db import open_db
 from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
 from db.home import recorded_channels
+from digests.channels import personal_channel
 from digests.commands import handle
 from digests.commands.grammar import as_personal, parse
 from digests.ingest import ingest_files
@@ -172,3 +173,12 @@ async def test_slack_an_external_user_the_app_cannot_dm_pauses_their_digest(
     row = get_channel(services.db(), ALICE)
     assert row is not None and row["paused_reason"] == "invalid_user_combination"
     assert fake_slack.posted() == []
+
+
+@pytest.mark.parametrize(
+    "key", ["slack:T0001/U0001 ", "slack:T0001/U0001\n", "discord:500000000000000000\t"]
+)
+def test_a_user_key_with_whitespace_names_no_personal_digest(key: str) -> None:
+    """parse_channel strips its text, so without the exact-form check these made a
+    reference with a trailing space: a second personal digest of the same user."""
+    assert personal_channel(key) is None
