@@ -15,7 +15,9 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   is interpreted. A Slack error there is logged (its error code) and the vote stands;
 - answers the clicker ephemerally through the payload's `response_url` (only a Slack
   URL, `slack_url`) when there is something to say: a save, a repeated vote, an error,
-  or a vote whose message could not be updated;
+  a vote whose message could not be updated, or any click on an ephemeral message (a
+  command's reply showing the digest: Slack sends no `message` for it and it cannot be
+  updated);
 - ignores the link buttons (PDF, Code: Slack opened the link and still sends the click);
 - passes other action ids to the handler registered for their prefix (`register`: the
   App Home's `paperboy_home_*`), and ignores the rest.
@@ -105,12 +107,21 @@ def team_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def ephemeral(payload: dict[str, Any]) -> bool:
+    """Whether the click is on an ephemeral message (a command's reply, e.g. `/papers
+    digest` once the digest is built, shows it with its buttons): Slack sends no
+    `message` for those, and they cannot be updated with `chat.update`."""
+    container = payload.get("container")
+    return isinstance(container, dict) and container.get("is_ephemeral") is True
+
+
 def check_payload(payload: object, api_url: str) -> str | None:
     """Why a `block_actions` payload cannot be handled (a short reason), or None.
 
     Every payload needs a user, a team and 1 to 5 actions with string action ids. A
     click on a digest item's 👍 👎 🔖 also needs the message it sits on (its channel, ts
-    and blocks) and a `response_url` that is Slack's (`slack_url`)."""
+    and, unless the message is ephemeral, its blocks) and a `response_url` that is
+    Slack's (`slack_url`)."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return "not a block_actions payload"
     user = payload.get("user")
@@ -138,7 +149,9 @@ def check_payload(payload: object, api_url: str) -> str | None:
         return "malformed message_ts"
     if container.get("channel_id", channel["id"]) != channel["id"]:
         return "the message is in another channel"
-    if not isinstance(message, dict) or not isinstance(message.get("blocks"), list):
+    if not ephemeral(payload) and (
+        not isinstance(message, dict) or not isinstance(message.get("blocks"), list)
+    ):
         return "an item's button without its message"
     url = payload.get("response_url")
     if not isinstance(url, str) or not slack_url(url, api_url):
@@ -202,7 +215,11 @@ async def _item_click(
     if channel is None or key is None:
         await respond(services, payload, "Paperboy could not tell who clicked that button.")
         return
-    blocks = [block for block in payload["message"]["blocks"] if isinstance(block, dict)]
+    # An ephemeral message is not updated: the clicker is answered instead (below).
+    on_message = not ephemeral(payload)
+    message = payload.get("message") if on_message else None
+    found = message.get("blocks") if isinstance(message, dict) else None
+    blocks = [block for block in found or () if isinstance(block, dict)]
     shown = [_item_of(block) for block in blocks]
     work = (services, channel, user, key, action["action_id"], action.get("value"), shown)
     lock = _message_locks.setdefault((channel_id, message_ts), asyncio.Lock())
@@ -211,7 +228,7 @@ async def _item_click(
         updated = True
         if fresh:
             updated = await _update(client, payload, channel_id, message_ts, blocks, fresh)
-    if result.error or action["action_id"] == SAVE or not result.changed:
+    if result.error or action["action_id"] == SAVE or not result.changed or not on_message:
         await respond(services, payload, result.text)
     elif not updated:
         await respond(services, payload, result.text + NOT_UPDATED)
@@ -290,7 +307,7 @@ async def _update(
     """`chat.update` the message with its item buttons replaced by `fresh`; False (and
     a log line with Slack's error code) when Slack refused or could not be reached."""
     new = [fresh.get(paper, block) if paper else block for block, paper in _paired(blocks)]
-    text = payload["message"].get("text")
+    text = payload["message"].get("text")  # only called for a click with its message
     try:
         await client.chat_update(
             channel=channel_id,

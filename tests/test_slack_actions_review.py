@@ -1,0 +1,120 @@
+"""Issue 13 review: Slack clicks the first tests did not try, over signed HTTP against
+the fake Web API (same helpers as tests/test_slack_actions.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.slack import app as slack_app
+from db import open_db
+from digests.actions import SAVE, VOTE_UP
+from digests.commands.replies import info
+from tests.fakes.slack_api import FakeSlack
+from tests.test_slack_actions import (
+    CHANNEL_ID,
+    TEAM,
+    Env,
+    click,
+    click_payload,
+    env,
+    paper_of,
+    settle,
+    updates,
+    votes,
+)
+
+__all__ = ["env"]
+
+
+def ephemeral_click(
+    fake: FakeSlack, blocks: list[dict[str, Any]], action_id: str, *, with_message: bool
+) -> tuple[dict[str, Any], str]:
+    """A click on an item's button in an ephemeral message (a command's reply), as Slack
+    sends it: the container says is_ephemeral and, in Slack's payloads for ephemeral
+    messages, there is no `message` (`with_message` covers a payload that has one)."""
+    block = next(b for b in blocks if b["type"] == "actions")
+    button = next(e for e in block["elements"] if e["action_id"] == action_id)
+    ts = "1764480001.000200"
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U0001", "username": "u0001", "team_id": TEAM},
+        "api_app_id": "A0001",
+        "container": {
+            "type": "message",
+            "message_ts": ts,
+            "channel_id": CHANNEL_ID,
+            "is_ephemeral": True,
+        },
+        "team": {"id": TEAM, "domain": "lab"},
+        "channel": {"id": CHANNEL_ID, "name": "papers"},
+        "response_url": fake.response_url("eph"),
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": block["block_id"],
+                "value": button["value"],
+                "type": "button",
+                "action_ts": "1764480002.000300",
+            }
+        ],
+    }
+    if with_message:
+        payload["message"] = {"type": "message", "ts": ts, "text": "digest", "blocks": blocks}
+    return payload, paper_of(block)
+
+
+async def test_a_click_on_a_commands_ephemeral_digest_counts_and_is_answered(
+    env: Env,
+    fake_slack: FakeSlack,
+) -> None:
+    """`/papers digest` once the digest is built answers with it, ephemerally, buttons
+    included. Slack sends a click there without the message (it is the user's only);
+    it used to be refused as malformed (400) and nothing counted. Now the vote counts,
+    nothing tries to chat.update an ephemeral message (Slack cannot), and the clicker
+    is answered through response_url."""
+    services, http, digest, _ = env
+    messages = slack_app.payloads(info("This week's digest (already built):", digest=digest))
+    assert all(m["response_type"] == "ephemeral" for m in messages)
+    shown = [b for m in messages for b in m["blocks"]]
+    assert any(b["type"] == "actions" for b in shown)  # the reply carries buttons
+    for with_message in (False, True):
+        fake_slack.responses.clear()
+        action = VOTE_UP if not with_message else SAVE
+        payload, paper = ephemeral_click(fake_slack, shown, action, with_message=with_message)
+        assert await click(http, payload) == 200
+        await settle(http)
+        assert updates(fake_slack) == []
+        [answer] = fake_slack.responses
+        assert answer["response_type"] == "ephemeral" and answer["replace_original"] is False
+        if action == VOTE_UP:
+            assert votes(services) == [(paper, "U0001", 1)]
+            assert "Noted" in answer["text"]
+        else:
+            db = open_db(services.db_path)
+            rows = db.query("select paper_id from saved where user = ?", [f"slack:{TEAM}/U0001"])
+            assert [r["paper_id"] for r in rows] == [paper]
+
+
+async def test_a_vote_on_an_ephemeral_message_that_has_one_is_not_chat_updated(
+    env: Env,
+    fake_slack: FakeSlack,
+) -> None:
+    """Should Slack include the message, still no chat.update (an ephemeral message is
+    not the bot's to update: Slack answers message_not_found, and the clicker was told
+    the count could not be shown): the answer says the vote was noted."""
+    services, http, digest, _ = env
+    shown = [b for m in slack_app.payloads(info("x", digest=digest)) for b in m["blocks"]]
+    payload, paper = ephemeral_click(fake_slack, shown, VOTE_UP, with_message=True)
+    assert await click(http, payload) == 200
+    await settle(http)
+    assert updates(fake_slack) == []
+    assert votes(services) == [(paper, "U0001", 1)]
+    [answer] = fake_slack.responses
+    assert "Noted" in answer["text"] and "could not show" not in answer["text"]
+
+
+async def test_a_normal_click_still_updates(env: Env, fake_slack: FakeSlack) -> None:
+    _, http, _, ts = env
+    assert await click(http, click_payload(fake_slack, ts, VOTE_UP)) == 200
+    await settle(http)
+    assert len(updates(fake_slack)) == 1 and fake_slack.responses == []
