@@ -34,7 +34,7 @@ from digests.commands.grammar import as_personal, parse
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
-from tests.discord_helpers import dispatch, interaction
+from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
@@ -182,3 +182,24 @@ def test_a_user_key_with_whitespace_names_no_personal_digest(key: str) -> None:
     """parse_channel strips its text, so without the exact-form check these made a
     reference with a trailing space: a second personal digest of the same user."""
     assert personal_channel(key) is None
+
+
+async def test_discord_unsubscribe_me_autocompletes_the_users_own_topics(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """With `me`, the topics offered are the user's own digest's, not the channel's."""
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("subscribe", {"topic": "robotics"}, permissions=MANAGE_CHANNELS),
+    )
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "rlhf"})))
+    asked = interaction("unsubscribe", {"topic": ""}, kind=4, focused="topic")
+    await dispatch(bot, fake_discord, with_me(asked))
+    mine = [choice["value"] for choice in fake_discord.callbacks()[-1]["data"]["choices"]]
+    await dispatch(
+        bot, fake_discord, interaction("unsubscribe", {"topic": ""}, kind=4, focused="topic")
+    )
+    channels = [choice["value"] for choice in fake_discord.callbacks()[-1]["data"]["choices"]]
+    assert mine == ["rlhf"]
+    assert channels == ["robotics"]
