@@ -4,7 +4,9 @@ HTTP endpoint and the same event through Socket Mode, then Home button clicks (s
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -391,3 +393,27 @@ async def test_slack_unreachable_for_users_info_still_publishes_and_no_traceback
     )
     assert len(publishes(fake_slack)) > calls  # it was tried
     assert [r for r in caplog.records if r.levelno >= 40 or r.exc_info] == []
+
+
+async def test_a_stop_waits_for_a_home_being_published(
+    http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: the endpoint's stop gives a Home acknowledged before it its grace (the
+    task is one of its follow-ups). Untested before: dropping it passed every test."""
+    started, release = threading.Event(), threading.Event()
+    build = home._build
+
+    def held(*args: Any) -> dict[str, Any]:
+        started.set()
+        release.wait(10)
+        return build(*args)
+
+    monkeypatch.setattr(home, "_build", held)
+    assert await post_event(http, home_opened()) == 200
+    assert await asyncio.to_thread(started.wait, 10)
+    stopping = asyncio.ensure_future(http.endpoint.close(grace=10))
+    await asyncio.sleep(0.05)
+    assert not stopping.done()  # waiting for the Home
+    release.set()
+    await stopping
+    assert [call["user_id"] for call in publishes(fake_slack)] == [ME]
