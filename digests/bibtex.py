@@ -16,6 +16,10 @@ The contract:
   is kept; `&`, `%`, `#` are escaped everywhere and `_` outside math; capitals inside a
   word (`DPO`, `LoRA`) and math are braced so styles that lower-case titles keep them;
   non-ASCII text is kept as UTF-8 (biber, and BibTeX with inputenc, read it).
+- Hostile text cannot run anything where the entry is compiled: commands that read or
+  write files, run programs, redefine or end the document (`\\input`, `\\write`,
+  `\\def`, `\\end`, ...) are written as text (`\\textbackslash{}input`), and TeX's `^^`
+  notation (`^^5c` is a backslash) is broken up inside math.
 - Hostile text cannot break an entry or inject another: braces are balanced as BibTeX
   counts them (an unmatched `{` or `}` becomes `\\textbraceleft{}` / `\\textbraceright{}`,
   and `\\{`, `\\}` are written the same way, since BibTeX and bibtexparser disagree on
@@ -107,6 +111,20 @@ class Entry:
 _ALWAYS_ESCAPED = {"&": r"\&", "%": r"\%", "#": r"\#"}
 _TEXT_ESCAPED = {"_": r"\_", "$": r"\$", "^": r"\^{}"}
 _BRACE_WORDS = {"{": r"\textbraceleft{}", "}": r"\textbraceright{}"}
+# TeX primitives and commands that read or write files, run programs, redefine things or
+# end the document: a title is text anyone can submit, and it is compiled into the
+# citing paper (`\input{/etc/passwd}` would print the file, `\write18` run a program
+# under shell escape). Written as text (`\textbackslash{}input`), the title still reads.
+_UNSAFE_COMMANDS = frozenset(
+    (  # noqa: SIM905
+        "input include includeonly InputIfFileExists IfFileExists endinput end write "
+        "immediate openout openin closeout closein read readline newwrite newread special "
+        "directlua latelua luaexec catcode def edef gdef xdef let futurelet csname "
+        "expandafter newcommand renewcommand providecommand DeclareRobustCommand usepackage "
+        "RequirePackage documentclass makeatletter verbatiminput lstinputlisting "
+        "ShellEscape pdfshellescape"
+    ).split()
+)
 
 
 def _tokens(text: str) -> list[str]:
@@ -145,6 +163,12 @@ def latex_text(text: str, protect: bool = True) -> str:
             out.append(_TEXT_ESCAPED[token])
         elif token == "\\":  # a lone backslash at the end: it would escape the closing brace
             out.append(r"\textbackslash{}")
+        elif token[1:] in _UNSAFE_COMMANDS and token.startswith("\\"):
+            out.append(r"\textbackslash{}" + token[1:])
+        elif in_math and token == "^" and index and tokens[index - 1] == "^":
+            # `^^5c` is a backslash to TeX (`$^^5cinput$` runs \input): break the pair
+            # (`^{}{}^5c`: an empty superscript, then one on an empty atom).
+            out.append("{}{}^")
         else:
             out.append(token)
     _balance(out)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import bibtexparser
@@ -243,3 +244,27 @@ def test_any_text_makes_exactly_one_well_formed_entry(title: str, authors: list[
     first = fields_of(library)[0]
     assert set(first) <= {"title", "author", "booktitle", "year"}
     assert bibtex_balanced(first["title"])
+
+
+def test_titles_cannot_run_tex_where_the_entry_is_compiled() -> None:
+    # A title is text anyone can submit, compiled into the citing paper: commands that read
+    # or write files, run programs or redefine things are written as text, and `^^5c` (a
+    # backslash to TeX) is broken up in math. Other LaTeX is kept.
+    hostile = {
+        r"\input{/etc/passwd}": r"\textbackslash{}input{/etc/passwd}",
+        r"A \immediate\write18{curl x|sh} Title": (
+            r"A \textbackslash{}immediate\textbackslash{}write18{curl x|sh} Title"
+        ),
+        r"\def\alpha{x} $\alpha$-DPO": r"\textbackslash{}def\alpha{x} {$\alpha$}-{DPO}",
+        r"Stop \end{document} here": r"Stop \textbackslash{}end{document} here",
+        r"$^^5cinput{/etc/passwd}$": r"{$^{}{}^5cinput{/etc/passwd}$}",
+        r"Fast \emph{and} \textbf{Inputs}": r"Fast \emph{and} \textbf{Inputs}",
+    }
+    papers = [paper(id=f"p{i:016x}", title=title) for i, title in enumerate(hostile)]
+    library = parse(bibtex(papers))
+    assert [item["title"] for item in fields_of(library)] == list(hostile.values())
+    unsafe = re.compile(r"(?<!\\textbackslash\{\})\\(input|write|immediate|def|end)\b|\^\^")
+    assert not unsafe.search(bibtex(papers))
+    # Author names too: they are compiled the same way.
+    (item,) = fields_of(parse(bibtex([paper(authors=[r"Eve \input{x}", "Bob"])])))
+    assert item["author"] == r"Eve \textbackslash{}input{x} and Bob"
