@@ -298,3 +298,17 @@ def test_long_lines_are_cut_with_the_right_counts(
     assert follows.startswith("Follows: “0 &lt;&lt;")
     shown = follows.count("“")
     assert 0 < shown < 25 and follows.endswith(f", …and {25 - shown} more")
+
+
+def test_a_stored_channel_id_that_is_not_slacks_is_shown_as_text(
+    fresh_db: Database, catalog: Catalog, settings: Any
+) -> None:
+    """Review: the channel id went into `<#…>` unchecked; one stored by a path that does
+    not validate (the database is not checked) could close the link and ping."""
+    db = fresh_db
+    odd = "slack:T0001/C1>|x <!channel>"
+    ensure_channel(db, "slack:T0001/C0001", settings, NOW)
+    db.table("channels").insert({**db.table("channels").get("slack:T0001/C0001"), "id": odd})
+    home_store.record_manager(db, odd, key(), AT)
+    text = text_of(home.build_home(db, TEAM, ME, catalog=catalog))
+    assert "C1&gt;|x &lt;!channel&gt;" in text and "<!channel>" not in text

@@ -200,8 +200,10 @@ def _channel_blocks(channels: list[dict[str, Any]], catalog: Catalog) -> list[Bl
         return [_section(EMPTY_CHANNELS)]
     blocks: list[Block] = []
     for row in channels[:SHOWN_CHANNELS]:
-        name = str(row["id"]).rsplit("/", 1)[-1]  # a Slack channel id: [A-Z0-9] only
-        parts = [f"<#{name}>"]
+        name = str(row["id"]).rsplit("/", 1)[-1]
+        # A Slack channel id becomes a channel link; anything else stored under the prefix
+        # (the database is not checked) is shown as escaped text, never as mrkdwn.
+        parts = [f"<#{name}>" if _TEAM.fullmatch(name) else f"`{slack_escape(name)}`"]
         when = _schedule(row)
         if when:
             parts.append(slack_escape(when))
