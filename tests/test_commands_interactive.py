@@ -554,3 +554,23 @@ async def test_slack_socket_mode_feedback_reset_needs_a_manager(
         assert feedback_store.channel_feedback(db, channel) == []
     finally:
         await handler.close_async()
+
+
+async def test_discord_feedback_with_a_topic_and_no_action_says_what_to_do(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    # The topic option autocompletes, so picking one without action is natural; the
+    # grammar read it as the action and answered "`1` is not one of reset".
+    db = open_db(bot.services.db_path)
+    channel = f"discord:{GUILD}/{CHANNEL_ID}"
+    handle("subscribe offline-rl", bot.services.context(channel, "@alice"))
+    feedback_store.record_vote(
+        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U1", 1, None, AT
+    )
+    for topic in ("1", "offline-rl", "reset"):
+        await dispatch(bot, fake_discord, interaction("feedback", {"topic": topic}))
+        answer = fake_discord.callbacks()[-1]["data"]
+        assert answer["flags"] & EPHEMERAL
+        assert "not one of" not in answer["content"]
+        assert "choose action reset as well" in answer["content"], answer["content"]
+    assert len(feedback_store.channel_feedback(db, channel)) == 1

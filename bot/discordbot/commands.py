@@ -46,6 +46,10 @@ WEEKDAY_CHOICES = [
 ON_OFF_CHOICES = [app_commands.Choice(name=name, value=name) for name in ("on", "off")]
 
 
+FEEDBACK_TOPIC_ALONE = (
+    "`/papers feedback` shows all of this channel's feedback (leave topic empty); to clear "
+    "{topic}'s, choose action reset as well (Manage Channels)."
+)
 RESET_CHOICES = [app_commands.Choice(name="reset", value="reset")]
 EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export")]
 
@@ -320,6 +324,10 @@ class PapersGroup(app_commands.Group):
         action: str | None = None,
         topic: app_commands.Range[str, 1, 100] | None = None,
     ) -> None:
+        if topic and not action:
+            # The grammar reads a lone word as the action: it said "`1` is not one of reset".
+            await send_reply(interaction, error(FEEDBACK_TOPIC_ALONE.format(topic=topic[:60])))
+            return
         await self.run(interaction, "feedback", action or "", _quoted(topic or ""))
 
     @app_commands.command(name="saved", description=_verb("saved").help)
