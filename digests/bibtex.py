@@ -357,8 +357,9 @@ def entry(paper: Paper, key: str | None = None) -> Entry:
 
 
 def _url(paper: Paper) -> str | None:
-    """The paper's page, well-formed (`safe_url` percent-encodes braces and spaces), and
-    without a backslash or `%` that LaTeX's url field could trip on."""
+    """The paper's page, well-formed (`safe_url` percent-encodes braces and spaces), or
+    None if a brace, backslash or space is left. Percent-encoding's `%` stays: the `url`
+    field is read verbatim (biblatex, `\\url`), not as LaTeX text."""
     link = paper_link(paper)
     link = safe_url(link) if link else None
     if link is None or re.search(r"[{}\\\s]", link):
