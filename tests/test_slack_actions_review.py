@@ -3,7 +3,11 @@ the fake Web API (same helpers as tests/test_slack_actions.py)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
+
+import pytest
 
 from bot.slack import app as slack_app
 from db import open_db
@@ -118,3 +122,90 @@ async def test_a_normal_click_still_updates(env: Env, fake_slack: FakeSlack) -> 
     assert await click(http, click_payload(fake_slack, ts, VOTE_UP)) == 200
     await settle(http)
     assert len(updates(fake_slack)) == 1 and fake_slack.responses == []
+
+
+HOSTILE = [
+    "value dict",
+    "value number",
+    "value null",
+    "value huge",
+    "junk blocks",
+    "block_id not a string",
+    "text not a string",
+    "enterprise null team",
+    "five actions",
+    "view container",
+    "paperboy_item of a paper not in the digest",
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+async def test_hostile_signed_clicks_never_fail_and_never_miscount(
+    env: Env,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+) -> None:
+    """Shapes a signed payload could have: each is refused (400) or answered with a
+    clear line, never 'something went wrong' (an exception), never a wrong count."""
+    services, http, _, ts = env
+    payload: Any = click_payload(fake_slack, ts, VOTE_UP)
+    action = payload["actions"][0]
+    counts_one = False
+    if case == "value dict":
+        action["value"] = {"digest": 1}
+    elif case == "value number":
+        action["value"] = 12
+    elif case == "value null":
+        action["value"] = None
+    elif case == "value huge":
+        action["value"] = "1:" + "p" * 100_000
+    elif case == "junk blocks":
+        payload["message"]["blocks"] = [*payload["message"]["blocks"], "x", 3, None, [], {}]
+        counts_one = True
+    elif case == "block_id not a string":
+        payload["message"]["blocks"].append({"type": "actions", "block_id": ["x"]})
+        counts_one = True  # copied back as Slack sent it: Slack refuses the update
+    elif case == "text not a string":
+        payload["message"]["text"] = {"a": 1}
+        counts_one = True
+    elif case == "enterprise null team":
+        payload["team"] = None
+        payload["enterprise"] = {"id": "E0001", "name": "org"}
+        counts_one = True  # user.team_id is the workspace
+    elif case == "five actions":
+        payload["actions"] = [dict(action) for _ in range(5)]
+        counts_one = True  # the same vote five times counts once
+    elif case == "view container":
+        payload["container"] = {"type": "view", "view_id": "V0001"}
+        del payload["message"]
+    else:
+        extra = {
+            "type": "actions",
+            "block_id": "paperboy_item:p0123456789abcdef",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": "paperboy_up",
+                    "text": {"type": "plain_text", "text": "👍 99"},
+                    "value": "1:p0123456789abcdef",
+                }
+            ],
+        }
+        payload["message"]["blocks"].insert(3, extra)
+        counts_one = True
+    with caplog.at_level(logging.INFO):
+        status = await click(http, payload)
+        await settle(http)
+    assert status in (200, 400, 413)  # 413: the HTTP server's body limit
+    assert "something went wrong" not in json.dumps(fake_slack.responses)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(votes(services)) == (1 if counts_one else 0)
+    if case == "block_id not a string":
+        assert "your vote counts" in fake_slack.responses[-1]["text"]
+    elif counts_one:
+        assert len(updates(fake_slack)) == 1
+        repeats = 4 if case == "five actions" else 0
+        assert [r["text"] for r in fake_slack.responses] == [
+            "👍 Already counted for offline-rl."
+        ] * repeats

@@ -392,8 +392,13 @@ def block_errors(blocks: list[dict[str, Any]], max_blocks: int = 50) -> list[str
         errors.append(f"no more than {max_blocks} items allowed [json-pointer:/blocks]")
     seen: set[str] = set()
     for index, block in enumerate(blocks):
+        if not isinstance(block, dict):  # Slack answers invalid_blocks; it never fails
+            errors.append(f"expected an object [json-pointer:/blocks/{index}]")
+            continue
         block_id = block.get("block_id")
-        if block_id is not None:
+        if block_id is not None and not isinstance(block_id, str):
+            errors.append(f"expected a string [json-pointer:/blocks/{index}/block_id]")
+        elif block_id is not None:
             if block_id in seen:
                 errors.append(f"duplicate block_id [json-pointer:/blocks/{index}/block_id]")
             if len(str(block_id)) > MAX_ID:
@@ -403,6 +408,9 @@ def block_errors(blocks: list[dict[str, Any]], max_blocks: int = 50) -> list[str
             continue
         elements = block.get("elements") or []
         where = f"[json-pointer:/blocks/{index}/elements]"
+        if not isinstance(elements, list) or not all(isinstance(e, dict) for e in elements):
+            errors.append(f"expected an array of objects {where}")
+            continue
         if not elements:
             errors.append(f"must provide at least 1 items {where}")
         if len(elements) > MAX_ACTION_ELEMENTS:
