@@ -417,3 +417,36 @@ async def test_a_stop_waits_for_a_home_being_published(
     release.set()
     await stopping
     assert [call["user_id"] for call in publishes(fake_slack)] == [ME]
+
+
+async def test_a_home_built_before_a_click_is_never_published_after_it(
+    http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: the tab opened (its Home being built, before the click's change) and an
+    Unsave clicked on the Home Slack still shows: the click's fresh Home was published
+    first and the stale one last, so the unsaved paper came back. One user's Homes are
+    now published one at a time, in order."""
+    state = set_up(http.services)
+    paper = state["papers"][1]
+    started, release = threading.Event(), threading.Event()
+    build = home._build
+
+    def first_held(*args: Any) -> dict[str, Any]:
+        view = build(*args)
+        if not started.is_set():  # the first Home: built, held before it is published
+            started.set()
+            release.wait(10)
+        return view
+
+    monkeypatch.setattr(home, "_build", first_held)
+    assert await post_event(http, home_opened()) == 200  # the tab opened
+    assert await asyncio.to_thread(started.wait, 10)  # its Home is built
+    assert await post_click(http, home_click(home.HOME_UNSAVE, paper)) == 200
+    db = open_db(http.services.db_path)
+    assert await eventually(lambda: not is_saved(db, f"slack:{TEAM}/{ME}", paper))
+    await asyncio.sleep(0.2)  # room for the click's Home to be published (it was, before)
+    release.set()
+    assert await eventually(lambda: len(publishes(fake_slack)) == 2)
+    last = view_of(publishes(fake_slack)[-1])
+    assert unsave_values(last) == [state["papers"][0]]  # the click's fresh Home, last
+    assert unsave_values(fake_slack.views[ME]) == [state["papers"][0]]

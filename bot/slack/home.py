@@ -19,8 +19,10 @@ response_url for an ephemeral answer).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -331,7 +333,25 @@ async def publish_home(
     notice: str | None = None,
 ) -> bool:
     """Build the user's Home and publish it (`views.publish`). True if Slack took it.
-    Never raises: a failure is one log line (the user sees the previous Home)."""
+    Never raises: a failure is one log line (the user sees the previous Home).
+
+    One user's Homes are built and published one at a time, in the order asked: else a
+    Home built before a click's change (the tab opened just before the click) could be
+    published after the click's fresh one, and the unsaved paper would come back."""
+    lock = _publishing.setdefault((team, user_id), asyncio.Lock())
+    async with lock:
+        return await _publish(services, client, team, user_id, notice)
+
+
+# One lock per user whose Home is being published; gone when no publish holds or waits.
+_publishing: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+
+
+async def _publish(
+    services: Services, client: AsyncWebClient, team: str, user_id: str, notice: str | None
+) -> bool:
     try:
         names = await legacy_names(client, user_id)
         view = await services.in_thread(_build, services, team, user_id, names, notice)
