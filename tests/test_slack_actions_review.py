@@ -3,6 +3,7 @@ the fake Web API (same helpers as tests/test_slack_actions.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -10,11 +11,12 @@ from typing import Any
 import pytest
 
 from bot.slack import app as slack_app
-from db import open_db
-from digests.actions import SAVE, VOTE_UP
+from db import feedback, open_db
+from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
 from digests.commands.replies import info
 from tests.fakes.slack_api import FakeSlack
 from tests.test_slack_actions import (
+    CHANNEL,
     CHANNEL_ID,
     TEAM,
     Env,
@@ -209,3 +211,33 @@ async def test_hostile_signed_clicks_never_fail_and_never_miscount(
         assert [r["text"] for r in fake_slack.responses] == [
             "👍 Already counted for offline-rl."
         ] * repeats
+
+
+async def test_concurrent_clicks_and_a_429_leave_the_message_with_every_count(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    """Six people click at once on two items, and Slack answers the first chat.update
+    with 429 (Retry-After 1): every vote counts once, and the message, whatever order
+    the updates ran in, ends with the counts the database has (each update reads them
+    afresh under the message's lock; nothing comes from the payload's stale blocks)."""
+    services, http, _, ts = env
+    fake_slack.queue(
+        "chat.update", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "1"}
+    )
+    payloads = [
+        click_payload(fake_slack, ts, VOTE_UP if n % 3 else VOTE_DOWN, n % 2, user=f"U000{n}")
+        for n in range(1, 7)
+    ]  # all taken from the message as first posted, as concurrent clicks would be
+    statuses = await asyncio.gather(*(click(http, p) for p in payloads))
+    assert statuses == [200] * 6
+    await settle(http)
+    assert len(votes(services)) == 6
+    db = open_db(services.db_path)
+    blocks = [b for b in fake_slack.messages[(CHANNEL_ID, ts)]["blocks"] if b["type"] == "actions"]
+    for block in blocks[:2]:
+        paper = paper_of(block)
+        up, down = feedback.counts(db, CHANNEL, [paper])[paper]
+        assert up + down == 3
+        shown = [e["text"]["text"] for e in block["elements"][:2]]
+        assert shown == [f"👍 {up}", f"👎 {down}"]
+    assert fake_slack.responses == []
