@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.models.blocks import Block
 
 from bot.services import Services
+from bot.slack import app as app_module
 from bot.slack import home
 from bot.slack.app import create_app
 from bot.slack.client import make_client
@@ -450,3 +452,25 @@ async def test_a_home_built_before_a_click_is_never_published_after_it(
     last = view_of(publishes(fake_slack)[-1])
     assert unsave_values(last) == [state["papers"][0]]  # the click's fresh Home, last
     assert unsave_values(fake_slack.views[ME]) == [state["papers"][0]]
+
+
+async def test_a_failure_to_record_the_manager_never_fails_the_change(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review: in Socket Mode the command commits, then records its manager; a locked
+    database there answered "something went wrong" for a subscription that was made."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+
+    def locked(*args: Any) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(app_module, "record_manager", locked)
+    command = dict(parse_qsl(slash_body("subscribe rlhf", fake_slack.response_url())))
+    client = make_client(BOT_TOKEN, fake_slack.api_url)
+    [reply, *_] = await app_module.answer_payloads(services, client, command)
+    assert "subscribed this channel" in reply["text"]
+    assert len(active_subscriptions(open_db(services.db_path), "slack:T0001/C0001")) == 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sqlite3
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
@@ -127,8 +128,22 @@ def _run_command(
     if reply.changed and key is not None and _manages(text) and not _personal(channel):
         # In the command's thread (and, over HTTP, the writer's batch): its Home then
         # knows this user manages the channel by id, not by a name that can change.
-        record_manager(services.db(), channel, key, stamp(services.clock()))
+        _record_manager(services, channel, key)
     return reply
+
+
+def _record_manager(services: Services, channel: str, key: str) -> None:
+    """Record the manager; a failure is one log line, never the command's: its change is
+    made (and, in Socket Mode, committed) and the channel is told so. Only an error that
+    ended the writer's whole transaction, the change with it, is raised."""
+    db = services.db()
+    batched = db.conn.in_transaction
+    try:
+        record_manager(db, channel, key, stamp(services.clock()))
+    except sqlite3.Error as exc:
+        if batched and not db.conn.in_transaction:
+            raise
+        log.warning("could not record %s as a manager of %s: %s", key, channel, exc)
 
 
 def _personal(channel: str) -> bool:
