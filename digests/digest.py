@@ -377,15 +377,20 @@ class _Window:
         only the papers the original reaches the threshold for, so feedback never makes a
         topic take a paper its own terms do not (and costs a few hundred papers' scoring
         per refined topic, not the window's: refined terms hold common words)."""
+        # Each membership test hashes a tuple of ~60 terms (not cached): 30,000 topics a
+        # batch, so no test of `origin` at all when there is no feedback.
+        plain: Iterable[Topic] = topics
+        refined: dict[tuple[Term, ...], Topic] = {}
+        if origin:
+            plain = []
+            for topic in topics:
+                if topic.terms not in origin:
+                    plain.append(topic)
+                elif topic.terms not in self.hits:
+                    refined[topic.terms] = topic
+            plain.extend(origin[terms] for terms in refined)
+        self._score_plain({t.terms: t for t in plain if t.terms not in self.hits})
         origin = origin or {}
-        topics = list(topics)
-        refined = {t.terms: t for t in topics if t.terms in origin and t.terms not in self.hits}
-        missing = {
-            topic.terms: topic
-            for topic in [*topics, *(origin[terms] for terms in refined)]
-            if topic.terms not in self.hits and topic.terms not in origin
-        }
-        self._score_plain(missing)
         for topic in refined.values():
             pairs = []
             for paper_id in self.hits[origin[topic.terms].terms]:
