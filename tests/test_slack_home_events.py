@@ -256,10 +256,13 @@ async def test_an_unsubscribe_click_removes_my_topic_and_republishes(
     http: HttpClient, fake_slack: FakeSlack
 ) -> None:
     state = set_up(http.services)
+    changed: list[str] = []
+    http.services.listeners.append(changed.append)  # the scheduler's hook
     value = str(state["mine"])
     assert await post_click(http, home_click(home.HOME_UNSUBSCRIBE, value)) == 200
     assert await eventually(lambda: publishes(fake_slack))
     assert active_subscriptions(open_db(http.services.db_path), MINE) == []
+    assert changed == [MINE]  # the scheduler re-reads my digest (untested before review)
     text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
     assert json.dumps(home.EMPTY_TOPICS, ensure_ascii=False)[1:-1] in text
     assert "Unsubscribed from RLHF" in text  # the topic's label, not its id
@@ -270,6 +273,8 @@ async def test_a_forged_value_changes_nothing(
     http: HttpClient, fake_slack: FakeSlack, forged: str
 ) -> None:
     state = set_up(http.services)
+    changed: list[str] = []
+    http.services.listeners.append(changed.append)
     db = open_db(http.services.db_path)
     channel_sub = active_subscriptions(db, "slack:T0001/C0001")[0]["id"]
     action, value = {
@@ -289,6 +294,7 @@ async def test_a_forged_value_changes_nothing(
         list(db.query("select * from subscriptions order by id")),
     ]
     assert after == before
+    assert changed == []  # nothing for the scheduler to re-read
     [call] = publishes(fake_slack)
     assert call["user_id"] == ME  # only the clicker's own Home, with the refusal on it
     text = json.dumps(view_of(call), ensure_ascii=False)
