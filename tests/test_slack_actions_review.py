@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from typing import Any
 
 import pytest
 
+from bot.slack import actions as slack_actions
 from bot.slack import app as slack_app
 from db import feedback, open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
@@ -28,6 +30,7 @@ from tests.test_slack_actions import (
     updates,
     votes,
 )
+from tests.waiting import eventually
 
 __all__ = ["env"]
 
@@ -241,3 +244,38 @@ async def test_concurrent_clicks_and_a_429_leave_the_message_with_every_count(
         shown = [e["text"]["text"] for e in block["elements"][:2]]
         assert shown == [f"👍 {up}", f"👎 {down}"]
     assert fake_slack.responses == []
+
+
+async def test_a_click_cut_off_by_a_stop_is_not_silently_lost(
+    env: Env, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop begins while one click runs and another waits for the same message: the
+    waiting one never runs (the change lane takes no work once stopping), and its
+    clicker is told so through response_url (it was acknowledged, so Slack shows nothing
+    wrong; before, the vote was dropped with only a log line). A click arriving during
+    the stop is told the same. The running one completes within the grace."""
+    services, http, _, ts = env
+    release = threading.Event()
+    real = slack_actions.apply_action
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slack_actions, "apply_action", held)
+    first = click_payload(fake_slack, ts, VOTE_UP, user="U0001", response="first")
+    second = click_payload(fake_slack, ts, VOTE_UP, 1, user="U0002", response="second")
+    assert await click(http, first) == 200
+    assert await click(http, second) == 200
+    stopping = asyncio.ensure_future(http.endpoint.close(grace=20))
+    assert await eventually(lambda: http.endpoint._closing)
+    third = click_payload(fake_slack, ts, VOTE_DOWN, user="U0003", response="third")
+    assert await click(http, third) == 200
+    release.set()
+    await stopping
+    assert [user for _, user, _ in votes(services)] == ["U0001"]
+    told = {
+        n: r["text"] for n, r in zip(fake_slack.response_names, fake_slack.responses, strict=True)
+    }
+    assert set(told) == {"second", "third"}
+    assert all("restarting and did not act on that click" in text for text in told.values())

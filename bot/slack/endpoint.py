@@ -13,7 +13,9 @@ In this order, so a bad request costs little and learns nothing:
 5. a click on a button (`payload=`, type `block_actions`) is checked for shape
    (`bot.slack.actions.check_payload`: 400 and nothing runs when it fails, e.g. a
    response_url that is not Slack's), acknowledged at once (200), then handled in the
-   background (`handle_block_actions`; its writes in the change lane).
+   background (`handle_block_actions`; its writes in the change lane). A click the stop
+   keeps from running (arriving during it, or waiting for the lane when it began) is
+   still acknowledged, and its clicker told through `response_url` it did nothing.
 
 6. `app_home_opened` (an Events API callback: a user opened the app's Home tab) is
    acknowledged at once (200), then the user's Home is published in the background
@@ -30,7 +32,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
@@ -39,7 +41,7 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import ChangeWriter, Services
-from bot.slack.actions import check_payload, handle_block_actions
+from bot.slack.actions import check_payload, handle_block_actions, respond
 from bot.slack.app import COMMAND, WORKING, answer_payloads
 from bot.slack.home import home_opened, publish_home
 from bot.slack.http import Request, Response
@@ -74,6 +76,9 @@ MAX_ACK_SECONDS = 2.5  # Slack waits 3 s for the acknowledgement; leave room for
 MAX_QUEUED = 1000  # commands waiting for a thread, beyond the running ones
 BUSY = "Paperboy has many commands waiting and did not run this. Please try again in a minute."
 STOPPED = "Paperboy is restarting and did not run this. Please try again in a minute."
+CLICK_STOPPED = (
+    "Paperboy is restarting and did not act on that click. Please click again in a minute."
+)
 
 
 def _bad(reason: str) -> Response:
@@ -177,23 +182,34 @@ class SlackEndpoint:
             log.warning("refused a signed Slack click: %s", problem)
             return _bad(problem)
         if self._closing:
-            return OK  # acknowledged; nothing runs while stopping
+            # Acknowledged (Slack would show an error otherwise), nothing runs, and the
+            # clicker is told: a vote must not look counted when it was not.
+            self._later(respond(self.services, payload, CLICK_STOPPED))
+            return OK
         self.clicks += 1
         # Acknowledged now (Slack waits 3 s at most); the click runs after, its writes in
         # the change lane, and a stop's grace waits for it as for command answers.
-        click = asyncio.ensure_future(self._click(payload))
-        self._followups.add(click)
-        click.add_done_callback(self._followups.discard)
+        self._later(self._click(payload))
         return OK
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` after the acknowledgement; a stop's grace waits for it."""
+        task = asyncio.ensure_future(work)
+        self._followups.add(task)
+        task.add_done_callback(self._followups.discard)
 
     async def _click(self, payload: dict[str, Any]) -> None:
         lane = _Lane(self._change_executor, self)
         try:
             await handle_block_actions(self.services, self.client, payload, lane)
         except asyncio.CancelledError:
-            if not self._closing:
-                raise
+            current = asyncio.current_task()
+            if not self._closing or (current is not None and current.cancelling()):
+                raise  # this click itself is being cancelled (the grace is over)
+            # The stop came first: the lane refused the click's work, so nothing of it
+            # was written. Its clicker saw it acknowledged; tell them it did not count.
             log.info("a Slack click was not run: Paperboy is stopping")
+            await respond(self.services, payload, CLICK_STOPPED)
 
     async def _command(self, form: dict[str, str], received: float) -> Response:
         missing = [

@@ -59,6 +59,7 @@ class Call:
 class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)  # posts to response_url
+    response_names: list[str] = field(default_factory=list)  # each one's {name} in its URL
     socket_acks: list[dict[str, Any]] = field(default_factory=list)
     admins: set[str] = field(default_factory=set)
     _queued: dict[str, deque[tuple[int, dict[str, Any], dict[str, str]]]] = field(
@@ -342,6 +343,7 @@ class FakeSlack:
 
     async def _respond(self, request: web.Request) -> web.Response:
         self.responses.append(await self._args(request))
+        self.response_names.append(request.match_info["name"])
         return web.Response(text="ok")
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
