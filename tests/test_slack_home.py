@@ -312,3 +312,16 @@ def test_a_stored_channel_id_that_is_not_slacks_is_shown_as_text(
     home_store.record_manager(db, odd, key(), AT)
     text = text_of(home.build_home(db, TEAM, ME, catalog=catalog))
     assert "C1&gt;|x &lt;!channel&gt;" in text and "<!channel>" not in text
+
+
+def test_a_cut_text_never_ends_inside_an_entity(
+    fresh_db: Database, catalog: Catalog, settings: Any
+) -> None:
+    """Review: the Unsubscribe dialog of a free-text topic of 100 `<` (400 characters
+    escaped) was cut to 300 inside an entity, and Slack showed "&…" literally."""
+    ensure_channel(fresh_db, MINE, settings, NOW)
+    add_subscription(fresh_db, MINE, "custom-x", "<" * 100, "@alice", AT)
+    view = home.build_home(fresh_db, TEAM, ME, catalog=catalog)
+    [button] = [b["accessory"] for b in blocks_of(view) if "accessory" in b]
+    question = button["confirm"]["text"]["text"]
+    assert len(question) <= home.MAX_CONFIRM_TEXT and question.endswith("&lt;…")

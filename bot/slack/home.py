@@ -75,11 +75,13 @@ SHOWN_CHANNELS = 15
 SHOWN_SAVED = 30
 SHOWN_DIGEST_ITEMS = 10
 MAX_BUTTON_TEXT = 75
+MAX_CONFIRM_TEXT = 300  # Slack's limit for a confirm dialog's text
 
 _USER = re.compile(r"[UW][A-Z0-9]{2,32}")
 _TEAM = re.compile(r"[A-Z0-9]{2,32}")
 _SUBSCRIPTION_VALUE = re.compile(r"[0-9]{1,12}")
 _PAPER_VALUE = re.compile(r"p[0-9a-f]{6,32}")
+_PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}(?=…$)")  # `&amp;` `&lt;` `&gt;` cut short
 
 EMPTY_TOPICS = (
     "You follow no topics yourself. `/papers subscribe --me offline-rl` (any topic of "
@@ -107,14 +109,21 @@ def personal_channel_of(team: str, user_id: str) -> str:
     return f"slack:{team}/@{user_id}"
 
 
+def _clamp(text: str, limit: int) -> str:
+    """mrkdwn `text` cut to `limit` characters (`clamp`), never inside an entity: a
+    free-text topic of `<`s, escaped, left "&l…" in its Unsubscribe dialog."""
+    cut = clamp(text, limit)
+    return _PARTIAL_ENTITY.sub("", cut) if cut != text else cut
+
+
 def _section(text: str, accessory: ButtonElement | None = None) -> SectionBlock:
     return SectionBlock(
-        text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)), accessory=accessory
+        text=MarkdownTextObject(text=_clamp(text, limits.SLACK_SECTION_TEXT)), accessory=accessory
     )
 
 
 def _context(text: str) -> ContextBlock:
-    return ContextBlock(elements=[MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT))])
+    return ContextBlock(elements=[MarkdownTextObject(text=_clamp(text, limits.SLACK_SECTION_TEXT))])
 
 
 def _header(text: str) -> HeaderBlock:
@@ -184,7 +193,7 @@ def _topic_blocks(db: Database, channel: str, catalog: Catalog) -> list[Block]:
             value=str(sub["id"]),
             confirm=ConfirmObject(
                 title="Unsubscribe?",
-                text=clamp(f"Stop {label} in your personal digest?", 300),
+                text=_clamp(f"Stop {label} in your personal digest?", MAX_CONFIRM_TEXT),
                 confirm="Unsubscribe",
                 deny="Keep it",
             ),
