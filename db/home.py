@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 Row = dict[str, Any]
 
 MANAGER_PREFIX = "manages "  # app_state key: "manages {user_key} {channel}"
+# app_state key: when the first manager was recorded. Changes from then on are recorded by
+# key, so display names are matched only against changes older than that.
+RECORDED_SINCE = "home: managers recorded since"
 
 
 def _manager_key(user_key: str, channel: str) -> str:
@@ -44,6 +47,10 @@ def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
             "on conflict (key) do update set value = excluded.value, "
             "updated_at = excluded.updated_at",
             [_manager_key(user_key, channel), at, at],
+        )
+        db.execute(
+            "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
+            [RECORDED_SINCE, at, at],
         )
 
 
@@ -74,20 +81,27 @@ def managed_channels(
     starts with `channel_prefix` (the user's workspace, e.g. "slack:T0123/") count, and
     never a personal digest (`slack:T0123/@U...`): that is the user's own list. A display
     name can be renamed and taken by someone else, so a legacy match may show a channel to
-    its name's new owner; the recorded key cannot be mistaken."""
+    its name's new owner; the recorded key cannot be mistaken. Names are matched only
+    against changes older than the first recorded manager (`RECORDED_SINCE`): every
+    change since is recorded by key."""
     channels = {ref for ref in recorded_channels(db, user_key) if ref.startswith(channel_prefix)}
     names = sorted({name for name in legacy_names if name})
     if names:
         marks = ", ".join("?" for _ in names)
+        # Only changes older than the first recorded manager: later ones are recorded by
+        # key, and a name matched there could be a later owner of the name.
+        found = db.execute("select value from app_state where key = ?", [RECORDED_SINCE])
+        since = (found.fetchone() or ["9999"])[0]
         # The prefix is compared with substr, not LIKE: `_` in it must not be a wildcard.
         size = len(channel_prefix)
         query = (
             f"select channel from subscriptions where substr(channel, 1, {size}) = ? "
-            f"and (created_by in ({marks}) or removed_by in ({marks})) "
+            f"and ((created_by in ({marks}) and created_at < ?) "
+            f"or (removed_by in ({marks}) and removed_at < ?)) "
             f"union select id from channels where substr(id, 1, {size}) = ? "
-            f"and schedule_set_by in ({marks})"
+            f"and schedule_set_by in ({marks}) and schedule_set_at < ?"
         )
-        params = [channel_prefix, *names, *names, channel_prefix, *names]
+        params = [channel_prefix, *names, since, *names, since, channel_prefix, *names, since]
         channels.update(str(channel) for (channel,) in db.execute(query, params).fetchall())
     personal = f"{channel_prefix}@"
     wanted = sorted(ref for ref in channels if not ref.startswith(personal))

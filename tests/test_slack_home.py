@@ -195,9 +195,13 @@ def test_managed_channels_legacy_names_and_boundaries(
     set_schedule(db, "slack:T0001/C0002", "mon", "09:00", "UTC", "@alice", AT)
     subscribe(db, "slack:T0001/C0003", "rlhf", "@bob", settings)
     subscribe(db, "slack:T0002/C0004", "rlhf", "@alice", settings)  # another workspace
-    home_store.record_manager(db, "slack:T0002/C0005", key(team="T0001"), AT)  # wrong team
+    later = "2026-12-01T00:00:00Z"  # managers recorded from then on
+    home_store.record_manager(db, "slack:T0002/C0005", key(team="T0001"), later)  # wrong team
     subscribe(db, MINE, "rlhf", "@alice", settings)  # my own digest is not a channel I manage
-    home_store.record_manager(db, MINE, key(), AT)
+    home_store.record_manager(db, MINE, key(), later)
+    # After managers are recorded by key, a name is no evidence (it may be a later owner's).
+    ensure_channel(db, "slack:T0001/C0006", settings, NOW)
+    add_subscription(db, "slack:T0001/C0006", "rlhf", None, "@alice", "2026-12-02T00:00:00Z")
 
     def managed(*names: str) -> list[str]:
         rows = home_store.managed_channels(db, key(), "slack:T0001/", names)
@@ -210,6 +214,7 @@ def test_managed_channels_legacy_names_and_boundaries(
     text = text_of(view)
     assert "<#C0001>" in text and "<#C0002>" in text and "Mondays at 09:00" in text
     assert "C0003" not in text and "C0004" not in text and "C0005" not in text
+    assert "C0006" not in text
 
 
 def test_record_manager_is_one_row_per_user_and_channel(fresh_db: Database) -> None:
@@ -217,7 +222,12 @@ def test_record_manager_is_one_row_per_user_and_channel(fresh_db: Database) -> N
     home_store.record_manager(fresh_db, "slack:T0001/C0001", key(), AT)
     home_store.record_manager(fresh_db, "slack:T0001/C0002", key(ME + "X"), AT)  # U0001X
     assert home_store.recorded_channels(fresh_db, key()) == ["slack:T0001/C0001"]
-    assert fresh_db.execute("select count(*) from app_state").fetchone()[0] == 2
+    managers = "select count(*) from app_state where key like 'manages %'"
+    assert fresh_db.execute(managers).fetchone()[0] == 2
+    since = fresh_db.execute(
+        "select value from app_state where key = ?", [home_store.RECORDED_SINCE]
+    )
+    assert since.fetchone()[0] == "2026-11-29T00:00:00Z"  # the first record's, kept
 
 
 def test_unsave_only_ever_touches_the_clickers_list(seeded_db: Database) -> None:
