@@ -16,6 +16,8 @@ from bot.slack import app as slack_app
 from db import feedback, open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
 from digests.commands.replies import info
+from digests.render import limits
+from digests.render import slack as slack_render
 from tests.fakes.slack_api import FakeSlack
 from tests.test_slack_actions import (
     CHANNEL,
@@ -25,6 +27,7 @@ from tests.test_slack_actions import (
     click,
     click_payload,
     env,
+    form,
     paper_of,
     settle,
     updates,
@@ -279,3 +282,52 @@ async def test_a_click_cut_off_by_a_stop_is_not_silently_lost(
     }
     assert set(told) == {"second", "third"}
     assert all("restarting and did not act on that click" in text for text in told.values())
+
+
+def full_item(n: int, digest_id: int) -> list[dict[str, Any]]:
+    """One digest item as Paperboy renders it with every field at a realistic length
+    (a 200-character title, a 300-character TL;DR: the view's caps; accented author
+    names; arXiv and GitHub links), not one of Paperboy's recorded papers."""
+    paper = f"p{n:016x}"
+    title = ("Offline Reinforcement Learning with Conservative Value Estimates " * 4)[:200]
+    tldr = (
+        "A conservative Q-function lower-bounds the policy's value, so offline RL does not overestimate unseen actions; "
+        * 3
+    )[:300]
+    abs_url, pdf_url = f"https://arxiv.org/abs/2406.{n:05d}", f"https://arxiv.org/pdf/2406.{n:05d}"
+    code = f"https://github.com/some-research-lab/conservative-offline-rl-{n}"
+    text = (
+        f"*— Offline RL —*\n*<{abs_url}|{title}>*\n"
+        "Sébastien Bubeck, Bernhard Schölkopf, Łukasz Kaiser et al.\n_NeurIPS 2024 · Offline RL_\n"
+        f"<{abs_url}|paper> · <{pdf_url}|PDF> · <{code}|code>\n{tldr}"
+    )
+    section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    links = (("paper", abs_url), ("PDF", pdf_url), ("code", code))
+    actions = slack_render.item_actions(digest_id, paper, links)
+    assert actions is not None
+    return [section, actions]
+
+
+async def test_a_click_on_a_full_digest_message_is_not_too_large_for_http_mode(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    """Slack sends the whole message, form-encoded, with every click. A full message
+    (50 blocks: 23 items) of items with realistic fields makes a click body of ~55 KB
+    (compact JSON, as Slack sends it, is smaller), within the 64 KB default of
+    PAPERBOY_SLACK_MAX_BODY_BYTES; more per item (buttons, fields) would get Slack 413
+    for clicks on full digests, and nothing would count. This test says so first."""
+    services, http, digest, ts = env
+    assert digest.digest_id is not None
+    message = fake_slack.messages[(CHANNEL_ID, ts)]
+    blocks = message["blocks"]
+    footer = blocks.pop()
+    while len(blocks) + 2 <= limits.SLACK_MAX_BLOCKS - 1:
+        blocks += full_item(len(blocks), digest.digest_id)
+    blocks.append(footer)
+    assert len(blocks) == limits.SLACK_MAX_BLOCKS and not limits.slack_problems(message)
+    payload = click_payload(fake_slack, ts, VOTE_UP)
+    body = form(payload)
+    assert 48 * 1024 < len(body.encode()) < 64 * 1024  # the margin is ~15%
+    assert await click(http, payload) == 200
+    await settle(http)
+    assert len(votes(services)) == 1 and len(updates(fake_slack)) == 1
