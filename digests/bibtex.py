@@ -2,8 +2,10 @@
 `paperboy saved --format bibtex`).
 
 The contract:
-- Type: `@inproceedings` with `booktitle` for a conference or workshop paper,
-  `@article` with `journal` for a journal (JMLR, TMLR, TACL), `@misc` otherwise. A
+- Type: `@inproceedings` with `booktitle` for a conference or workshop paper (a
+  "Findings" paper of ACL, EMNLP or NAACL in the Findings volume, not the conference),
+  `@article` with `journal` for a journal (JMLR, TMLR, TACL), `@misc` otherwise,
+  including a venue text that says the paper was submitted, rejected or withdrawn. A
   paper with an arXiv id carries `eprint`, `archivePrefix = {arXiv}` and, when its
   categories are known, `primaryClass`, whatever its type.
 - Keys are stable: the same paper always gets the same key, built from the first
@@ -77,6 +79,11 @@ JOURNALS = {
     "tacl": "Transactions of the Association for Computational Linguistics",
 }
 NOT_VENUES = {"arxiv", "corr"}  # a preprint: @misc with its eprint
+# A venue text about a submission, not an acceptance (a file's "Submitted to ICLR 2025").
+_NOT_PUBLISHED = re.compile(
+    r"\b(?:submitted|submission|under review|in review|rejected|withdrawn)\b", re.I
+)
+FINDINGS = {"acl", "emnlp", "naacl", "eacl", "aacl"}  # their "Findings" volumes
 # Words a key skips when it looks for the title's first telling word.
 _KEY_SKIP = frozenset(
     (  # noqa: SIM905
@@ -316,10 +323,15 @@ def _venue(paper: Paper) -> tuple[str, str] | None:
     if not venue:
         return None
     first = venue.split()[0].lower()
-    if first in NOT_VENUES:
-        return None
+    if first in NOT_VENUES or _NOT_PUBLISHED.search(venue):
+        return None  # a submission is not a publication: @misc
     if first in JOURNALS:
         return "article", JOURNALS[first]
+    if first in FINDINGS and re.search(r"\bfindings\b", venue, flags=re.I):
+        # "ACL 2024 Findings" (arXiv comments give it so) is not the main conference.
+        year = re.search(r"\b(?:19|20)\d\d\b", venue)
+        name = " ".join([venue.split()[0], *([year.group(0)] if year else [])])
+        return "inproceedings", f"Findings of the Association for Computational Linguistics: {name}"
     if first in CONFERENCES and not re.search(r"\bworkshops?\b", venue, flags=re.I):
         return "inproceedings", f"{CONFERENCES[first]} ({venue.split()[0]})"
     return "inproceedings", venue

@@ -268,3 +268,21 @@ def test_titles_cannot_run_tex_where_the_entry_is_compiled() -> None:
     # Author names too: they are compiled the same way.
     (item,) = fields_of(parse(bibtex([paper(authors=[r"Eve \input{x}", "Bob"])])))
     assert item["author"] == r"Eve \textbackslash{}input{x} and Bob"
+
+
+def test_findings_and_submissions_are_not_the_main_conference() -> None:
+    # arXiv comments give "ACL 2024 Findings" (digests.sources.records); a file's venue
+    # column may say "Submitted to ICLR 2025". Both were cited as the main conference.
+    findings = entry(paper(venue="ACL 2024 Findings", year=2024))
+    assert findings.kind == "inproceedings"
+    assert dict(findings.fields)["booktitle"] == (
+        "Findings of the Association for Computational Linguistics: {ACL} 2024"
+    )
+    emnlp = dict(entry(paper(venue="EMNLP 2023 Findings")).fields)["booktitle"]
+    assert emnlp.endswith(": {EMNLP} 2023")
+    for venue in ("Submitted to ICLR 2025", "ICLR 2025 Conference Withdrawn Submission",
+                  "NeurIPS 2024 (rejected)", "Under review at ICML"):  # fmt: skip
+        made = entry(paper(venue=venue))
+        assert made.kind == "misc" and "booktitle" not in dict(made.fields), venue
+    assert entry(paper(venue="ACL 2024")).kind == "inproceedings"  # the main one is unchanged
+    assert "Annual Meeting" in dict(entry(paper(venue="ACL 2024")).fields)["booktitle"]
