@@ -574,3 +574,21 @@ async def test_discord_feedback_with_a_topic_and_no_action_says_what_to_do(
         assert "not one of" not in answer["content"]
         assert "choose action reset as well" in answer["content"], answer["content"]
     assert len(feedback_store.channel_feedback(db, channel)) == 1
+
+
+def test_feedback_on_a_free_text_topic_no_longer_followed_names_its_text(
+    ctx: Context, picked: list[str]
+) -> None:
+    # It was named by its slug (`custom:graph-neural-networks-for-molecules`), which
+    # nobody typed; the channel's subscription rows keep the text.
+    text = "graph neural networks for molecules"
+    handle(f'subscribe "{text}"', ctx)
+    topic_id = "custom:graph-neural-networks-for-molecules"
+    feedback_store.record_vote(ctx.db, CHANNEL, topic_id, picked[0], "U1", -1, None, AT)
+    handle(f'unsubscribe "{text}"', ctx)
+    shown = reply_text(handle("feedback", ctx))
+    assert f'"{text}" (no longer followed): 👍 0 · 👎 1 on 1 paper' in shown
+    assert topic_id not in shown
+    reply = handle(f'feedback reset "{text}"', ctx)
+    assert reply.changed and f'feedback on "{text}" (1 vote)' in reply.text
+    assert feedback_rows(ctx.db) == []

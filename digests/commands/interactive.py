@@ -121,7 +121,20 @@ def _label(topic_id: str, active: dict[str, dict[str, object]], ctx: Context) ->
     topic = ctx.catalog.get(topic_id)
     if topic is not None:
         return f"{topic.label} (`{topic_id}`, no longer followed)"
+    text = _custom_text(topic_id, ctx)
+    if text is not None:
+        return f'"{text}" (no longer followed)'
     return f"`{topic_id}` (no longer followed)"
+
+
+def _custom_text(topic_id: str, ctx: Context) -> str | None:
+    """The free text a `custom:` topic id was made from, if the channel ever followed it
+    (its subscription rows keep the text): people know the text, not the slug."""
+    if not topic_id.startswith(CUSTOM_PREFIX):
+        return None
+    from db.channels import custom_texts
+
+    return next((t for t in custom_texts(ctx.db, ctx.channel) if custom_slug(t) == topic_id), None)
 
 
 def _feedback_reset(command: Command, ctx: Context) -> Reply:
@@ -137,7 +150,7 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
         )
     match = _match_subscription(text, active, ctx.catalog)
     if match is None and (unfollowed := _unfollowed_with_feedback(text, ctx)) is not None:
-        match = {"topic_id": unfollowed, "custom_text": None}
+        match = {"topic_id": unfollowed, "custom_text": _custom_text(unfollowed, ctx)}
     if match is None:
         return error(
             f"This channel does not follow `{text[:60]}`.",
