@@ -331,3 +331,29 @@ async def test_a_click_on_a_full_digest_message_is_not_too_large_for_http_mode(
     assert await click(http, payload) == 200
     await settle(http)
     assert len(votes(services)) == 1 and len(updates(fake_slack)) == 1
+
+
+async def test_a_burst_of_clicks_costs_slack_a_few_updates_not_one_per_click(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    """While one update of a message waits out a 429, five more votes on it are counted;
+    the next update shows them all, so the clicks whose votes it showed send none
+    (before: one chat.update per click, 7 calls with the retry, each a call against
+    Slack's rate limit while it is already refusing). The message ends right."""
+    services, http, _, ts = env
+    fake_slack.queue(
+        "chat.update", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "2"}
+    )
+    first = click_payload(fake_slack, ts, VOTE_UP, user="U0001")
+    rest = [click_payload(fake_slack, ts, VOTE_DOWN, 1, user=f"U000{n}") for n in range(2, 7)]
+    assert await click(http, first) == 200
+    assert await eventually(lambda: len(fake_slack.posted("chat.update")) == 1)
+    assert await asyncio.gather(*(click(http, p) for p in rest)) == [200] * 5
+    await settle(http)
+    assert len(votes(services)) == 6
+    calls = len(fake_slack.posted("chat.update"))
+    assert calls <= 3  # the 429, its retry, one for the five (two if one came late)
+    blocks = [b for b in fake_slack.messages[(CHANNEL_ID, ts)]["blocks"] if b["type"] == "actions"]
+    assert [e["text"]["text"] for e in blocks[0]["elements"][:2]] == ["👍 1", "👎 0"]
+    assert [e["text"]["text"] for e in blocks[1]["elements"][:2]] == ["👍 0", "👎 5"]
+    assert fake_slack.responses == []

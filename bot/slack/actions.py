@@ -12,7 +12,10 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   items' vote buttons show the counts ("👍 3"): the message's own blocks from the
   payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>")
   are rebuilt from the database, for papers of that digest; nothing else of the payload
-  is interpreted. A Slack error there is logged (its error code) and the vote stands;
+  is interpreted. A message's updates run one at a time, each with the counts read when
+  it starts, and a click whose vote an update already showed sends none (a burst of
+  clicks, or a 429, costs Slack a few calls, not one per click). A Slack error there is
+  logged (its error code) and the vote stands;
 - answers the clicker ephemerally through the payload's `response_url` (only a Slack
   URL, `slack_url`) when there is something to say: a save, a repeated vote, an error,
   a vote whose message could not be updated, or any click on an ephemeral message (a
@@ -34,6 +37,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -71,10 +75,19 @@ _TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
 MAX_ACTION_ID = 255
 
 _handlers: list[tuple[str, Handler]] = []
-# One lock per message being updated; gone when no click holds or waits for it.
-_message_locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
-    weakref.WeakValueDictionary()
-)
+
+
+@dataclass(eq=False)
+class _Message:
+    """A message being updated: its updates run one at a time (`lock`); `stale` while a
+    vote on it is counted that no update started since has shown."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    stale: bool = False
+
+
+# By (channel id, ts); gone when no click holds or waits for it.
+_messages: weakref.WeakValueDictionary[tuple[str, str], _Message] = weakref.WeakValueDictionary()
 
 
 def register(action_id_prefix: str, handler: Handler) -> None:
@@ -220,18 +233,47 @@ async def _item_click(
     message = payload.get("message") if on_message else None
     found = message.get("blocks") if isinstance(message, dict) else None
     blocks = [block for block in found or () if isinstance(block, dict)]
-    shown = [_item_of(block) for block in blocks]
-    work = (services, channel, user, key, action["action_id"], action.get("value"), shown)
-    lock = _message_locks.setdefault((channel_id, message_ts), asyncio.Lock())
-    async with lock:  # clicks on one message update it one at a time, counts read fresh
-        result, fresh = await _run(services, executor, _apply, *work)
-        updated = True
-        if fresh:
-            updated = await _update(client, payload, channel_id, message_ts, blocks, fresh)
-    if result.error or action["action_id"] == SAVE or not result.changed or not on_message:
+    action_id, value = action["action_id"], action.get("value")
+    work = (services, channel, user, key, action_id, value)
+    result: ActionResult = await _run(services, executor, _apply, *work)
+    updated = True
+    if on_message and blocks and result.changed and not result.error and action_id != SAVE:
+        # The vote is committed. Clicks on one message update it one at a time, each
+        # with the counts read when its update starts; an update that starts after this
+        # vote shows it, so a click whose vote another update already showed sends none
+        # (a burst of clicks costs Slack a few chat.update calls, not one per click).
+        message_state = _messages.setdefault((channel_id, message_ts), _Message())
+        message_state.stale = True
+        async with message_state.lock:
+            if message_state.stale:
+                message_state.stale = False
+                updated = await _show_counts(services, client, payload, channel, value, blocks)
+                message_state.stale = message_state.stale or not updated  # the next tries
+    if result.error or action_id == SAVE or not result.changed or not on_message:
         await respond(services, payload, result.text)
     elif not updated:
         await respond(services, payload, result.text + NOT_UPDATED)
+
+
+async def _show_counts(
+    services: Services,
+    client: AsyncWebClient,
+    payload: dict[str, Any],
+    channel: str,
+    value: object,
+    blocks: list[dict[str, Any]],
+) -> bool:
+    """Update the message with its items' buttons rebuilt from the database now (a read:
+    in a thread of the services, not the writer's lane, which a stop closes); False when
+    Slack refused the update or could not be reached."""
+    digest_id, _ = parse_item_ref(value)  # apply_action accepted it
+    papers = [paper for paper in map(_item_of, blocks) if paper]
+    fresh = await services.in_thread(_fresh, services, channel, digest_id, papers)
+    if not fresh:
+        return True
+    channel_id = str(payload["channel"]["id"])
+    ts = str(payload["container"]["message_ts"])
+    return await _update(client, payload, channel_id, ts, blocks, fresh)
 
 
 async def _run(services: Services, executor: Executor | None, fn: Any, *args: Any) -> Any:
@@ -253,19 +295,11 @@ def _item_of(block: dict[str, Any]) -> str | None:
 
 
 def _apply(
-    services: Services,
-    channel: str,
-    user: str,
-    key: str,
-    action_id: str,
-    value: object,
-    shown: list[str | None],
-) -> tuple[ActionResult, dict[str, dict[str, Any]]]:
-    """The click, and after a vote that changed something the rebuilt button blocks of
-    the message's items (by paper), with their counts now."""
-    db = services.db()
-    result = apply_action(
-        db,
+    services: Services, channel: str, user: str, key: str, action_id: str, value: object
+) -> ActionResult:
+    """The click (committed when this returns: the change lane settles after COMMIT)."""
+    return apply_action(
+        services.db(),
         channel=channel,
         user=user,
         user_key=key,
@@ -273,10 +307,12 @@ def _apply(
         value=value,
         now=services.clock(),
     )
-    if result.error or not result.changed or action_id == SAVE:
-        return result, {}
-    digest_id, _ = parse_item_ref(value)  # apply_action accepted it
-    return result, _fresh_buttons(db, channel, digest_id, [p for p in shown if p])
+
+
+def _fresh(
+    services: Services, channel: str, digest_id: int, papers: list[str]
+) -> dict[str, dict[str, Any]]:
+    return _fresh_buttons(services.db(), channel, digest_id, papers)
 
 
 def _fresh_buttons(
