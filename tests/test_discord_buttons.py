@@ -275,3 +275,25 @@ async def test_a_failure_while_applying_a_click_is_a_polite_line_not_a_traceback
     monkeypatch.setattr(buttons, "apply_action", broken)
     text = await refused(bot, fake_discord, message, custom_id(SAVE, digest_id, paper_of(message)))
     assert text == FAILURE and "database is locked" not in text
+
+
+async def test_saved_then_exported_as_a_bibtex_attachment(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """🔖 on a digest item, then `/papers saved export`: the BibTeX arrives as a file on
+    the answer only the clicker sees (the real command, the real multipart request)."""
+    digest_id, message = await delivered(bot, fake_discord)
+    paper = paper_of(message)
+    await click(bot, fake_discord, message, custom_id(SAVE, digest_id, paper))
+    before = len(fake_discord.callbacks())
+    await dispatch(bot, fake_discord, interaction("saved", {"action": "export"}))
+    [answer] = fake_discord.callbacks()[before:]
+    assert answer["data"]["flags"] & EPHEMERAL
+    [bib] = answer["files"]
+    assert bib["filename"].endswith(".bib") and bib["content"].lstrip().startswith("@")
+    title = (
+        open_db(bot.services.db_path)
+        .execute("select title from papers where id = ?", [paper])
+        .fetchone()[0]
+    )
+    assert title.split()[0] in bib["content"]
