@@ -480,3 +480,15 @@ async def test_a_failure_to_record_the_manager_never_fails_the_change(
     [reply, *_] = await app_module.answer_payloads(services, client, command)
     assert "subscribed this channel" in reply["text"]
     assert len(active_subscriptions(open_db(services.db_path), "slack:T0001/C0001")) == 1
+
+
+async def test_a_home_opened_while_stopping_is_acknowledged_and_not_published(
+    http: HttpClient, fake_slack: FakeSlack
+) -> None:
+    """Review: nothing starts once the endpoint is stopping (untested before: removing
+    the check passed every test)."""
+    await http.endpoint.close(grace=0)
+    assert await post_event(http, home_opened()) == 200
+    assert not http.endpoint._followups  # no publish was started
+    await asyncio.sleep(0.2)
+    assert publishes(fake_slack) == []
