@@ -4,6 +4,7 @@ would, and answered through the local fake REST API."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import discord
@@ -24,6 +25,7 @@ from tests.conftest import NOW
 from tests.discord_helpers import CHANNEL, MANAGE_CHANNELS, dispatch, interaction, logged_in
 from tests.fakes.discord_api import FakeDiscord
 from tests.test_digest import subscribe
+from tests.waiting import eventually
 
 ALICE = "500000000000000001"
 BOB = "500000000000000002"
@@ -297,3 +299,29 @@ async def test_saved_then_exported_as_a_bibtex_attachment(
         .fetchone()[0]
     )
     assert title.split()[0] in bib["content"]
+
+
+async def test_clicks_at_once_on_one_message_leave_the_latest_counts(
+    bot: PaperboyClient, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's click reads the counts, then is slow to answer; Bob clicks meanwhile. The
+    message must end with both votes, not with Alice's older counts put back last."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    real = buttons.digest_counts
+    calls: list[int] = []
+
+    def slow_first(*args: Any) -> dict[str, tuple[int, int]]:
+        counts = real(*args)
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.5)  # the counts read, the answer late (a slow thread, a slow network)
+        return counts
+
+    monkeypatch.setattr(buttons, "digest_counts", slow_first)
+    answered = len(fake_discord.followups())
+    bot._connection.parse_interaction_create(fake_discord.click(message, up, user_id=ALICE))  # type: ignore[arg-type]
+    assert await eventually(lambda: calls)  # Alice's counts are read: one vote
+    bot._connection.parse_interaction_create(fake_discord.click(message, up, user_id=BOB))  # type: ignore[arg-type]
+    assert await eventually(lambda: len(fake_discord.followups()) >= answered + 2)
+    assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 2"

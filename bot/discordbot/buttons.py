@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import weakref
 from typing import Any
 
 import discord
@@ -167,6 +168,43 @@ async def _say(interaction: discord.Interaction[Any], text: str) -> None:
         log.warning("discord: could not answer a click: %s", exc)
 
 
+# Per clicked message (by id), while a click on it is applied; forgotten once unused.
+_locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def _lock_for(message_id: int | None) -> asyncio.Lock:
+    if message_id is None:
+        return asyncio.Lock()
+    lock = _locks.get(message_id)
+    if lock is None:
+        lock = _locks[message_id] = asyncio.Lock()
+    return lock
+
+
+async def _defer(interaction: discord.Interaction[Any]) -> None:
+    """Acknowledge a click without answering yet (response 6: the message is updated later)."""
+    try:
+        await interaction.response.defer()
+    except discord.HTTPException as exc:
+        log.warning("discord: could not acknowledge a click: %s", exc)
+
+
+async def _show_counts(interaction: discord.Interaction[Any], view: discord.ui.View) -> None:
+    """The clicked message with its new counts: as the response (7), or after a deferral
+    through the interaction's webhook. A failure is logged: the vote is stored anyway."""
+    try:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(view=view)
+        else:
+            await interaction.response.edit_message(view=view)
+    except discord.HTTPException as exc:
+        log.warning(
+            "discord: could not show the counts on message %s: %s",
+            interaction.message and interaction.message.id,
+            exc,
+        )
+
+
 async def handle_click(
     interaction: discord.Interaction[Any], custom: str, ack_budget: float | None = None
 ) -> None:
@@ -197,32 +235,25 @@ async def handle_click(
             return result, None
         return result, digest_counts(db, channel, parse_item_ref(ref)[0])
 
-    task = asyncio.ensure_future(services.in_thread(work))
-    done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET_SECONDS if budget is None else budget)
-    if not done:
-        try:  # "the bot is working on it": the message update comes when it is done
-            await interaction.response.defer()
-        except discord.HTTPException as exc:
-            log.warning("discord: could not acknowledge a click: %s", exc)
-    try:
-        result, counts = await task
-    except Exception:
-        log.exception("discord: a click on %s in %s failed", custom, channel)
-        await _say(interaction, FAILURE)
-        return
-    if counts is not None and rows:
-        view = view_of(with_counts(rows, counts))
+    # One click at a time per message: each edit then carries counts read after the
+    # previous click's, so a slower earlier click cannot put older counts back.
+    lock = _lock_for(interaction.message.id if interaction.message else None)
+    if lock.locked():  # another click on this message is under way: acknowledge now
+        await _defer(interaction)
+    async with lock:
+        task = asyncio.ensure_future(services.in_thread(work))
+        wait = ACK_BUDGET_SECONDS if budget is None else budget
+        done, _ = await asyncio.wait({task}, timeout=wait)
+        if not done and not interaction.response.is_done():
+            await _defer(interaction)  # "working on it": the message update comes when done
         try:
-            if interaction.response.is_done():
-                await interaction.edit_original_response(view=view)
-            else:
-                await interaction.response.edit_message(view=view)
-        except discord.HTTPException as exc:  # the vote is stored; the counts show next time
-            log.warning(
-                "discord: could not show the counts on message %s: %s",
-                interaction.message and interaction.message.id,
-                exc,
-            )
+            result, counts = await task
+        except Exception:
+            log.exception("discord: a click on %s in %s failed", custom, channel)
+            await _say(interaction, FAILURE)
+            return
+        if counts is not None and rows:
+            await _show_counts(interaction, view_of(with_counts(rows, counts)))
     await _say(interaction, result.text)
 
 
