@@ -136,7 +136,7 @@ async def click(http: HttpClient, payload: dict[str, Any] | str) -> int:
 
 
 def paper_of(block: dict[str, Any]) -> str:
-    return str(block["block_id"]).removeprefix(slack_render.ITEM_BLOCK_PREFIX)
+    return str(slack_render.item_paper(block["block_id"]))
 
 
 def votes(services: Services) -> list[tuple[str, str, int]]:

@@ -28,6 +28,7 @@ from tests.test_slack_actions import (
     click_payload,
     env,
     form,
+    item_blocks,
     paper_of,
     settle,
     updates,
@@ -357,3 +358,27 @@ async def test_a_burst_of_clicks_costs_slack_a_few_updates_not_one_per_click(
     assert [e["text"]["text"] for e in blocks[0]["elements"][:2]] == ["👍 1", "👎 0"]
     assert [e["text"]["text"] for e in blocks[1]["elements"][:2]] == ["👍 0", "👎 5"]
     assert fake_slack.responses == []
+
+
+async def test_an_updated_items_buttons_get_a_new_block_id(env: Env, fake_slack: FakeSlack) -> None:
+    """Slack: "block_id should be unique for each message and each iteration of a
+    message. If a message is updated, use a new block_id" (clients may keep a block they
+    already have by its id, and show the old count). An item whose counts change gets a
+    block_id naming them; the others keep theirs; clicks on the updated message still
+    find their item."""
+    services, http, _, ts = env
+    before = [b["block_id"] for b in item_blocks(fake_slack, ts)]
+    paper = paper_of(item_blocks(fake_slack, ts)[0])
+    assert await click(http, click_payload(fake_slack, ts, VOTE_UP)) == 200
+    await settle(http)
+    after = [b["block_id"] for b in item_blocks(fake_slack, ts)]
+    assert after[0] == f"{slack_render.ITEM_BLOCK_PREFIX}{paper}:1.0" != before[0]
+    assert after[1:] == before[1:]
+    assert await click(http, click_payload(fake_slack, ts, VOTE_DOWN)) == 200  # same user
+    await settle(http)
+    assert item_blocks(fake_slack, ts)[0]["block_id"].endswith(f"{paper}:0.1")
+    assert await click(http, click_payload(fake_slack, ts, VOTE_UP, user="U0002")) == 200
+    await settle(http)
+    assert item_blocks(fake_slack, ts)[0]["block_id"].endswith(f"{paper}:1.1")
+    assert votes(services) == [(paper, "U0001", -1), (paper, "U0002", 1)]
+    assert len(updates(fake_slack)) == 3

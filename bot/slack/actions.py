@@ -10,7 +10,7 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   or a forged value, changes nothing and gets a clear error;
 - after a vote that changed something, updates the message (`chat.update`) so its
   items' vote buttons show the counts ("👍 3"): the message's own blocks from the
-  payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>")
+  payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>...")
   are rebuilt from the database, for papers of that digest; nothing else of the payload
   is interpreted. A message's updates run one at a time, each with the counts read when
   it starts, and a click whose vote an update already showed sends none (a burst of
@@ -60,7 +60,7 @@ from digests.actions import (
 )
 from digests.channels import personal_channel
 from digests.lookup import paper_links
-from digests.render.slack import ITEM_BLOCK_PREFIX, LINK_ACTIONS, item_actions
+from digests.render.slack import LINK_ACTIONS, item_actions, item_paper
 
 log = logging.getLogger(__name__)
 
@@ -284,14 +284,7 @@ async def _run(services: Services, executor: Executor | None, fn: Any, *args: An
 
 def _item_of(block: dict[str, Any]) -> str | None:
     """The paper of one of Paperboy's item button blocks, else None."""
-    block_id = block.get("block_id")
-    if (
-        block.get("type") == "actions"
-        and isinstance(block_id, str)
-        and block_id.startswith(ITEM_BLOCK_PREFIX)
-    ):
-        return block_id[len(ITEM_BLOCK_PREFIX) :]
-    return None
+    return item_paper(block.get("block_id")) if block.get("type") == "actions" else None
 
 
 def _apply(

@@ -58,10 +58,22 @@ LINK_BUTTONS = {"PDF": ("PDF", "paperboy_pdf"), "code": ("Code", "paperboy_code"
 LINK_ACTIONS = tuple(action_id for _, action_id in LINK_BUTTONS.values())
 
 
-def item_block_id(paper_id: str) -> str:
+def item_block_id(paper_id: str, counts: tuple[int, int] | None = None) -> str:
     """The `block_id` of a digest item's buttons: unique in its message (a paper is in a
-    digest once), and how a click finds the item again."""
+    digest once), and how a click finds the item again (`item_paper`). With counts shown
+    it ends with them ("paperboy_item:p1:3.1"): Slack asks for a new block_id whenever a
+    message's block changes in an update (clients may keep a block they have by its id),
+    and the same id always means the same buttons."""
+    if counts and any(counts):
+        return f"{ITEM_BLOCK_PREFIX}{paper_id}:{counts[0]}.{counts[1]}"
     return ITEM_BLOCK_PREFIX + paper_id
+
+
+def item_paper(block_id: object) -> str | None:
+    """The paper of an item's buttons' `block_id` (`item_block_id`), else None."""
+    if not isinstance(block_id, str) or not block_id.startswith(ITEM_BLOCK_PREFIX):
+        return None
+    return block_id[len(ITEM_BLOCK_PREFIX) :].split(":", 1)[0] or None
 
 
 def _button(text: str, action_id: str, **more: str) -> dict[str, Any]:
@@ -98,7 +110,7 @@ def item_actions(
         if label in LINK_BUTTONS and len(url) <= limits.SLACK_BUTTON_URL:
             text, action_id = LINK_BUTTONS[label]
             elements.append(_button(text, action_id, url=url))
-    return {"type": "actions", "block_id": item_block_id(paper_id), "elements": elements}
+    return {"type": "actions", "block_id": item_block_id(paper_id, counts), "elements": elements}
 
 
 def paper_section(paper: PaperView) -> SectionBlock:
