@@ -511,6 +511,9 @@ class _Archive:
         default_factory=dict
     )
     ranked: dict[str, list[int]] = field(default_factory=dict)  # see `_search`
+    # {a topic refined by feedback's terms: its original} (`digests.learning`): a
+    # refined topic's candidates must reach the line for its original too.
+    origin: Mapping[tuple[Term, ...], Topic] = field(default_factory=dict)
 
     def hits(
         self, db: Database, topic: Topic, page: int = 0
@@ -554,10 +557,25 @@ class _Archive:
         )
         found = []
         for row in rows:
-            value = topic.score(PaperText.of(decode(row)))
+            value = _gated_score(topic, PaperText.of(decode(row)), self.threshold, self.origin)
             if value >= self.threshold:
                 found.append((str(row["id"]), value, str(row["added_at"] or "")))
         return found, len(rowids) == ARCHIVE_LIMIT
+
+
+def _gated_score(
+    topic: Topic, text: PaperText, threshold: float, origin: Mapping[tuple[Term, ...], Topic]
+) -> float:
+    """The paper's score for `topic`, or 0 for a topic refined by feedback (in `origin`)
+    whose original does not reach `threshold` for it: feedback re-ranks and filters a
+    topic's papers, it never adds one the topic's own terms do not reach (as
+    `_Window.score` does for new papers; this is the rule for the backlog, papers carried
+    from an undelivered digest, and the topics an archive item is shown under)."""
+    value = topic.score(text)
+    original = origin.get(topic.terms) if origin and value >= threshold else None
+    if original is not None and original.score(text) < threshold:
+        return 0.0
+    return value
 
 
 # What scoring reads (and the cache key): the full row is read only for papers picked.
@@ -575,6 +593,7 @@ def _select(
     per_topic: int,
     shown: dict[str, dict[str, Any]],
     disliked: frozenset[str] = frozenset(),
+    origin: Mapping[tuple[Term, ...], Topic] | None = None,
 ) -> list[DigestItem]:
     """The channel's items from its window: the new papers it never claimed, papers an
     earlier digest picked that never reached it (new again), and with the backlog
@@ -582,7 +601,10 @@ def _select(
     `shown`: the rows of the papers picked so far in this build, by id (read once per
     build, filled here), so a batch shows a paper as it was first read in that batch.
     `disliked`: papers the channel voted 👎, never picked (`digests.learning`).
+    `origin`: {a refined topic's terms: its original}, a refined topic takes only papers
+    its original reaches (`_gated_score`).
     """
+    origin = origin or {}
     already = outbox.claimed_paper_ids(db, channel) | disliked
     built_at = window.built_at
     # Each topic's contenders: its best `per_topic` new papers the channel never had (a
@@ -604,7 +626,16 @@ def _select(
     for paper_id in sorted(carried):
         rows = db.query("select * from papers where id = ? and added_at <= ?", [paper_id, built_at])
         extra.update((str(row["id"]), decode(row)) for row in rows)
-    for topic_id, found in _score_all(extra.values(), topics, threshold).items():
+    carried_scores = _score_all(extra.values(), topics, threshold)
+    for topic in topics if origin and carried_scores else ():
+        if (original := origin.get(topic.terms)) is not None and topic.id in carried_scores:
+            # Feedback never adds a paper: only those the original topic reaches.
+            carried_scores[topic.id] = {
+                paper_id: value
+                for paper_id, value in carried_scores[topic.id].items()
+                if original.score(PaperText.of(extra[paper_id])) >= threshold
+            }
+    for topic_id, found in carried_scores.items():
         scores.setdefault(topic_id, {}).update(found)
     old: dict[str, dict[str, Any]] = {}  # archive papers: id and added_at, for ranking
     # Archive papers only fill the slots new papers leave empty: a topic with enough new
@@ -655,7 +686,8 @@ def _select(
             its_topics = tuple(
                 topic
                 for topic in topics
-                if reached(item.paper["id"], topic) or topic.score(text) >= threshold
+                if reached(item.paper["id"], topic)
+                or _gated_score(topic, text, threshold, origin) >= threshold
             )
             items[index] = replace(item, paper=full, topics=its_topics)
     return items
@@ -770,7 +802,7 @@ def build_digests(
             ]
             for key, plans in waiting.items()
         }
-    archive = _Archive(stamp(now), catalog.threshold)
+    archive = _Archive(stamp(now), catalog.threshold, origin=learned.origin)
     shown: dict[str, dict[str, Any]] = {}  # the picked papers' rows (see `_select`)
     for (since, stale), plans in waiting.items():
         every = [topic for _, _, topics in plans for topic in topics]
@@ -787,6 +819,7 @@ def build_digests(
                     per_topic=settings.digest_size,
                     shown=shown,
                     disliked=learned.disliked.get(str(row["id"]), frozenset()),
+                    origin=learned.origin,
                 ))
                 for row, week, topics in plans[start : start + CHUNK]
             ]  # fmt: skip

@@ -215,3 +215,33 @@ def test_a_refined_topic_searches_the_backlog_as_its_original(
     assert any(t.weight < 0 for t in refined.terms)
     assert refined.search_phrases == topic.search_phrases
     assert learning.learn(fresh_db, {CHANNEL: [topic]}).origin == {refined.terms: topic}
+
+
+def test_feedback_never_makes_the_backlog_pick_a_paper_below_the_topics_own_line(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    """The backlog is gated as the window is: an archive paper like the 👍 ones that the
+    full-text search finds (it says "offline") but that the topic's own terms score far
+    below the line is not picked because of feedback."""
+    robot = ingest(
+        fresh_db,
+        tmp_path,
+        {
+            "archive-robot": "Offline, a robot gripper learns grasping of tabletop objects for "
+            "manipulation from logged robot trajectories with a robot arm."
+        },
+        NOW - timedelta(days=2),
+    )["archive-robot"]
+    digest = first_week(fresh_db, tmp_path, catalog, big)
+    assert robot not in {str(i.paper["id"]) for i in digest.items}  # below the line
+    deliver(fresh_db, digest)
+    vote_all(fresh_db, digest)
+    store.set_backlog(fresh_db, CHANNEL, True)
+    topic = catalog.get(TOPIC)
+    assert topic is not None
+    text = learning.paper_texts(fresh_db, {robot})[robot]
+    refined = learning.refined_topic(fresh_db, CHANNEL, topic)
+    # The premise: the refined terms alone would take it, the topic's own would not.
+    assert refined.score(text) >= catalog.threshold > topic.score(text)
+    again = build_digest(fresh_db, CHANNEL, NEXT_WEEK, catalog=catalog, settings=big)
+    assert robot not in {str(i.paper["id"]) for i in again.items}
