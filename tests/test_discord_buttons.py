@@ -325,3 +325,13 @@ async def test_clicks_at_once_on_one_message_leave_the_latest_counts(
     bot._connection.parse_interaction_create(fake_discord.click(message, up, user_id=BOB))  # type: ignore[arg-type]
     assert await eventually(lambda: len(fake_discord.followups()) >= answered + 2)
     assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 2"
+
+
+async def test_no_view_is_kept_per_message(bot: PaperboyClient, fake_discord: FakeDiscord) -> None:
+    """The digest buttons cost discord.py no state per message (10,000 channels' digests
+    a week): only the one DigestButton template, which serves every message."""
+    digest_id, message = await delivered(bot, fake_discord)
+    await click(bot, fake_discord, message, custom_id(VOTE_UP, digest_id, paper_of(message)))
+    store = bot._connection._view_store
+    assert store._views == {} and store._synced_message_views == {}
+    assert list(store._dynamic_items.values()) == [buttons.DigestButton]
