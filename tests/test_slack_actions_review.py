@@ -7,18 +7,24 @@ import asyncio
 import json
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.slack import actions as slack_actions
 from bot.slack import app as slack_app
+from bot.slack.app import create_app
+from bot.slack.client import make_client
 from db import feedback, open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
 from digests.commands.replies import info
 from digests.render import limits
 from digests.render import slack as slack_render
+from digests.topics import Catalog
 from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import APP_TOKEN, BOT_TOKEN, make_services
 from tests.test_slack_actions import (
     CHANNEL,
     CHANNEL_ID,
@@ -30,6 +36,7 @@ from tests.test_slack_actions import (
     form,
     item_blocks,
     paper_of,
+    record_digest,
     settle,
     updates,
     votes,
@@ -382,3 +389,31 @@ async def test_an_updated_items_buttons_get_a_new_block_id(env: Env, fake_slack:
     assert item_blocks(fake_slack, ts)[0]["block_id"].endswith(f"{paper}:1.1")
     assert votes(services) == [(paper, "U0001", -1), (paper, "U0002", 1)]
     assert len(updates(fake_slack)) == 3
+
+
+async def test_an_ephemeral_click_over_socket_mode(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """The same click on `/papers digest`'s ephemeral reply, through bolt over the fake's
+    websocket: acknowledged, counted, answered; no chat.update."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    digest = record_digest(services)
+    shown = [b for m in slack_app.payloads(info("x", digest=digest)) for b in m["blocks"]]
+    payload, paper = ephemeral_click(fake_slack, shown, VOTE_UP, with_message=False)
+    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        envelope = {
+            "envelope_id": "0b7e6a3c-1f8e-4b5f-9d3a-0000000000e1",
+            "type": "interactive",
+            "accepts_response_payload": False,
+            "payload": payload,
+        }
+        await fake_slack.send_envelope(envelope)
+        assert await eventually(lambda: fake_slack.responses)
+        assert fake_slack.socket_acks[-1]["envelope_id"] == envelope["envelope_id"]
+        assert votes(services) == [(paper, "U0001", 1)]
+        assert "Noted" in fake_slack.responses[0]["text"] and updates(fake_slack) == []
+    finally:
+        await handler.close_async()
