@@ -117,9 +117,26 @@ def _manages_channels_or_me(interaction: discord.Interaction[Any]) -> bool:
     raise app_commands.MissingPermissions(["manage_channels"])
 
 
+UPLOAD_LIMIT = 10 * 1024 * 1024  # Discord's attachment limit without boosts ("10 MB")
+TOO_BIG = (
+    "Sorry: {name} would be {size}, more than the {limit} Discord lets Paperboy attach "
+    "here, so nothing is attached. Whoever runs Paperboy can write it out on the server "
+    "(`paperboy saved --user {key} --format bibtex` for your saved papers)."
+)
+
+
+def _size(size: int) -> str:
+    """A file size as Discord shows it: "10 MB", "12.3 MB", "2 KB" (units of 1,024)."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
+    return f"{-(-size // 1024)} KB"
+
+
 async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> None:
     """The reply as Discord messages: the first answers the interaction, the rest follow.
-    A reply's attachment goes with the first, as a file (ephemeral when the reply is)."""
+    A reply's attachment goes with the first, as a file (ephemeral when the reply is); a
+    file over the upload limit Discord gives the interaction (`filesize_limit`; Discord
+    refuses the whole answer, 413) is not sent: the first message says so instead."""
     for number, message in enumerate(discord_render.reply_messages(reply)):
         kwargs: dict[str, Any] = {
             "content": message.content or None,
@@ -128,8 +145,19 @@ async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> Non
             "allowed_mentions": discord.AllowedMentions.none(),
         }
         if number == 0 and reply.attachment is not None:  # e.g. `saved export`'s BibTeX
-            data = io.BytesIO(reply.attachment.content.encode())
-            kwargs["file"] = discord.File(data, filename=reply.attachment.filename)
+            data = reply.attachment.content.encode()
+            limit = getattr(interaction, "filesize_limit", None) or UPLOAD_LIMIT
+            if len(data) <= limit:
+                kwargs["file"] = discord.File(io.BytesIO(data), filename=reply.attachment.filename)
+            else:
+                log.info(
+                    "discord: %s (%d bytes) is over the upload limit (%d): not attached",
+                    reply.attachment.filename, len(data), limit,
+                )  # fmt: skip
+                kwargs["content"] = TOO_BIG.format(
+                    name=reply.attachment.filename, size=_size(len(data)), limit=_size(limit),
+                    key=f"discord:{interaction.user.id}",
+                )  # fmt: skip
         if number == 0 and not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)
         else:

@@ -29,7 +29,8 @@ MESSAGE_COMPONENT, with the message, the member and `data.custom_id`); the fake 
 which message an interaction's token is for, so an answer that updates the message
 (callback type 7, or type 6 then `PATCH /webhooks/{app}/{token}/messages/@original`) or a
 `PATCH /channels/{id}/messages/{id}` edits it there; `edits` lists those edits. A
-multipart request (a file) is recorded as its `payload_json` plus `files` (name, text).
+multipart request (a file) is recorded as its `payload_json` plus `files` (name, text);
+a file over `upload_limit` bytes is refused 413 (code 40005), as Discord refuses it.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def multipart(content_type: str, raw: bytes) -> dict[str, Any]:
             body["files"].append(
                 {"filename": part.get_filename(), "content": content.decode(errors="replace")}
             )
+            body.setdefault("_sizes", []).append(len(content))
     return body
 
 
@@ -155,6 +157,7 @@ class FakeDiscord:
     dms: dict[str, str] = field(default_factory=dict)  # user id -> the DM channel's id
     unknown_users: set[str] = field(default_factory=set)  # opening a DM: 50033
     dm_refused: set[str] = field(default_factory=set)  # messages to their DM: 50007
+    upload_limit: int = 10485760  # bytes per file; more is refused 413 (40005), as Discord does
 
     def drop(self, route: str, times: int = 1) -> None:
         """The next `times` requests ending with `route` are handled, then their answer is
@@ -292,9 +295,12 @@ class FakeDiscord:
                 body = multipart(request.headers["Content-Type"], raw)
             else:
                 body = {"raw": raw.decode(errors="replace")}
+        sizes = body.pop("_sizes", []) if isinstance(body, dict) else []
         self.requests.append(
             Request(request.method, path, body, request.headers.get("Authorization"))
         )
+        if any(size > self.upload_limit for size in sizes):
+            return json_response({"message": "Request entity too large", "code": 40005}, 413)
         for route, queued in self._queued.items():
             if queued and path.endswith(route):
                 status, answer, headers = queued.popleft()
