@@ -168,17 +168,26 @@ async def _say(interaction: discord.Interaction[Any], text: str) -> None:
         log.warning("discord: could not answer a click: %s", exc)
 
 
-# Per clicked message (by id), while a click on it is applied; forgotten once unused.
-_locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+class _Clicks:
+    """The clicks on one message under way: applied one at a time (`lock`); `count` of
+    them applied or waiting for their turn."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.count = 0
 
 
-def _lock_for(message_id: int | None) -> asyncio.Lock:
+# Per clicked message (by id), while clicks on it are under way; forgotten once unused.
+_messages: weakref.WeakValueDictionary[int, _Clicks] = weakref.WeakValueDictionary()
+
+
+def _clicks_on(message_id: int | None) -> _Clicks:
     if message_id is None:
-        return asyncio.Lock()
-    lock = _locks.get(message_id)
-    if lock is None:
-        lock = _locks[message_id] = asyncio.Lock()
-    return lock
+        return _Clicks()
+    clicks = _messages.get(message_id)
+    if clicks is None:
+        clicks = _messages[message_id] = _Clicks()
+    return clicks
 
 
 async def _defer(interaction: discord.Interaction[Any]) -> None:
@@ -237,23 +246,31 @@ async def handle_click(
 
     # One click at a time per message: each edit then carries counts read after the
     # previous click's, so a slower earlier click cannot put older counts back.
-    lock = _lock_for(interaction.message.id if interaction.message else None)
-    if lock.locked():  # another click on this message is under way: acknowledge now
-        await _defer(interaction)
-    async with lock:
-        task = asyncio.ensure_future(services.in_thread(work))
-        wait = ACK_BUDGET_SECONDS if budget is None else budget
-        done, _ = await asyncio.wait({task}, timeout=wait)
-        if not done and not interaction.response.is_done():
-            await _defer(interaction)  # "working on it": the message update comes when done
-        try:
-            result, counts = await task
-        except Exception:
-            log.exception("discord: a click on %s in %s failed", custom, channel)
-            await _say(interaction, FAILURE)
-            return
-        if counts is not None and rows:
-            await _show_counts(interaction, view_of(with_counts(rows, counts)))
+    clicks = _clicks_on(interaction.message.id if interaction.message else None)
+    waiting = clicks.count > 0
+    clicks.count += 1
+    try:
+        # Another click on this message is under way (applied, or waiting for its turn:
+        # the lock may be free for a moment while the next in line wakes up, and this one
+        # would then wait behind it unacknowledged): acknowledge now.
+        if waiting:
+            await _defer(interaction)
+        async with clicks.lock:
+            task = asyncio.ensure_future(services.in_thread(work))
+            wait = ACK_BUDGET_SECONDS if budget is None else budget
+            done, _ = await asyncio.wait({task}, timeout=wait)
+            if not done and not interaction.response.is_done():
+                await _defer(interaction)  # "working on it": the update comes when done
+            try:
+                result, counts = await task
+            except Exception:
+                log.exception("discord: a click on %s in %s failed", custom, channel)
+                await _say(interaction, FAILURE)
+                return
+            if counts is not None and rows:
+                await _show_counts(interaction, view_of(with_counts(rows, counts)))
+    finally:
+        clicks.count -= 1
     await _say(interaction, result.text)
 
 

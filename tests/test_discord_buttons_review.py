@@ -1,0 +1,86 @@
+"""Review of Discord digest buttons (issue 13): hostile and concurrent clicks, each on the
+real path (an INTERACTION_CREATE handed to discord.py's connection state, answered
+through the local fake REST API)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from bot.discordbot import buttons
+from bot.discordbot.client import PaperboyClient
+from digests.actions import VOTE_UP, custom_id
+from tests.fakes.discord_api import FakeDiscord
+from tests.test_discord_buttons import ALICE, BOB, delivered, labels, paper_of, refused, stored
+from tests.waiting import eventually
+
+CAROL = "500000000000000003"
+
+
+def answered(fake: FakeDiscord, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The callbacks (acknowledgements) of one interaction, in order."""
+    token = payload["token"]
+    return [r.body for r in fake.requests if r.path.endswith(f"/{token}/callback")]
+
+
+async def test_a_click_that_is_not_a_button_is_answered_and_changes_nothing(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """A component interaction whose type is not a button (a select menu, 3) with one of
+    Paperboy's custom_ids: discord.py calls no DigestButton for it (it looks for a
+    component of that type), so the fallback must answer it, or the user sees "This
+    interaction failed"."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    text = await refused(bot, fake_discord, message, up, component_type=3)
+    assert "not one of Paperboy's" in text
+
+
+async def test_clicks_waiting_on_a_busy_message_are_acknowledged_at_once(
+    bot: PaperboyClient, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's click is being applied; Bob's arrives (acknowledged at once, type 6, and
+    waits its turn). Carol's arrives just as Alice's finishes, when the message's lock is
+    free for a moment but Bob is next: she waited behind Bob's whole click before she was
+    acknowledged at all (past Discord's 3 s when Bob's is slow: "This interaction
+    failed"). Every click that finds another under way is acknowledged at once."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    clicks = {user: fake_discord.click(message, up, user_id=user) for user in (ALICE, BOB, CAROL)}
+    seen: dict[str, bool] = {}
+
+    def acknowledged_while_applying(user: str) -> bool:
+        """Wait (in the worker thread) until `user`'s click is acknowledged; False after 5 s."""
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            if answered(fake_discord, clicks[user]):
+                return True
+            time.sleep(0.01)
+        return False
+
+    real_apply, real_show = buttons.apply_action, buttons._show_counts
+
+    def apply(*args: Any, **kwargs: Any) -> Any:
+        if kwargs["user"] == ALICE:  # Bob clicks while Alice's is applied
+            seen[BOB] = acknowledged_while_applying(BOB)
+        elif kwargs["user"] == BOB:  # Carol clicked as Alice's ended
+            seen[CAROL] = acknowledged_while_applying(CAROL)
+        return real_apply(*args, **kwargs)
+
+    async def show(interaction: Any, view: Any) -> None:
+        await real_show(interaction, view)
+        if interaction.user.id == int(ALICE):  # Carol's click comes in as Alice's ends
+            bot._connection.parse_interaction_create(clicks[CAROL])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(buttons, "apply_action", apply)
+    monkeypatch.setattr(buttons, "_show_counts", show)
+    bot._connection.parse_interaction_create(clicks[ALICE])  # type: ignore[arg-type]
+    assert await eventually(lambda: buttons._messages.get(int(message["id"])) is not None)
+    bot._connection.parse_interaction_create(clicks[BOB])  # type: ignore[arg-type]
+    assert await eventually(lambda: len(fake_discord.followups()) >= 3)  # 3 ephemeral lines
+    assert seen == {BOB: True, CAROL: True}
+    assert [answered(fake_discord, clicks[user])[0]["type"] for user in (BOB, CAROL)] == [6, 6]
+    assert len(stored(bot)[0]) == 3  # each vote counted once
+    assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 3"
