@@ -84,3 +84,24 @@ async def test_clicks_waiting_on_a_busy_message_are_acknowledged_at_once(
     assert [answered(fake_discord, clicks[user])[0]["type"] for user in (BOB, CAROL)] == [6, 6]
     assert len(stored(bot)[0]) == 3  # each vote counted once
     assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 3"
+
+
+async def test_a_lost_answer_to_a_click_still_tells_the_clicker(
+    bot: PaperboyClient, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The connection drops while Discord takes the message update (type 7): discord.py
+    raises aiohttp's error, not an HTTPException, and retries nothing. The click went on
+    with its ephemeral line (logged, one warning), instead of ending in a traceback in
+    discord.py's log with the clicker told nothing; the vote is stored once."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    fake_discord.drop("/callback")
+    payload = fake_discord.click(message, up, user_id=ALICE)
+    bot._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+    assert await eventually(lambda: len(answered(fake_discord, payload)) >= 2)
+    update, line = answered(fake_discord, payload)
+    assert update["type"] == 7 and line["type"] == 4 and line["data"]["flags"] & 64
+    assert "more papers like this" in line["data"]["content"]
+    assert len(stored(bot)[0]) == 1
+    assert "could not show the counts" in caplog.text
+    assert "Traceback" not in caplog.text and "Ignoring exception" not in caplog.text

@@ -31,6 +31,7 @@ import re
 import weakref
 from typing import Any
 
+import aiohttp
 import discord
 
 from bot.discordbot.commands import ACK_BUDGET_SECONDS, FAILURE, channel_of
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 STRAY = "That button is not one of Paperboy's, or it no longer works. Nothing was changed."
 _TEMPLATE = re.compile(CUSTOM_ID_TEMPLATE, re.ASCII)
 BUTTON = 2  # Discord's component type of a button
+# What answering a click can raise: Discord's refusal, or the connection failing (discord.py
+# retries neither a lost connection nor a timeout of an interaction's answer).
+_ANSWER_FAILED = (discord.HTTPException, aiohttp.ClientError, OSError)
 
 
 class DigestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=_TEMPLATE):
@@ -164,8 +168,8 @@ async def _say(interaction: discord.Interaction[Any], text: str) -> None:
             await interaction.followup.send(text, ephemeral=True)
         else:
             await interaction.response.send_message(text, ephemeral=True)
-    except discord.HTTPException as exc:
-        log.warning("discord: could not answer a click: %s", exc)
+    except _ANSWER_FAILED as exc:
+        log.warning("discord: could not answer a click: %r", exc)
 
 
 class _Clicks:
@@ -194,8 +198,8 @@ async def _defer(interaction: discord.Interaction[Any]) -> None:
     """Acknowledge a click without answering yet (response 6: the message is updated later)."""
     try:
         await interaction.response.defer()
-    except discord.HTTPException as exc:
-        log.warning("discord: could not acknowledge a click: %s", exc)
+    except _ANSWER_FAILED as exc:
+        log.warning("discord: could not acknowledge a click: %r", exc)
 
 
 async def _show_counts(interaction: discord.Interaction[Any], view: discord.ui.View) -> None:
@@ -206,9 +210,9 @@ async def _show_counts(interaction: discord.Interaction[Any], view: discord.ui.V
             await interaction.edit_original_response(view=view)
         else:
             await interaction.response.edit_message(view=view)
-    except discord.HTTPException as exc:
+    except _ANSWER_FAILED as exc:
         log.warning(
-            "discord: could not show the counts on message %s: %s",
+            "discord: could not show the counts on message %s: %r",
             interaction.message and interaction.message.id,
             exc,
         )
