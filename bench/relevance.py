@@ -624,9 +624,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.vectors_cache is not None and semantic.installed():
-        from bench.semantic_topics import CachedEncoder  # imports this module: not at the top
+        from bench.semantic_topics import CachedEncoder, CacheError  # imports this module
 
-        semantic._loaded[semantic.MODEL] = CachedEncoder(args.vectors_cache)
+        try:
+            semantic._loaded[semantic.MODEL] = CachedEncoder(args.vectors_cache)
+        except CacheError as error:  # one line, not a traceback or wrong figures
+            raise SystemExit(f"relevance: {error}") from None
         print(
             f"semantic vectors: from the cache {args.vectors_cache} (new texts encoded and "
             "added); the 'encoded at' rate below is the cache's, not the model's"

@@ -61,10 +61,22 @@ RRF_K = 60
 DIGEST_TOP = 5  # papers a digest shows a topic
 
 
+class CacheError(ValueError):
+    """A vector cache file that cannot be read as one: its message names the file and says
+    what is wrong with it (one line, for the user)."""
+
+
 class CachedEncoder:
     """The extra's model (or `model`) behind a disk cache keyed by a SHA-1 of the text: a
     JSON line {"model", "dim", "keys"}, then the float32 vectors in that order (no numpy
-    needed to read it). Texts not in the cache are encoded and added."""
+    needed to read it). Texts not in the cache are encoded and added.
+
+    A cache written for another model or dimension is not used (and is replaced on the
+    next save). A file that is not such a cache, or is cut short or damaged (a header
+    that is not that JSON, keys that are not distinct SHA-1s, vector bytes that do not
+    match the keys, a value that is not finite) raises CacheError instead: read as it is,
+    its vectors would be shifted, short or NaN, and every score measured with them wrong
+    without a word."""
 
     name = semantic.MODEL
     dim = 384
@@ -78,13 +90,42 @@ class CachedEncoder:
         if model is not None:
             self.name, self.dim = model.name, model.dim
         if path.is_file():
-            with path.open("rb") as handle:
-                header = json.loads(handle.readline())
-                data = array.array("f")
-                data.frombytes(handle.read())
-            if header.get("model") == self.name and header.get("dim") == self.dim:
-                d = self.dim
-                self.vectors = {k: data[i * d : (i + 1) * d] for i, k in enumerate(header["keys"])}
+            self.vectors = self._read(path, self.name, self.dim)
+
+    @staticmethod
+    def _read(path: Path, name: str, dim: int) -> dict[str, array.array[float]]:
+        """The vectors of the cache at `path` for model `name` of `dim` ({} when it holds
+        another model's); CacheError when the file is not a whole cache."""
+
+        def broken(why: str) -> CacheError:
+            return CacheError(f"{path}: not a usable vector cache ({why}); delete it to rebuild")
+
+        with path.open("rb") as handle:
+            first = handle.readline()
+            rest = handle.read()
+        try:
+            header = json.loads(first)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise broken("its first line is not a JSON header") from None
+        if not isinstance(header, dict) or not isinstance(header.get("keys"), list):
+            raise broken('its header has no "keys" list')
+        if header.get("model") != name or header.get("dim") != dim:
+            return {}  # another model's vectors: not these texts' vectors
+        keys = header["keys"]
+        if not all(isinstance(k, str) and len(k) == 40 for k in keys) or len(set(keys)) != len(
+            keys
+        ):
+            raise broken("its keys are not distinct SHA-1 hex digests")
+        data = array.array("f")
+        if len(rest) != len(keys) * dim * data.itemsize:
+            raise broken(
+                f"{len(keys)} keys of {dim} float32 need {len(keys) * dim * data.itemsize} "
+                f"bytes after the header, it has {len(rest)}: cut short or damaged"
+            )
+        data.frombytes(rest)
+        if not all(math.isfinite(x) for x in data):
+            raise broken("a vector holds a value that is not a finite number")
+        return {k: data[i * dim : (i + 1) * dim] for i, k in enumerate(keys)}
 
     @staticmethod
     def key(text: str) -> str:
@@ -157,7 +198,11 @@ def run(corpus: Path, cache: Path) -> dict[str, Any] | None:
         return None
     import numpy as np  # with the extra
 
-    model = CachedEncoder(cache)
+    try:
+        model = CachedEncoder(cache)
+    except CacheError as error:
+        print(f"semantic_topics: {error}")
+        return None
     semantic._loaded[semantic.MODEL] = model  # load_set_a embeds with it: cached
     started, cpu = time.perf_counter(), time.process_time()
     data = load_set_a(corpus)

@@ -3,6 +3,7 @@ examples, its references, and that it runs without ../shared (a user's clone).""
 
 from __future__ import annotations
 
+import array
 import hashlib
 import json
 import math
@@ -216,3 +217,41 @@ def test_vector_cache_encodes_each_text_once(tmp_path: Path) -> None:
     # A cache of another model is not used.
     other = CachedEncoder(path, HashingEncoder(dim=8, name="another"))
     assert other.vectors == {}
+
+
+def test_a_damaged_vector_cache_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """A cut-short, shifted or foreign file gave wrong vectors silently: a truncated cache
+    sliced its last keys' vectors short (a 3-number vector scored as if whole), so every
+    figure measured with it was wrong. Now each is refused with one line naming the file."""
+    from bench.semantic_topics import CachedEncoder, CacheError
+    from digests.semantic import HashingEncoder
+
+    model = HashingEncoder(dim=8)
+    path = tmp_path / "vectors.bin"
+    CachedEncoder(path, model).encode(["offline rl", "graph neural networks"])
+    whole = path.read_bytes()
+    header, _, body = whole.partition(b"\n")
+    keys = json.loads(header)["keys"]
+    twice = json.dumps({"model": model.name, "dim": 8, "keys": [keys[0]] * 2}).encode()
+    hostile = {
+        "cut short": whole[:-20],
+        "cut at a vector": whole[: len(header) + 1 + 8 * 4],
+        "one byte more": whole + b"\0",
+        "not json": b"\x00\x01garbage\n" + body,
+        "no header": b"",
+        "keys not a list": json.dumps({"model": model.name, "dim": 8, "keys": "ab"}).encode()
+        + b"\n",
+        "duplicate keys": twice + b"\n" + body,
+        "not finite": header + b"\n" + body[:-4] + array.array("f", [math.nan]).tobytes(),
+    }
+    for why, data in hostile.items():
+        path.write_bytes(data)
+        with pytest.raises(CacheError, match="not a usable vector cache") as raised:
+            CachedEncoder(path, model)
+        assert str(path) in str(raised.value) and "\n" not in str(raised.value), why
+        assert path.read_bytes() == data, why  # left as it was, for the user to look at
+    # The whole file still reads, as the same vectors.
+    path.write_bytes(whole)
+    assert CachedEncoder(path, model).encode(["offline rl"]) == CachedEncoder(
+        tmp_path / "fresh.bin", model
+    ).encode(["offline rl"])
