@@ -28,6 +28,7 @@ from sqlite_utils import Database
 from db import feedback, saved
 from db.transactions import write_transaction
 from digests.timestamps import stamp
+from digests.topics import CUSTOM_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -196,12 +197,13 @@ def apply_action(
             changed = feedback.record_vote(
                 db, channel, topic_id, paper_id, user, vote, digest_id, at
             )
+            name = _topic_name(db, channel, topic_id)
             if not changed:
-                text = f"{'👍' if vote > 0 else '👎'} Already counted for {topic_id}."
+                text = f"{'👍' if vote > 0 else '👎'} Already counted for {name}."
             elif vote > 0:
-                text = f"👍 Noted: more papers like this for {topic_id}."
+                text = f"👍 Noted: more papers like this for {name}."
             else:
-                text = f"👎 Noted: fewer papers like this for {topic_id}."
+                text = f"👎 Noted: fewer papers like this for {name}."
         counts = feedback.counts(db, channel, [paper_id])[paper_id]
     log.info("%s by %s on %s in %s: %s", action, user, paper_id, channel, text)
     return ActionResult(text=text, error=False, changed=changed, paper_id=paper_id, counts=counts)
@@ -226,6 +228,24 @@ def _topic_of(db: Database, channel: str, encoded_topics: object) -> str | None:
         )
     }
     return next((topic for topic in topics if topic in followed), topics[0])
+
+
+def _topic_name(db: Database, channel: str, topic_id: str) -> str:
+    """How a click's answer names the topic: a catalog topic by its id (`offline-rl`, as
+    typed in `/papers subscribe`), a free-text topic by its text in quotes, read from the
+    channel's subscription rows (people typed the text, never its `custom:` slug). The
+    answer is sent unescaped, so the text keeps only its words: no markup or mention."""
+    if not topic_id.startswith(CUSTOM_PREFIX):
+        return topic_id
+    for (text,) in db.execute(
+        "select custom_text from subscriptions where channel = ? and topic_id = ? "
+        "and custom_text is not null order by id desc limit 1",
+        [channel, topic_id],
+    ):
+        words = " ".join(re.findall(r"[^\W_]+", str(text)))
+        if words:
+            return f'"{words[:80]}"'
+    return topic_id
 
 
 def digest_counts(db: Database, channel: str, digest_id: int) -> dict[str, tuple[int, int]]:

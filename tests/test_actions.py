@@ -173,3 +173,25 @@ def test_hostile_clicks_change_nothing(
     assert result.error and not result.changed and result.counts is None
     assert words in result.text and "\n" not in result.text
     assert tables(db) == before
+
+
+def test_a_vote_names_a_free_text_topic_by_its_text_not_its_slug(seeded_db: Database) -> None:
+    """The clicker typed "diffusion policy", never `custom:diffusion-policy`; the answer
+    keeps only the text's words (it is sent unescaped: no markup or mention gets in)."""
+    paper = str(seeded_db.execute("select id from papers order by id limit 1").fetchone()[0])
+    store.ensure_channel(seeded_db, CHANNEL, "slack", {}, NOW.isoformat())
+    for slug, text in (
+        ("custom:diffusion-policy", "diffusion policy"),
+        ("custom:everyone-graph", "<!everyone> *graph*"),
+    ):
+        store.add_subscription(seeded_db, CHANNEL, slug, text, "U9", NOW.isoformat())
+    digest = record(seeded_db, CHANNEL, [paper], [["custom:diffusion-policy"]])
+    up = click(seeded_db, VOTE_UP, item_ref(digest, paper))
+    assert up.text == '👍 Noted: more papers like this for "diffusion policy".'
+    again = click(seeded_db, VOTE_UP, item_ref(digest, paper))
+    assert again.text == '👍 Already counted for "diffusion policy".'
+    other = record(seeded_db, CHANNEL, [paper], [["custom:everyone-graph"]])
+    down = click(seeded_db, VOTE_DOWN, item_ref(other, paper), user="U2")
+    assert down.text == '👎 Noted: fewer papers like this for "everyone graph".'
+    catalog = record(seeded_db, CHANNEL, [paper], [["offline-rl"]])
+    assert "for offline-rl." in click(seeded_db, VOTE_UP, item_ref(catalog, paper), user="U3").text
