@@ -12,6 +12,7 @@ import pytest
 from bot.discordbot import buttons
 from bot.discordbot.client import PaperboyClient
 from digests.actions import VOTE_UP, custom_id
+from tests.discord_helpers import dispatch
 from tests.fakes.discord_api import FakeDiscord
 from tests.test_discord_buttons import ALICE, BOB, delivered, labels, paper_of, refused, stored
 from tests.waiting import eventually
@@ -105,3 +106,52 @@ async def test_a_lost_answer_to_a_click_still_tells_the_clicker(
     assert len(stored(bot)[0]) == 1
     assert "could not show the counts" in caplog.text
     assert "Traceback" not in caplog.text and "Ignoring exception" not in caplog.text
+
+
+async def test_huge_digest_ids_and_another_guilds_digest_change_nothing(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """Custom_ids of Paperboy's shape on the clicked message (a forged message): the
+    largest digest id the template takes (18 digits, within SQLite's integers), one digit
+    more (not Paperboy's shape), and the right digest clicked from another server's channel
+    of the same id."""
+    digest_id, message = await delivered(bot, fake_discord)
+    paper = paper_of(message)
+
+    def with_button(custom: str) -> dict[str, Any]:
+        rows = [dict(row, components=list(row["components"])) for row in message["components"]]
+        rows[0]["components"][0] = {**rows[0]["components"][0], "custom_id": custom}
+        return {**message, "components": rows}
+
+    largest = custom_id(VOTE_UP, 10**18 - 1, paper)
+    assert "not in Paperboy's records" in await refused(
+        bot, fake_discord, with_button(largest), largest
+    )
+    longer = f"pb:up:{10**18}:{paper}"
+    assert "not one of Paperboy's" in await refused(bot, fake_discord, with_button(longer), longer)
+    up = custom_id(VOTE_UP, digest_id, paper)
+    text = await refused(bot, fake_discord, message, up, guild_id="999999999999999999")
+    assert text == "That button belongs to another channel's digest."
+
+
+async def test_a_guild_click_without_member_data_is_refused_politely(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """An interaction in a server without `member` (Discord sends it there; discord.py
+    then leaves `interaction.user` MISSING): the click raised AttributeError in discord.py's
+    log and went unanswered ("This interaction failed"). Now an ephemeral line, nothing
+    written; a DM click without `user` likewise."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    payload = fake_discord.click(message, up, user_id=BOB)
+    payload["user"] = payload.pop("member")["user"]  # not where discord.py reads it
+    before = stored(bot)
+    await dispatch(bot, fake_discord, payload)
+    [answer] = answered(fake_discord, payload)
+    assert answer["type"] == 4 and answer["data"]["flags"] & 64
+    assert answer["data"]["content"] == buttons.NO_USER
+    dm = fake_discord.click(message, up, user_id=BOB, dm=True)
+    del dm["user"]
+    await dispatch(bot, fake_discord, dm)
+    assert answered(fake_discord, dm)[0]["data"]["content"] == buttons.NO_USER
+    assert stored(bot) == before and fake_discord.edits == []

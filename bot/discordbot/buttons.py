@@ -50,6 +50,7 @@ from digests.render.discord import LINK, with_counts
 log = logging.getLogger(__name__)
 
 STRAY = "That button is not one of Paperboy's, or it no longer works. Nothing was changed."
+NO_USER = "Paperboy could not tell who clicked that button. Nothing was changed."
 _TEMPLATE = re.compile(CUSTOM_ID_TEMPLATE, re.ASCII)
 BUTTON = 2  # Discord's component type of a button
 # What answering a click can raise: Discord's refusal, or the connection failing (discord.py
@@ -230,8 +231,15 @@ async def handle_click(
         await _say(interaction, STRAY)
         return
     action, ref = parsed
+    # Discord sends `member` in a server, `user` in a DM; without it discord.py leaves
+    # `interaction.user` MISSING (no `id`): a vote nobody cast is refused.
+    clicker = getattr(interaction.user, "id", None)
+    if not isinstance(clicker, int):
+        log.info("discord: a click on %s without a user refused", custom)
+        await _say(interaction, NO_USER)
+        return
     channel = click_channel(interaction)
-    user = str(interaction.user.id)
+    user = str(clicker)
     rows = _message_rows(interaction.message)
 
     def work() -> tuple[ActionResult, dict[str, tuple[int, int]] | None]:
