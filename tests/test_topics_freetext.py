@@ -102,6 +102,16 @@ def test_subscribe_says_which_catalog_topic_free_text_follows(
     assert plain.changed and "catalog topic" not in plain.text
 
 
+# Report-half AP of the Set A texts that name no catalog topic, as bench.freetext_eval
+# measures them (main at 8828a59, the catalog of 2c3ecbe). Raise a figure when the text
+# gets better; lowering one is a regression to explain in docs/relevance.md.
+UNNAMED_AP = {
+    "learning from human preferences and feedback": 0.261,
+    "reinforcement learning": 0.765,
+    "neural architecture search": 0.905,
+}
+
+
 def test_free_text_comes_within_005_of_the_catalog_on_iclr2021(
     iclr2021: Path, catalog: Catalog
 ) -> None:
@@ -120,13 +130,21 @@ def test_free_text_comes_within_005_of_the_catalog_on_iclr2021(
     result = freetext_eval.evaluate(papers, catalog)
     assert result["free_map"] >= result["catalog_map"] - 0.05  # type: ignore[operator]
     checked = 0
+    unnamed = set()
     for (_, query, _, _), row in zip(freetext_eval.SET_A, result["topics"], strict=True):  # type: ignore[call-overload]
         if "catalog" in row and (catalog.by_name(query) or custom_topic(query, catalog).based_on):
             assert row["free"]["ap"] >= row["catalog"]["ap"] - 0.05, row
+        if not (catalog.by_name(query) or custom_topic(query, catalog).based_on):
+            # Text that names no catalog topic: the mean lets its AP fall by up to ~0.16
+            # unseen (RLHF), and "any RL" and NAS have no catalog topic to be near, so
+            # each keeps within 0.05 of what it scored when the catalog was last changed.
+            assert row["free"]["ap"] >= UNNAMED_AP[query] - 0.05, row
+            unnamed.add(query)
         if custom_topic(query, catalog).based_on and not catalog.by_name(query):
             assert row["free"]["recall"] >= row["catalog"]["recall"] - 0.02, row
             checked += 1
     assert checked == 3  # continual, meta-learning, self-supervised
+    assert unnamed == set(UNNAMED_AP)
 
 
 @pytest.mark.parametrize(
