@@ -26,6 +26,7 @@ from db import feedback as feedback_store
 from digests.digest import subscribed_topics
 from digests.learning import learn
 from digests.matching import PaperText, Term, score
+from digests.render.view import shown_key
 from digests.topics import Catalog, Topic
 
 log = logging.getLogger(__name__)
@@ -76,10 +77,12 @@ class Explanation:
 
 
 def _last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | None:
-    """The channel's latest digest item for the paper, with its digest's period."""
+    """The channel's latest digest item for the paper, with its digest's period, and
+    `shown` and `of`: its number in the digest as posted, of how many."""
     rows = list(
         db.query(
-            "select i.digest_id, i.rank, i.topics, i.score, i.from_archive, d.week "
+            "select i.digest_id, i.rank, i.topics, i.score, i.from_archive, d.week, "
+            "d.topics as digest_topics "
             "from digest_items i join digests d on d.id = i.digest_id "
             "where i.channel = ? and i.paper_id = ? order by i.digest_id desc limit 1",
             [channel, paper_id],
@@ -89,6 +92,22 @@ def _last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | No
         return None
     row = dict(rows[0])
     row["topics"] = json.loads(row["topics"] or "[]")
+    # `rank` is the order picked (best score first, across topics); the digest shows its
+    # items grouped under their topics, and people quote the number they saw.
+    order = {topic: index for index, topic in enumerate(json.loads(row["digest_topics"] or "[]"))}
+    items = db.execute(
+        "select paper_id, topics, score, from_archive from digest_items "
+        "where digest_id = ? order by rank",
+        [row["digest_id"]],
+    ).fetchall()
+    shown = sorted(
+        items,
+        key=lambda item: shown_key(
+            order, json.loads(item[1] or "[]"), bool(item[3]), float(item[2] or 0.0)
+        ),
+    )
+    row["shown"] = next(n for n, item in enumerate(shown, start=1) if item[0] == paper_id)
+    row["of"] = len(shown)
     return row
 
 
@@ -197,7 +216,7 @@ def explanation_lines(why: Explanation) -> tuple[str, list[str]]:
         names = ", ".join(_label(t.topic) for t in picked) or ", ".join(item["topics"])
         archive = ", from the archive" if item["from_archive"] else ""
         lines.append(
-            f"It was in this channel's digest for {item['week']} (#{item['rank']}"
+            f"It was in this channel's digest for {item['week']} (#{item['shown']} of {item['of']}"
             f"{archive}), picked for {names} with a score of {float(item['score']):.2f}."
         )
     else:

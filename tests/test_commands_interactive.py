@@ -99,9 +99,35 @@ def test_why_names_the_digest_the_topic_and_the_terms(ctx: Context, picked: list
     reply = handle(f"why {picked[0]}", ctx)
     text = reply_text(reply)
     assert not reply.error and reply.ephemeral
-    assert "in this channel's digest for 2026-W49 (#1), picked for Offline RL (offline-rl)" in text
+    assert f"digest for 2026-W49 (#1 of {len(picked)}), picked for Offline RL (offline-rl)" in text
     assert "Terms: “" in text and "(abstract" in text
     assert "Feedback: none on this topic here yet." in text
+
+
+def test_why_numbers_a_paper_as_the_digest_shows_it(ctx: Context) -> None:
+    """The digest lists its items under their topics; `why` gives the number people saw
+    there, not the order of picking (best score across topics), which differs."""
+    from digests.render.text import digest_text
+
+    for topic in ("offline-rl", "rlhf", "llm-reasoning-agents"):
+        handle(f"subscribe {topic}", ctx)
+    digest = build_digest(ctx.db, CHANNEL, NOW, catalog=ctx.catalog, settings=ctx.settings)
+    text = digest_text(digest)
+    shown = {
+        line.split("id: ")[1].strip(): number
+        for number, line in enumerate(
+            (line for line in text.splitlines() if line.strip().startswith("id: ")), start=1
+        )
+    }
+    picked = [str(item.paper["id"]) for item in digest.items]
+    assert len(shown) == len(picked) >= 4
+    assert [shown[p] for p in picked] != list(range(1, len(picked) + 1))  # orders differ
+    for paper_id in picked:
+        number = shown[paper_id]
+        block = text.split(f"id: {paper_id}")[0].rsplit("\n\n", 2)[-2]
+        assert block.lstrip().startswith(f"{number}. ")
+        why = reply_text(handle(f"why {paper_id}", ctx))
+        assert f"(#{number} of {len(picked)})" in why, (paper_id, why)
 
 
 def test_why_term_contributions_add_up_to_the_score(ctx: Context, picked: list[str]) -> None:

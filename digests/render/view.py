@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from typing import Any
@@ -307,6 +307,16 @@ class DigestView:
         return f"Nothing new for your topics {when} ({self.topic_list})."
 
 
+def shown_key(
+    order: Mapping[str, int], topic_ids: Iterable[str], from_archive: bool, score: float
+) -> tuple[int, bool, float]:
+    """The key `grouped` sorts a digest's items by (stably, from their recorded order):
+    the item's first topic in `order` ({topic id: its place among the digest's topics}),
+    new papers before archive ones, best first. `/papers why` numbers an item with it."""
+    home = min((order.get(topic_id, len(order)) for topic_id in topic_ids), default=len(order))
+    return home, from_archive, -score
+
+
 def grouped(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
     """Items grouped under their first subscribed topic, topics in subscription order,
     best first within a group. Each paper still appears once, listing all its topics."""
@@ -315,7 +325,12 @@ def grouped(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
     def home(item: DigestItem) -> int:
         return min((order.get(topic.id, len(order)) for topic in item.topics), default=len(order))
 
-    items = sorted(digest.items, key=lambda item: (home(item), item.from_archive, -item.score))
+    items = sorted(
+        digest.items,
+        key=lambda item: shown_key(
+            order, (topic.id for topic in item.topics), item.from_archive, item.score
+        ),
+    )
     result: list[tuple[Topic | None, DigestItem]] = []
     for item in items:
         index = home(item)
