@@ -90,6 +90,25 @@ def test_an_unknown_command_suggests_and_shows_help(ctx: Context) -> None:
     assert any("/papers find" in line for line in reply.lines)
 
 
+def test_a_mistyped_choice_or_help_verb_suggests_the_right_one(ctx: Context) -> None:
+    """`saved exprt`, `backlog of`, `help subscrbe` suggest the word meant, as an unknown
+    command does; `feedback offline-rl` (a topic where `reset` goes) says what
+    `feedback` alone does and how to clear that topic's, rather than only "not one of"."""
+    for text, hint in (
+        ("saved exprt", "Did you mean `/papers saved export`?"),
+        ("backlog of", "Did you mean `/papers backlog off`?"),
+        ("feedback offline-rl", "`/papers feedback reset offline-rl`"),
+    ):
+        reply = handle(text, ctx)
+        assert reply.error and hint in reply.text, (text, reply.text)
+        assert not reply.changed
+    assert "`/papers feedback` shows every topic's feedback" in handle("feedback x", ctx).text
+    assert "Did you mean" not in handle("backlog maybe", ctx).text  # nothing close
+    typo = handle("help subscrbe", ctx)
+    assert typo.error and "Did you mean `/papers help subscribe`?" in typo.lines
+    assert "Did you mean" not in " ".join(handle("help nope", ctx).lines)
+
+
 def test_help_and_help_for_one_verb(ctx: Context) -> None:
     assert len(handle("help", ctx).lines) >= len(VERBS)
     one = handle("help schedule", ctx)

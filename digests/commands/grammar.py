@@ -194,7 +194,8 @@ def parse(text: str) -> Command:
     for param, word in zip(positional, words, strict=False):
         if param.choices and word.lower() not in param.choices:
             raise ParseError(
-                f"`{word[:40]}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`",
+                f"`{word[:40]}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`"
+                + _choice_hint(verb, param, word[:40]),
                 verb,
             )
         args[param.name] = word
@@ -206,6 +207,25 @@ def parse(text: str) -> Command:
             verb,
         )
     return Command(verb, args, quoted, me)
+
+
+# A lone word where a sub-command goes, that is not one of its choices (`feedback
+# offline-rl`): what the verb does without it, and how to say the sub-command.
+_LONE_WORD = {
+    "feedback": "`{command} feedback` shows every topic's feedback; to clear {word}'s: "
+    "`{command} feedback reset {word}`.",
+}
+
+
+def _choice_hint(verb: Verb, param: Param, word: str) -> str:
+    """After "`x` is not one of ...": the choice the word was likely meant to be
+    (`saved exprt`), or what the verb means without a choice (`feedback offline-rl`)."""
+    close = difflib.get_close_matches(word.lower(), list(param.choices), n=1, cutoff=0.6)
+    if close:
+        return f". Did you mean `{COMMAND} {verb.name} {close[0]}`?"
+    if verb.name in _LONE_WORD:
+        return ". " + _LONE_WORD[verb.name].format(command=COMMAND, word=word)
+    return ""
 
 
 def _count(params: list[Param]) -> str:

@@ -6,6 +6,7 @@ helpful reply (a suggestion, an example) and changes nothing.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Callable
@@ -150,7 +151,9 @@ def _help(command: Command, ctx: Context) -> Reply:
         )
     verb = VERBS_BY_NAME.get(name)
     if verb is None:
-        return error(f"There is no command {name!r}.", *help_lines())
+        close = difflib.get_close_matches(name, list(VERBS_BY_NAME), n=1, cutoff=0.6)
+        lines = [f"Did you mean `{COMMAND} help {close[0]}`?"] if close else []
+        return error(f"There is no command {name[:40]!r}.", *lines, *help_lines())
     lines = [f"`{verb.usage}`", verb.help]
     lines += [f"  {param.name}: {param.help}" for param in verb.params]
     if verb.personal:
