@@ -158,8 +158,8 @@ def _help(command: Command, ctx: Context) -> Reply:
     lines += [f"  {param.name}: {param.help}" for param in verb.params]
     if verb.personal:
         lines.append(
-            f"  {ME_FLAG}: your own digest instead of the channel's, sent to you as a direct "
-            "message; anyone may, and only you see the answer."
+            f"  {ME_FLAG}: your own digest (it comes as a direct message) instead of the "
+            "channel's; anyone may, and only you see the answer."
         )
     if verb.example:
         lines.append(f"Example: `{COMMAND} {verb.example}`")
