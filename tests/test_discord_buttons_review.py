@@ -155,3 +155,27 @@ async def test_a_guild_click_without_member_data_is_refused_politely(
     await dispatch(bot, fake_discord, dm)
     assert answered(fake_discord, dm)[0]["data"]["content"] == buttons.NO_USER
     assert stored(bot) == before and fake_discord.edits == []
+
+
+async def test_a_slow_click_whose_message_update_fails_still_counts_once_and_answers(
+    bot: PaperboyClient, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    """apply_action slower than the budget (deferred, type 6) and then the message update
+    refused (the message was deleted meanwhile: 404, Unknown Message): the vote stands,
+    once, and the clicker still gets the ephemeral line; one warning, no traceback."""
+    digest_id, message = await delivered(bot, fake_discord)
+    bot.ack_budget = 0.0
+    paper = paper_of(message)
+    fake_discord.queue("/messages/@original", {"message": "Unknown Message", "code": 10008}, 404)
+    payload = fake_discord.click(message, custom_id(VOTE_UP, digest_id, paper), user_id=ALICE)
+    await dispatch(bot, fake_discord, payload, answers=2)
+    [ack] = answered(fake_discord, payload)
+    assert ack["type"] == 6
+    [line] = [
+        r.body
+        for r in fake_discord.requests
+        if r.method == "POST" and payload["token"] in r.path and "/webhooks/" in r.path
+    ]
+    assert line["flags"] & 64 and "more papers like this" in line["content"]
+    assert len(stored(bot)[0]) == 1 and fake_discord.edits == []
+    assert "could not show the counts" in caplog.text and "Traceback" not in caplog.text
