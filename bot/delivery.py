@@ -2,9 +2,11 @@
 
 A digest's messages are written to the outbox first (`queue_digest`), then sent in
 order (`deliver_channel`). Each platform supplies a `Poster`; its errors come back as
-`PermanentError` (the channel is paused: retrying will never work) or
-`TransientError` (try again later, with exponential backoff and jitter, up to
-`max_attempts`; then the message is given up and its papers count as undelivered).
+`PermanentError` (the channel is paused: retrying will never work),
+`RefusedMessage` (this one message can never be sent, the channel is fine: it is given up
+at once, as below, and the channel is not paused) or `TransientError` (try again later,
+with exponential backoff and jitter, up to `max_attempts`; then the message is given up
+and its papers count as undelivered: a later digest may pick them again).
 
 Rate limits: a poster with `limits` (a `bot.ratelimits.SendLimits`, shared by every
 delivery through that poster) is waited on before each message is claimed, so many
@@ -56,6 +58,18 @@ MAX_RATE_LIMIT_RETRIES = 3
 
 class PermanentError(Exception):
     """The platform will not accept messages for this channel (e.g. channel_not_found)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RefusedMessage(Exception):
+    """The platform refused this message for what it is (Slack's `msg_blocks_too_long`,
+    `invalid_blocks`): sending it again can never work, but the channel takes others. The
+    renderer keeps within every limit it knows, so this is Paperboy's bug, not the
+    channel's: the message is given up at once (with the digest's later parts) rather
+    than retried `max_attempts` times, and the channel is not paused."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -294,6 +308,8 @@ async def deliver_channel(
             if isinstance(outcome, str):
                 platform_id = outcome
                 break
+            if isinstance(outcome, RefusedMessage):
+                return _give_up(db, channel, message, outcome.reason, sent, refused=True)
             if isinstance(outcome, PermanentError):
                 channel_store.set_paused(db, channel, outcome.reason, stamp(current()))
                 outbox.pause_channel(db, channel, outcome.reason)
@@ -357,7 +373,7 @@ async def deliver_channel(
 
 async def _send_one(
     db: Database, poster: Poster, ref: ChannelRef, message: dict[str, Any], send_timeout: float
-) -> str | PermanentError | TransientError:
+) -> str | PermanentError | RefusedMessage | TransientError:
     """Send one claimed message: the platform's id for it, or the error (an unexpected one
     as a transient error, logged with its traceback). A cancellation (a stop) gives the
     message back, pending, and goes on."""
@@ -373,7 +389,7 @@ async def _send_one(
     except asyncio.CancelledError:
         outbox.release(db, message["id"], sender=SENDER)  # cut off by a stop: pending again
         raise
-    except (PermanentError, TransientError) as exc:
+    except (PermanentError, RefusedMessage, TransientError) as exc:
         return exc
     except Exception as exc:  # unexpected: retried with backoff all the same
         log.exception("unexpected error sending to %s", ref)
@@ -406,12 +422,35 @@ def _retry_later(
 
 
 def _give_up(
-    db: Database, channel: str, message: dict[str, Any], reason: str, sent: int
+    db: Database,
+    channel: str,
+    message: dict[str, Any],
+    reason: str,
+    sent: int,
+    *,
+    refused: bool = False,
 ) -> ChannelResult:
+    """Give the message up (with its digest's later parts), and say so in one log line.
+    `refused`: the platform refused the message itself (`RefusedMessage`)."""
     later = outbox.mark_failed(db, message["id"], reason, sender=SENDER)
     if later is None:  # taken over by another sender meanwhile (our claim had run out)
         log.info("delivery to %s failed (%s); another sender has it now", channel, reason)
         return ChannelResult(channel, sent, "retrying", "sent elsewhere")
+    if refused:
+        # An error, not a warning: the message was made wrong. Its payload stays in the
+        # outbox (state failed) to look at, and its papers are not lost: a given-up
+        # message's papers count as undelivered, so a later digest picks them again.
+        log.error(
+            "delivery to %s: the platform refused part %d of digest %s (%s), a message "
+            "Paperboy should not have made (please report it); gave it up%s without "
+            "retrying, the channel is not paused and its papers can go in a later digest",
+            channel,
+            message["part"],
+            message["digest_id"],
+            reason,
+            f" with the {later} later part(s)" if later else "",
+        )
+        return ChannelResult(channel, sent, "failed", reason)
     log.warning(
         "delivery to %s gave up after %d attempts: %s%s",
         channel,

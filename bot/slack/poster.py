@@ -6,8 +6,10 @@ publish; `PAPERBOY_SLACK_POSTS_PER_SECOND`), kept by the poster's `limits`, whic
 delivery through it shares (`bot/ratelimits.py`). A 429 comes back as a rate-limited
 transient error, taken as workspace-wide: Slack does not say which limit it was, and the
 channel spacing keeps within the channel's. Later parts of a digest go in a thread under
-the first. Errors that retrying cannot fix pause the channel; the rest are transient and
-left to the outbox.
+the first. Errors that retrying cannot fix pause the channel; Slack refusing the message
+itself (`MESSAGE_REFUSALS`: too much text in its blocks, invalid blocks) gives that message
+up at once without pausing the channel (`bot.delivery.RefusedMessage`); the rest are
+transient and left to the outbox.
 
 A personal digest (`slack:T/@U`) goes to the user's DM with the app: `conversations.open`
 gives its `D...` id, remembered in `dms` (`bot/dm.py`). A user the app cannot DM
@@ -29,7 +31,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import PermanentError, TransientError
+from bot.delivery import PermanentError, RefusedMessage, TransientError
 from bot.dm import DmChannels
 from bot.ratelimits import SendLimits
 from bot.slack.client import error_code
@@ -67,6 +69,16 @@ DM_REFUSALS = frozenset(
         # or an admin can change that, so retrying until the outbox gives up loses it.
         "invalid_user_combination",
     }
+)
+# Slack refused the message itself: the same message is refused every time, and the next
+# message (another digest) may well be fine. `msg_blocks_too_long`: its blocks carry more
+# text than Slack takes in one message (undocumented, near 12,000 characters: see
+# `digests.render.limits.SLACK_MESSAGE_TEXT`, which the renderer keeps to);
+# `invalid_blocks` / `invalid_blocks_format`: blocks past Block Kit's rules; `msg_too_long`:
+# the message text. Retried, each would be sent `max_attempts` times and then given up all
+# the same.
+MESSAGE_REFUSALS = frozenset(
+    {"msg_blocks_too_long", "invalid_blocks", "invalid_blocks_format", "msg_too_long"}
 )
 MIN_INTERVAL_SECONDS = 1.0
 DEFAULT_POSTS_PER_SECOND = 5.0  # the setting's default: "several hundred per minute"
@@ -145,11 +157,14 @@ class SlackPoster:
         return str(response["ts"])
 
 
-def _error(exc: SlackApiError, personal: bool) -> PermanentError | TransientError:
-    """A Slack API error as the delivery sees it: pause (permanent) or retry later."""
+def _error(exc: SlackApiError, personal: bool) -> PermanentError | RefusedMessage | TransientError:
+    """A Slack API error as the delivery sees it: pause (permanent), give this message up
+    (refused), or retry later."""
     error = error_code(exc)
     if error in PERMANENT_ERRORS or (personal and error in DM_REFUSALS):
         return PermanentError(error)
+    if error in MESSAGE_REFUSALS:
+        return RefusedMessage(error)
     # "ratelimited": a 429's body; "rate_limited": chat.postMessage's own error
     # ("Application has posted too many messages"). Neither posted anything.
     limited = exc.response.status_code == 429 or error in ("ratelimited", "rate_limited")

@@ -22,6 +22,14 @@ SLACK_BUTTON_TEXT = 75
 SLACK_BUTTON_VALUE = 2000
 SLACK_BUTTON_URL = 3000
 SLACK_ID = 255  # action_id and block_id
+# All the text of one message's blocks together (`slack_text_size`). Slack refuses a
+# message past a limit it does not document, with `msg_blocks_too_long`: reports put it
+# near 12,000 characters ("12,000 text characters with a buffer for block containers", a
+# Slack engineer in slackapi/bolt-js#2509, where a message was refused at ~13,200), and
+# bolt-js#2867 was refused at 11,341 characters of section, header, divider and
+# rich_text text. 10,000 stays ~12% under the lowest refusal reported, leaving room for
+# whatever else Slack counts (block containers, or characters counted as more than one).
+SLACK_MESSAGE_TEXT = 10_000
 
 DISCORD_CONTENT = 2000
 DISCORD_EMBED_TITLE = 256
@@ -50,18 +58,41 @@ def embed_size(embed: dict[str, Any]) -> int:
     return size
 
 
+def slack_text_size(value: Any) -> int:
+    """Characters of text in Slack blocks (a block, a list of them, or any part): every
+    string under a "text" key, at any depth (section and header text, context elements,
+    section fields, button labels); not URLs, ids or values. What `SLACK_MESSAGE_TEXT`
+    bounds for one message."""
+    if isinstance(value, dict):
+        size = 0
+        for key, item in value.items():
+            if type(item) is str:
+                if key == "text":
+                    size += len(item)
+            elif isinstance(item, (dict, list)):
+                size += slack_text_size(item)
+        return size
+    if isinstance(value, list):
+        return sum(slack_text_size(item) for item in value)
+    return 0
+
+
 def slack_problems(message: dict[str, Any]) -> list[str]:
     """Every Slack limit a message breaks (empty when it is fine)."""
     problems = []
     blocks = message.get("blocks", [])
     if len(blocks) > SLACK_MAX_BLOCKS:
         problems.append(f"{len(blocks)} blocks > {SLACK_MAX_BLOCKS}")
+    text = slack_text_size(blocks)
+    if text > SLACK_MESSAGE_TEXT:
+        problems.append(f"{text} characters of text in blocks > {SLACK_MESSAGE_TEXT}")
     if len(message.get("text", "")) > SLACK_FALLBACK_TEXT:
         problems.append("fallback text too long")
     for block in blocks:
         if block["type"] == "header" and len(block["text"]["text"]) > SLACK_HEADER_TEXT:
             problems.append("header text too long")
-        if block["type"] == "section" and len(block["text"]["text"]) > SLACK_SECTION_TEXT:
+        section = block.get("text", {}).get("text", "")  # a section may have fields instead
+        if block["type"] == "section" and len(section) > SLACK_SECTION_TEXT:
             problems.append("section text too long")
         if block["type"] == "context" and len(block["elements"]) > SLACK_CONTEXT_ELEMENTS:
             problems.append("context has too many elements")

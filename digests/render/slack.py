@@ -1,14 +1,17 @@
 """Slack Block Kit for digests, built through `slack_sdk.models` so the SDK validates it.
 
-A long digest becomes several messages of at most 50 blocks; every item is one
-section block, so no item is ever cut between two messages.
+A long digest becomes several messages of at most 50 blocks and at most
+`limits.SLACK_MESSAGE_TEXT` characters of text in all (Slack refuses a message whose
+blocks carry much more, `msg_blocks_too_long`); an item's blocks always go in one
+message, so no item is ever cut between two messages.
 
 A recorded digest (one with a `digest_id`; never a preview) gives each item a second
 block, its buttons (`item_actions`): 👍 More like this, 👎 Less like this, 🔖 Save, whose
 `value` is the item's reference (`digests.actions.item_ref`), and PDF and Code link
 buttons when the paper has those links. The block's `block_id` (`item_block_id`) names
 the paper, so a click can find its item in the message to show the new counts
-(`bot.slack.actions`). Two blocks per item: 23 items in the first message, 24 in the others.
+(`bot.slack.actions`). Two blocks per item: at most 23 items in the first message, 24 in
+the others (fewer when their text reaches the budget: ~12 items of ~800 characters).
 """
 
 from __future__ import annotations
@@ -156,47 +159,87 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
             )
         ]
     )
-    # The first message also carries the prelude and a divider; each needs room for the footer.
     digest_id = digest.digest_id if digest.recorded else None
-    per_item = 1 if digest_id is None else 2  # a section, and its buttons
-    first_room = (limits.SLACK_MAX_BLOCKS - len(prelude) - 2) // per_item
-    room = (limits.SLACK_MAX_BLOCKS - 1) // per_item
-    groups = _group(view.items, first_room, room) or [[]]
+    items = [_item(paper, digest_id) for paper in view.items]
+    head = _dicts(prelude)
+    tail = _dicts([footer])
+    # The first message also carries the prelude and a divider; each keeps room for the
+    # footer (which message is the last is known only once they are packed).
+    tail_size = limits.slack_text_size(tail)
+    first = (len(head) + 1 + len(tail), limits.slack_text_size(head) + tail_size)
+    groups = _pack(items, first, (len(tail), tail_size)) or [[]]
     messages = []
     for number, group in enumerate(groups, start=1):
         blocks: list[dict[str, Any]] = []
         if number == 1:
-            blocks += _dicts(prelude)
+            blocks += head
             if group:
                 blocks += _dicts([DividerBlock()])
-        # Each paper's section once per batch (`per_paper`), not once per channel.
-        for paper in group:
-            blocks.append(per_paper("slack-section", paper, _section_dict))
-            if digest_id is not None:
-                actions = item_actions(digest_id, paper.id, paper.links)
-                if actions is not None:
-                    blocks.append(actions)
+        for item in group:
+            blocks += item.blocks
         if number == len(groups):
-            blocks += _dicts([footer])
+            blocks += tail
         text = render("slack/fallback.txt.j2", view=view, part=number)
         messages.append(
             SlackMessage(
                 clamp(text, limits.SLACK_FALLBACK_TEXT),
                 blocks,
-                tuple(paper.id for paper in group),
+                tuple(item.paper_id for item in group),
             )
         )
     return messages
 
 
-def _group(papers: list[PaperView], first_room: int, room: int) -> list[list[PaperView]]:
-    """Whole papers per message: `first_room` in the first, `room` in the others."""
-    groups: list[list[PaperView]] = []
-    index = 0
-    while index < len(papers):
-        size = first_room if not groups else room
-        groups.append(papers[index : index + size])
-        index += size
+@dataclass(frozen=True)
+class _Unit:
+    """Blocks that go in one message together (an item: its section and its buttons),
+    with the characters of text they carry (`limits.slack_text_size`)."""
+
+    blocks: list[dict[str, Any]]
+    size: int
+    paper_id: str = ""
+
+
+def _unit(blocks: list[dict[str, Any]], paper_id: str = "") -> _Unit:
+    return _Unit(blocks, limits.slack_text_size(blocks), paper_id)
+
+
+def _item(paper: PaperView, digest_id: int | None) -> _Unit:
+    """A digest item's blocks: its section, remembered once per batch (`per_paper`), not
+    once per channel, and for a recorded digest its buttons (`item_actions`)."""
+    blocks = [per_paper("slack-section", paper, _section_dict)]
+    if digest_id is not None:
+        actions = item_actions(digest_id, paper.id, paper.links)
+        if actions is not None:
+            blocks.append(actions)
+    return _unit(blocks, paper.id)
+
+
+def _pack(
+    units: list[_Unit], first: tuple[int, int] = (0, 0), then: tuple[int, int] = (0, 0)
+) -> list[list[_Unit]]:
+    """Whole units per message, in order, each message within `limits.SLACK_MAX_BLOCKS`
+    blocks and `limits.SLACK_MESSAGE_TEXT` characters of text. `first` and `then`: the
+    (blocks, characters) the first message and each later one already carry besides its
+    units (a digest's header and footer). A unit never waits for a message of its own:
+    each is at most a 3,000-character section and a few short blocks, so one fits any
+    message with no unit yet."""
+    groups: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    blocks, size = first
+    for unit in units:
+        if current and (
+            blocks + len(unit.blocks) > limits.SLACK_MAX_BLOCKS
+            or size + unit.size > limits.SLACK_MESSAGE_TEXT
+        ):
+            groups.append(current)
+            current = []
+            blocks, size = then
+        current.append(unit)
+        blocks += len(unit.blocks)
+        size += unit.size
+    if current:
+        groups.append(current)
     return groups
 
 
@@ -212,21 +255,21 @@ def _text_sections(text: str) -> list[Block]:
 
 
 def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
-    """A command's reply as Slack messages (usually one)."""
+    """A command's reply as Slack messages (usually one), packed as a digest's are
+    (`_pack`): a paper's section stays with its id line."""
     head = "\n".join(with_code(line, slack_escape, slack_escape) for line in reply.body_lines)
-    blocks: list[Block] = _text_sections(head)
+    units = [_unit(_dicts([block])) for block in _text_sections(head)]
     for result in reply.papers:
         view = paper_view(result, (), slack_escape)  # a lookup result: no archive mark
-        blocks.append(paper_section(view))
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")]))
+        id_line = ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")])
+        units.append(_unit(_dicts([paper_section(view), id_line])))
     if reply.detail:
-        blocks += _text_sections(slack_escape(reply.detail))
+        units += [_unit(_dicts([block])) for block in _text_sections(slack_escape(reply.detail))]
     fallback = clamp(slack_escape(reply.text), limits.SLACK_FALLBACK_TEXT)
-    groups = [
-        blocks[i : i + limits.SLACK_MAX_BLOCKS]
-        for i in range(0, len(blocks), limits.SLACK_MAX_BLOCKS)
+    messages = [
+        SlackMessage(fallback, [block for unit in group for block in unit.blocks])
+        for group in _pack(units)
     ]
-    messages = [SlackMessage(fallback, _dicts(group)) for group in groups]
     if reply.digest is not None:
         messages += digest_messages(reply.digest, empty="notice")
     return messages
