@@ -258,6 +258,10 @@ def _topic_lines(why: TopicWhy, threshold: float) -> list[str]:
             if abs(moved) >= 0.005
             else "did not change this paper's score"
         )
+        if abs(moved) < 0.005 and max(why.liked, why.disliked) < 2:
+            # `digests.topic_model.refine` moves only words that two papers voted alike
+            # share: one vote each way changes nothing, and people wonder why.
+            effect += " yet: a word counts once two papers voted the same way have it"
         lines.append(
             f"  Feedback: 👍 on {why.liked} and 👎 on {why.disliked} of this topic's papers "
             f"here {effect}."

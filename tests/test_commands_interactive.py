@@ -162,6 +162,17 @@ def test_why_shows_the_feedback_that_moved_it(ctx: Context, picked: list[str]) -
     assert "voted it down" in reply_text(handle(f"why {down[0]}", ctx))
 
 
+def test_why_says_a_first_vote_has_not_moved_the_topic_yet(ctx: Context, picked: list[str]) -> None:
+    """One 👍 moves no word (refine needs a word in two papers voted alike): `why` says
+    so, rather than a bare "did not change", which reads as feedback being ignored."""
+    vote(ctx.db, picked[0], "U1", 1)
+    text = reply_text(handle(f"why {picked[0]}", ctx))
+    assert (
+        "Feedback: 👍 on 1 and 👎 on 0 of this topic's papers here did not change this "
+        "paper's score yet: a word counts once two papers voted the same way have it."
+    ) in " ".join(line.strip() for line in text.splitlines())
+
+
 def test_why_of_a_paper_never_picked_and_of_a_channel_without_topics(
     ctx: Context, picked: list[str]
 ) -> None:
