@@ -23,6 +23,7 @@ from one run, with the load average printed beside them.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -81,6 +82,20 @@ def build(tree: Path, db: Path) -> dict[str, Any]:
     return {k: result[k] for k in ("seconds", "cpu_seconds", "rss_mb", "items")}
 
 
+def picks(path: Path) -> str:
+    """A hash of every digest item in the database (channel, paper, rank, topics, score,
+    archive or not): two builds of one copy that pick the same papers in the same order
+    for the same topics with the same scores give the same hash."""
+    digest = hashlib.sha256()
+    with sqlite3.connect(path) as db:
+        for row in db.execute(
+            "select channel, paper_id, rank, topics, score, from_archive from digest_items "
+            "order by channel, digest_id, rank, paper_id"
+        ):
+            digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()[:16]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--papers", type=int, default=100_000)
@@ -114,7 +129,10 @@ def main() -> int:
                     platform_mix(copy)
                     voters = add_feedback(copy, args.share, args.votes) if feedback else 0
                     loads.append(os.getloadavg()[0])
-                    result = build(tree.resolve(), copy) | {"voting_channels": voters}
+                    result = build(tree.resolve(), copy) | {
+                        "voting_channels": voters,
+                        "picks": picks(copy),
+                    }
                     runs.setdefault(f"{name}{'+feedback' if feedback else ''}", []).append(result)
                     for leftover in (copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")):
                         leftover.unlink(missing_ok=True)
@@ -141,6 +159,9 @@ def main() -> int:
                     for name, m in medians.items()
                 },
                 "load_1min": {"min": min(loads), "max": max(loads)},
+                # Per configuration, the distinct `picks` hashes of its runs: one each, and
+                # the same for before and after, when a change keeps every pick.
+                "picks": {name: sorted({r["picks"] for r in rs}) for name, rs in runs.items()},
             }
         )
     )

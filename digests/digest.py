@@ -391,12 +391,53 @@ class _Window:
             plain.extend(origin[terms] for terms in refined)
         self._score_plain({t.terms: t for t in plain if t.terms not in self.hits})
         origin = origin or {}
-        for topic in refined.values():
-            pairs = []
-            for paper_id in self.hits[origin[topic.terms].terms]:
-                if (value := score(self.texts[paper_id], topic.terms)) >= self.threshold:
-                    pairs.append((paper_id, value))
-            self._keep(topic.terms, pairs)
+        # Refined topics of one original score the same papers: each paper's words are
+        # split once per original, and not kept (~13 KB a paper).
+        by_origin: dict[tuple[Term, ...], list[tuple[Term, ...]]] = {}
+        for terms in refined:
+            by_origin.setdefault(origin[terms].terms, []).append(terms)
+        for original, group in by_origin.items():
+            for terms, pairs in self._score_some(group, self.hits[original]).items():
+                self._keep(terms, pairs)
+
+    def _score_some(
+        self, topics: list[tuple[Term, ...]], paper_ids: Iterable[str]
+    ) -> dict[tuple[Term, ...], list[tuple[str, float]]]:
+        """{terms: (paper id, score) of the papers reaching the threshold}, for a few
+        topics' terms, exactly `score`'s values: each paper is scored on only the terms
+        whose first word it has (a term whose first word a paper lacks adds nothing to
+        `score`'s sum, so the sum of the others, in the same order, is the same float).
+        A refined topic has ~60 terms and a paper the first word of a few: scoring them
+        all was 7.3 of 18.6 CPU s at 100k papers with 1,000 voting channels."""
+        plan: list[tuple[tuple[Term, ...], dict[str, list[int]] | None, frozenset[str]]] = []
+        for terms in topics:
+            by_first: dict[str, list[int]] = {}
+            for index, term in enumerate(terms):
+                first = term.phrase.split()[:1]
+                # A padded phrase found in a text has its first word there between
+                # spaces (so in the text's split); a term of no words, or not padded
+                # (made by hand), can match elsewhere: `score` on all the terms.
+                if not first or not (term.phrase[0].isspace() and term.phrase[-1].isspace()):
+                    plan.append((terms, None, frozenset()))
+                    break
+                by_first.setdefault(first[0], []).append(index)
+            else:
+                plan.append((terms, by_first, frozenset(by_first)))
+        found: dict[tuple[Term, ...], list[tuple[str, float]]] = {terms: [] for terms in topics}
+        for paper_id in paper_ids:
+            text = self.texts[paper_id]
+            having = frozenset(
+                (*text.title.split(), *text.keywords.split(), *text.abstract.split())
+            )
+            for terms, lead, firsts in plan:
+                if lead is None:
+                    value = score(text, terms)
+                else:
+                    indices = sorted(i for word in firsts & having for i in lead[word])
+                    value = score(text, tuple(terms[i] for i in indices))
+                if value >= self.threshold:
+                    found[terms].append((paper_id, value))
+        return found
 
     def _score_plain(self, missing: dict[tuple[Term, ...], Topic]) -> None:
         if not missing:

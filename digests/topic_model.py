@@ -34,7 +34,8 @@ import logging
 import math
 import statistics
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -103,9 +104,7 @@ def features(text: PaperText) -> dict[str, float]:
     """{padded phrase: value} for the paper's words and word pairs (stop words left out),
     valued as the matcher values a term of weight 1: 1 + ln(count in the abstract) if
     there, + 1 if in the title, + 1 if in the keywords."""
-    counts: dict[str, int] = {}
-    for phrase in _phrases(text.abstract):
-        counts[phrase] = counts.get(phrase, 0) + 1
+    counts = Counter(_phrases(text.abstract))
     found = {phrase: 1.0 + math.log(count) for phrase, count in counts.items()}
     for field in (text.title, text.keywords):
         for phrase in set(_phrases(field)):
@@ -113,16 +112,20 @@ def features(text: PaperText) -> dict[str, float]:
     return found
 
 
-def _phrases(normalised: str) -> Iterable[str]:
+def _phrases(normalised: str) -> list[str]:
+    """The text's words and word pairs, padded, in order (a stop word, a one-letter word
+    or a number is neither, and breaks a pair)."""
+    phrases = []
     previous = ""
     for token in normalised.split():
         if token in STOP_WORDS or len(token) < 2 or token.isdigit():
             previous = ""
             continue
-        yield f" {token} "
+        phrases.append(f" {token} ")
         if previous:
-            yield f" {previous} {token} "
+            phrases.append(f" {previous} {token} ")
         previous = token
+    return phrases
 
 
 def load_models(path: Path | None = None) -> dict[str, TopicModel]:
@@ -207,6 +210,7 @@ def refine(
     *,
     scale: float | None = None,
     max_terms: int = FEEDBACK_TERMS,
+    featurize: Callable[[PaperText], Mapping[str, float]] = features,
 ) -> Topic:
     """The topic moved towards `positives` and away from `negatives` (Rocchio):
     weight += scale x (FEEDBACK_POSITIVE x mean feature of the positives
@@ -217,25 +221,32 @@ def refine(
     its weights (a learned topic's weights are scaled to its line, so a fixed step would
     move a topic with a high line much more than one with a low line).
     The returned topic has the same id; its terms are new, so caches keyed by terms
-    (the digest's windows) score it afresh. No labels: the topic unchanged."""
+    (the digest's windows) score it afresh. No labels: the topic unchanged.
+    `featurize`: `features`, or a cache of it (`digests.learning` refines many channels'
+    topics with the same papers in a batch)."""
     if not positives and not negatives:
         return topic
     if scale is None:
         scale = statistics.median([abs(t.weight) for t in topic.terms]) if topic.terms else 1.0
+    sides = [
+        ([featurize(paper) for paper in papers], weight)
+        for papers, weight in ((positives, FEEDBACK_POSITIVE), (negatives, -FEEDBACK_NEGATIVE))
+    ]
+    # Only phrases in at least two papers of one side can move (counted in C, not phrase
+    # by phrase: a paper has ~300 and few are shared); their shifts are summed over the
+    # papers in the same order as summing all of them would, so the same floats.
+    shared: set[str] = set()
+    for found, _ in sides:
+        support: Counter[str] = Counter()
+        for paper in found:
+            support.update(paper.keys())
+        shared.update(phrase for phrase, count in support.items() if count >= 2)
     shift: dict[str, float] = {}
-    support: dict[str, list[int]] = {}
-    for side, papers, weight in (
-        (0, positives, FEEDBACK_POSITIVE),
-        (1, negatives, -FEEDBACK_NEGATIVE),
-    ):
-        for paper in papers:
-            for phrase, value in features(paper).items():
-                shift[phrase] = shift.get(phrase, 0.0) + weight * value / len(papers)
-                support.setdefault(phrase, [0, 0])[side] += 1
-    moved = sorted(
-        ((abs(v), p) for p, v in shift.items() if max(support[p]) >= 2 and v),
-        reverse=True,
-    )[:max_terms]
+    for found, weight in sides:
+        for paper in found:
+            for phrase in shared.intersection(paper):
+                shift[phrase] = shift.get(phrase, 0.0) + weight * paper[phrase] / len(found)
+    moved = sorted(((abs(v), p) for p, v in shift.items() if v), reverse=True)[:max_terms]
     weights = {term.phrase: term.weight for term in topic.terms}
     for _, phrase in moved:
         weights[phrase] = round(weights.get(phrase, 0.0) + scale * shift[phrase], 4)
