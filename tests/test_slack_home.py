@@ -154,6 +154,8 @@ def test_limits_hold_for_500_saved_papers_and_long_lists(
     assert len(buttons(view, home.HOME_UNSAVE)) == home.SHOWN_SAVED
     assert buttons(view, home.HOME_UNSAVE)[0] == ids[-1]  # the newest save
     assert f"…and {500 - home.SHOWN_SAVED} more saved papers" in text
+    # `/papers saved` lists 20 of them, not all: the export is the way to all 500.
+    assert "`/papers saved export` gives them all" in text and "saved` lists them all" not in text
     assert "Saved papers (500)" in text
     assert f"…and {len(topics) - home.SHOWN_TOPICS} more topics" in text
     assert f"…and {40 - home.SHOWN_CHANNELS} more channels" in text

@@ -252,7 +252,8 @@ def _saved_blocks(db: Database, key: str) -> tuple[int, list[Block]]:
         blocks.append(
             _more(
                 total - SHOWN_SAVED,
-                "saved papers: `/papers saved` lists them all, `/papers saved export` as BibTeX.",
+                # `/papers saved` lists the newest 20 (interactive.SAVED_SHOWN), not all.
+                "saved papers: `/papers saved export` gives them all, as BibTeX.",
             )
         )
     return total, blocks
