@@ -109,6 +109,21 @@ def test_a_mistyped_choice_or_help_verb_suggests_the_right_one(ctx: Context) -> 
     assert "Did you mean" not in " ".join(handle("help nope", ctx).lines)
 
 
+def test_feedback_reset_takes_a_free_text_topic_unquoted_as_unsubscribe_does() -> None:
+    """`feedback reset diffusion policy` answered "takes at most 2 arguments", while
+    `unsubscribe diffusion policy` works: the topic is the rest of the text."""
+    for text in ("feedback reset diffusion policy", 'feedback reset "diffusion policy"'):
+        command = parse(text)
+        assert command.args == {"action": "reset", "topic": "diffusion policy"}, text
+    assert parse("feedback reset 1").args == {"action": "reset", "topic": "1"}
+    assert parse("feedback").args == {} and parse("feedback reset").args == {"action": "reset"}
+    for text in ("feedback offline-rl", 'feedback "diffusion policy" x'):
+        with pytest.raises(ParseError) as caught:
+            parse(text)
+        assert "is not one of reset" in caught.value.message
+    assert parse("unsubscribe diffusion policy").args == {"topic": "diffusion policy"}
+
+
 def test_help_and_help_for_one_verb(ctx: Context) -> None:
     assert len(handle("help", ctx).lines) >= len(VERBS)
     one = handle("help schedule", ctx)

@@ -97,7 +97,7 @@ VERBS: tuple[Verb, ...] = (
          (Param("action", "reset: clear a topic's feedback (changes the channel)",
                 required=False, choices=("reset",), changes=True),
           Param("topic", "The topic to reset: its id, or its number from list",
-                required=False)),
+                required=False, rest=True)),
          "feedback reset offline-rl", changes=True),
     Verb("saved", "List your saved papers (only you see them); export gives them as BibTeX.",
          (Param("action", "export: a BibTeX file of them", required=False,
@@ -180,13 +180,24 @@ def parse(text: str) -> Command:
     args: dict[str, str] = {}
     quoted = False
     if verb.params and verb.params[-1].rest:
-        quoted = rest[:1] in ('"', "'")
-        words = _split(rest)
-        value = " ".join(words) if quoted else rest
-        if value:
-            args[verb.params[-1].name] = " ".join(value.split())
+        # The words before a rest parameter (`feedback reset`) are one word each; the
+        # rest is all the text after them, so `feedback reset diffusion policy` names
+        # the free-text topic as `unsubscribe diffusion policy` does.
         positional = list(verb.params[:-1])
         words = []
+        for _ in positional:
+            word, _, remainder = rest.partition(" ")
+            if word[:1] in ('"', "'"):  # quoted where a word goes: one word, unquoted
+                split = _split(rest)
+                word, remainder = (split[0], " ".join(split[1:])) if split else ("", "")
+            if not word:
+                break
+            words.append(word)
+            rest = remainder.strip()
+        quoted = rest[:1] in ('"', "'")
+        value = " ".join(_split(rest)) if quoted else rest
+        if value:
+            args[verb.params[-1].name] = " ".join(value.split())
     else:
         positional = list(verb.params)
         words = _split(rest)
