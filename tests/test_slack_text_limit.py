@@ -31,6 +31,8 @@ from digests.commands.replies import Reply
 from digests.digest import Digest
 from digests.ingest import ingest_files
 from digests.render import limits, slack
+from digests.render.escape import slack_escape
+from digests.render.view import digest_view
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import MAX_BLOCKS_TEXT, FakeSlack, blocks_text
@@ -104,6 +106,36 @@ def test_a_digest_of_long_items_is_packed_by_text_as_well_as_blocks(catalog: Cat
         next_item = [b for b in after.blocks if b["type"] in ("section", "actions")]
         room = limits.SLACK_MESSAGE_TEXT - limits.slack_text_size(message.blocks)
         assert limits.slack_text_size(next_item[:2]) > room or len(message.blocks) >= 48
+
+
+def test_the_renderer_counts_an_items_text_as_limits_does(catalog: Catalog) -> None:
+    """The renderer counts an item's text from its known shape (section text, button
+    labels), not by walking every key: the same count as `limits.slack_text_size`."""
+    rows = [*long_rows(3), paper("A short one.", "Short")]
+    digest = recorded(make_digest(rows, [catalog.get("offline-rl")]))
+    view = digest_view(digest, slack_escape)
+    for digest_id in (7, None):
+        for item in view.items:
+            unit = slack._item(item, digest_id)
+            assert len(unit.blocks) == (1 if digest_id is None else 2)
+            assert unit.size == limits.slack_text_size(unit.blocks) > 0
+    for message in slack.digest_messages(digest):
+        assert limits.slack_text_size(message.blocks) == sum(
+            len(text) for text in re_texts(message.blocks)
+        )
+
+
+def re_texts(value: Any) -> list[str]:
+    """Every string under a "text" key, found by a route of its own (JSON's object hook)."""
+    found: list[str] = []
+
+    def hook(obj: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(obj.get("text"), str):
+            found.append(obj["text"])
+        return obj
+
+    json.loads(json.dumps(value), object_hook=hook)
+    return found
 
 
 def test_a_preview_of_long_items_is_packed_by_text_too(catalog: Catalog) -> None:
