@@ -1,0 +1,64 @@
+"""The README's rendered examples (a Slack digest item, a Discord item's row of buttons) are
+what the renderers make today for the paper they show: README examples drift otherwise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from digests.digest import Digest, DigestItem
+from digests.render import discord, slack
+from digests.topics import Catalog
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+# The paper of both examples: CQL, digest 42.
+CQL = {
+    "id": "pa1266b0525fadd86",
+    "title": "Conservative Q-Learning for Offline Reinforcement Learning",
+    "authors": ["Aviral Kumar", "Aurick Zhou", "George Tucker", "Sergey Levine"],
+    "venue": "NeurIPS 2020",
+    "year": 2020,
+    "tldr": "A conservative Q-function gives a lower bound on the policy's value, so offline "
+    "RL does not overestimate unseen actions.",
+    "url": "https://arxiv.org/abs/2006.04779",
+    "pdf_url": "https://arxiv.org/pdf/2006.04779",
+    "code_url": "https://github.com/aviralkumar2907/CQL",
+    "abstract": "Offline reinforcement learning.",
+    "links": [],
+    "keywords": [],
+}
+
+
+def readme_json(heading: str) -> Any:
+    """The first ```json block after `heading`."""
+    part = README[README.index(heading) :]
+    start = part.index("```json") + len("```json")
+    return json.loads(part[start : part.index("```", start)])
+
+
+def cql_digest(catalog: Catalog, channel: str) -> Digest:
+    offline = catalog.get("offline-rl")
+    assert offline is not None
+    return Digest(
+        channel=channel,
+        week="2026-W49",
+        topics=(offline,),
+        items=(DigestItem(CQL, (offline,), 9.0),),
+        built_at="2026-11-30T09:00:00+00:00",
+        recorded=True,
+        digest_id=42,
+    )
+
+
+def test_the_slack_example_is_the_rendered_section_and_buttons(catalog: Catalog) -> None:
+    (message,) = slack.digest_messages(cql_digest(catalog, "slack:T012AB3C4/C0123456789"))
+    blocks = message.blocks
+    (actions,) = [i for i, block in enumerate(blocks) if block.get("type") == "actions"]
+    assert blocks[actions - 1 : actions + 1] == readme_json("### Buttons on digest items")
+
+
+def test_the_discord_example_is_the_rendered_row(catalog: Catalog) -> None:
+    (message,) = discord.digest_messages(cql_digest(catalog, "discord:123456789012345678/987"))
+    assert message.components[0] == readme_json("### Buttons on Discord digests")
