@@ -168,7 +168,9 @@ def _help(command: Command, ctx: Context) -> Reply:
         words = " or ".join(f"`{verb.name} {choice}`" for choice in marked)
         lines.append(f"{words} changes the channel's settings, so the channel sees it.")
     elif verb.changes:
-        lines.append("This changes the channel's settings, so the channel sees it.")
+        # A personal verb's --me line says that one is only yours.
+        without = f"Without `{ME_FLAG}`, this" if verb.personal else "This"
+        lines.append(f"{without} changes the channel's settings, so the channel sees it.")
     return info(f"How to use `{verb.name}`:", *lines)
 
 
