@@ -245,3 +245,41 @@ def test_feedback_never_makes_the_backlog_pick_a_paper_below_the_topics_own_line
     assert refined.score(text) >= catalog.threshold > topic.score(text)
     again = build_digest(fresh_db, CHANNEL, NEXT_WEEK, catalog=catalog, settings=big)
     assert robot not in {str(i.paper["id"]) for i in again.items}
+
+
+def test_feedback_never_lists_a_carried_paper_under_a_topic_that_does_not_reach_it(
+    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+) -> None:
+    """Papers an undelivered digest picked come back as new; a refined topic takes one
+    only if its original reaches it (here: a robot paper picked for robotics, like the
+    👍 papers, is not listed under offline-rl)."""
+    ensure_channel(fresh_db, CHANNEL, big, NOW)
+    for topic_id in (TOPIC, "robotics"):
+        store.add_subscription(fresh_db, CHANNEL, topic_id, None, "U9", NOW.isoformat())
+    papers = {f"robots-{n}": t for n, t in enumerate(ROBOTS)}
+    papers.update({f"recsys-{n}": t for n, t in enumerate(RECOMMENDERS)})
+    papers["robot-only"] = NEXT["robot-only"]
+    ids = ingest(fresh_db, tmp_path, papers, NOW - timedelta(days=1))
+    digest = build_digest(fresh_db, CHANNEL, NOW, catalog=catalog, settings=big)
+    assert digest.digest_id is not None  # recorded, never delivered: its papers are carried
+    assert ids["robot-only"] in {str(i.paper["id"]) for i in digest.items}
+    for key, paper_id in ids.items():
+        if key != "robot-only":
+            result = apply_action(
+                fresh_db,
+                channel=CHANNEL,
+                user="U1",
+                user_key="slack:T1/U0AAA1",
+                action=VOTE_UP if key.startswith("robots") else VOTE_DOWN,
+                value=item_ref(digest.digest_id, paper_id),
+                now=NOW + timedelta(hours=1),
+            )
+            assert not result.error, result.text
+    topic = catalog.get(TOPIC)
+    assert topic is not None
+    text = learning.paper_texts(fresh_db, {ids["robot-only"]})[ids["robot-only"]]
+    refined = learning.refined_topic(fresh_db, CHANNEL, topic)
+    assert refined.score(text) >= catalog.threshold > topic.score(text)  # the premise
+    again = build_digest(fresh_db, CHANNEL, NEXT_WEEK, catalog=catalog, settings=big)
+    item = next(i for i in again.items if str(i.paper["id"]) == ids["robot-only"])
+    assert [t.id for t in item.topics] == ["robotics"]
