@@ -434,6 +434,13 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
     command = " ".join(text)
     if user is not None and not is_text(user):
         raise UserError("--user has bytes that are not valid text (UTF-8); type the name again")
+    if user and _local_key(user) is None and _verb_of(command) == "saved":
+        # The reply would say "I can't tell who you are here ... use Slack or Discord":
+        # on the command line the cause is the name, which cannot be a key.
+        raise UserError(
+            f"--user {user[:40]!r} cannot name a saved list (local:NAME): use letters, "
+            "digits, '.', '_' or '-'"
+        )
     ctx = _context(_chat_database(command, db_path), channel, user or _user(), settings)
     reply = handle(command, ctx)
     echo(reply_text(reply))
@@ -442,6 +449,16 @@ def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | 
         echo(reply.attachment.content.rstrip("\n"))
     if reply.error:
         sys.exit(2)
+
+
+def _verb_of(command: str) -> str | None:
+    """The name of the command's verb (`saved`), or None if it does not parse."""
+    from digests.commands import ParseError, parse
+
+    try:
+        return parse(strip_unsafe(command)).verb.name
+    except ParseError:
+        return None
 
 
 def _chat_database(command: str, db_path: Path | None) -> Database:

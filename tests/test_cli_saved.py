@@ -86,6 +86,21 @@ def test_chat_prints_an_attachment_and_knows_the_local_user(
     assert entry.key.startswith("lomap2025_")
 
 
+def test_chat_saved_with_a_user_name_that_cannot_be_a_key_says_so(
+    run, tmp_path: Path, seed_paths
+) -> None:  # type: ignore[no-untyped-def]
+    # It answered "I can't tell who you are here ... use /papers saved in Slack or Discord".
+    db, _ = saved_db(run, tmp_path, seed_paths)
+    result = run("chat", "--channel", "local:lab", "--user", "Ana María", "saved", "--db", db)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: --user 'Ana María' cannot name a saved list (local:NAME): use letters, digits, "
+        "'.', '_' or '-'"
+    ]
+    other = run("chat", "--channel", "local:lab", "--user", "Ana María", "topics", "--db", db)
+    assert other.exit_code == 0, other.output  # a name for other commands is any text
+
+
 def test_json_bibtex_keys_are_the_keys_of_the_bibtex(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
     # Two saved papers whose short keys clash (same author, year, word and first six hex
     # digits of their ids) take the long key in the BibTeX; the JSON said the short one,
