@@ -416,7 +416,8 @@ async def test_an_ephemeral_click_over_socket_mode(
             "payload": payload,
         }
         await fake_slack.send_envelope(envelope)
-        assert await eventually(lambda: fake_slack.responses)
+        # The ack travels the websocket, the answer HTTP: either may reach the fake first.
+        assert await eventually(lambda: fake_slack.responses and fake_slack.socket_acks)
         assert fake_slack.socket_acks[-1]["envelope_id"] == envelope["envelope_id"]
         assert votes(services) == [(paper, "U0001", 1)]
         assert "Noted" in fake_slack.responses[0]["text"] and updates(fake_slack) == []
