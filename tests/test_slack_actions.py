@@ -382,7 +382,7 @@ async def test_a_registered_prefix_gets_its_clicks(
     monkeypatch.setattr(slack_actions, "_handlers", [])
     seen: list[str] = []
 
-    async def home(services: Any, client: Any, payload: Any, action: Any) -> None:
+    async def home(services: Any, client: Any, payload: Any, action: Any, lane: Any) -> None:
         seen.append(action["action_id"])
 
     slack_actions.register("paperboy_home_", home)

@@ -492,3 +492,37 @@ async def test_a_home_opened_while_stopping_is_acknowledged_and_not_published(
     assert not http.endpoint._followups  # no publish was started
     await asyncio.sleep(0.2)
     assert publishes(fake_slack) == []
+
+
+async def test_a_home_click_over_http_writes_in_the_change_lane_and_a_stop_refuses_it(
+    http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: Home clicks got no executor from the click dispatcher, so over HTTP they
+    wrote in a thread of the services, outside the endpoint's change lane and its stop
+    rules. Now one Unsave runs in the lane ("slack-change"); a second, waiting for the
+    lane when the stop begins, never runs, so its paper stays saved."""
+    state = set_up(http.services)
+    first, second = state["papers"][1], state["papers"][0]
+    started, release = threading.Event(), threading.Event()
+    threads: list[str] = []
+    real = home.unsave
+
+    def held(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(home, "unsave", held)
+    assert await post_click(http, home_click(home.HOME_UNSAVE, first)) == 200
+    assert await asyncio.to_thread(started.wait, 10)
+    assert await post_click(http, home_click(home.HOME_UNSAVE, second)) == 200
+    await asyncio.sleep(0.1)  # the second click reaches the lane, behind the first
+    stopping = asyncio.ensure_future(http.endpoint.close(grace=20))
+    assert await eventually(lambda: http.endpoint._closing)
+    release.set()
+    await stopping
+    db = open_db(http.services.db_path)
+    assert not is_saved(db, f"slack:{TEAM}/{ME}", first)
+    assert is_saved(db, f"slack:{TEAM}/{ME}", second)
+    assert threads == ["slack-change"]

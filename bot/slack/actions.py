@@ -23,7 +23,7 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   updated);
 - ignores the link buttons (PDF, Code: Slack opened the link and still sends the click);
 - passes other action ids to the handler registered for their prefix (`register`: the
-  App Home's `paperboy_home_*`), and ignores the rest.
+  App Home's `paperboy_home_*`), with the caller's writer lane, and ignores the rest.
 
 `check_payload` is the shape check both transports run first: the HTTP endpoint answers
 400 to a signed payload that fails it, and nothing runs.
@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -64,7 +64,10 @@ from digests.render.slack import LINK_ACTIONS, item_actions, item_paper
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Services, AsyncWebClient, dict[str, Any], dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
+Handler = Callable[
+    [Services, AsyncWebClient, dict[str, Any], dict[str, Any], Executor | None], Awaitable[None]
+]
 
 FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 NOT_UPDATED = " (The message could not show the new count; your vote counts.)"
@@ -92,8 +95,10 @@ _messages: weakref.WeakValueDictionary[tuple[str, str], _Message] = weakref.Weak
 
 def register(action_id_prefix: str, handler: Handler) -> None:
     """Send the clicks whose action id starts with `action_id_prefix` to `handler(services,
-    client, payload, action)` (after the acknowledgement). Registering a prefix again
-    replaces its handler. Paperboy's item actions cannot be taken over."""
+    client, payload, action, executor)` (after the acknowledgement). `executor` is the
+    caller's writer lane (None: a thread of the services); the handler runs its writes
+    there (`run_in`), so they keep the lane's batching and its stop rules. Registering a
+    prefix again replaces its handler. Paperboy's item actions cannot be taken over."""
     if not action_id_prefix or any(a.startswith(action_id_prefix) for a in ACTIONS):
         raise ValueError(f"cannot register the prefix {action_id_prefix!r}")
     _handlers[:] = [(p, h) for p, h in _handlers if p != action_id_prefix]
@@ -193,7 +198,7 @@ async def handle_block_actions(
             elif action_id in LINK_ACTIONS:
                 continue  # a link button: Slack opened the link; nothing to do
             elif (handler := _registered(action_id)) is not None:
-                await handler(services, client, payload, action)
+                await handler(services, client, payload, action, executor)
             else:
                 log.debug("ignored a Slack click on %r", action_id[:40])
         except Exception:
@@ -235,7 +240,7 @@ async def _item_click(
     blocks = [block for block in found or () if isinstance(block, dict)]
     action_id, value = action["action_id"], action.get("value")
     work = (services, channel, user, key, action_id, value)
-    result: ActionResult = await _run(services, executor, _apply, *work)
+    result = await run_in(services, executor, _apply, *work)
     updated = True
     if on_message and blocks and result.changed and not result.error and action_id != SAVE:
         # The vote is committed. Clicks on one message update it one at a time, each
@@ -276,7 +281,11 @@ async def _show_counts(
     return await _update(client, payload, channel_id, ts, blocks, fresh)
 
 
-async def _run(services: Services, executor: Executor | None, fn: Any, *args: Any) -> Any:
+async def run_in(
+    services: Services, executor: Executor | None, fn: Callable[..., T], *args: Any
+) -> T:
+    """`fn(*args)` in `executor` (a caller's lane), or in a thread of the services when
+    there is none."""
     if executor is None:
         return await services.in_thread(fn, *args)
     return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)

@@ -24,6 +24,7 @@ import logging
 import re
 import weakref
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,7 +47,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from sqlite_utils import Database
 
 from bot.services import Services
-from bot.slack.actions import register
+from bot.slack.actions import register, run_in
 from bot.slack.client import error_code
 from db import home as home_store
 from db.channels import active_subscriptions, get_channel, remove_subscription
@@ -468,11 +469,17 @@ def _clicker(payload: dict[str, Any]) -> tuple[str, str] | None:
 
 
 async def handle_home_action(
-    services: Services, client: AsyncWebClient, payload: dict[str, Any], action: dict[str, Any]
+    services: Services,
+    client: AsyncWebClient,
+    payload: dict[str, Any],
+    action: dict[str, Any],
+    executor: Executor | None = None,
 ) -> None:
     """One click on a Home button (`action`, an element of the payload's `actions`):
-    checked against the clicker, applied in a thread, then the Home is published again
-    with a line saying what happened. Never raises."""
+    checked against the clicker, applied in `executor` (the caller's writer lane; by
+    default a thread of the services), then the Home is published again with a line
+    saying what happened. Never raises, except the cancellation of a click the lane
+    refused (the endpoint is stopping: nothing was written)."""
     who = _clicker(payload)
     if who is None:
         log.warning("ignored a Home click without a Slack team and user")
@@ -483,9 +490,9 @@ async def handle_home_action(
     value = value if isinstance(value, str) else ""
     try:
         if action_id == HOME_UNSUBSCRIBE:
-            outcome = await services.in_thread(_unsubscribe, services, team, user_id, value)
+            outcome = await run_in(services, executor, _unsubscribe, services, team, user_id, value)
         elif action_id == HOME_UNSAVE:
-            outcome = await services.in_thread(_unsave, services, team, user_id, value)
+            outcome = await run_in(services, executor, _unsave, services, team, user_id, value)
         else:
             log.warning("ignored an unknown Home action %r", action_id[:60])
             outcome = Outcome(NOT_YOURS, changed=False)
