@@ -146,9 +146,13 @@ def _occurrences(text: str, phrase: str) -> int:
 def score(paper: PaperText, terms: tuple[Term, ...]) -> float:
     """The paper's score for a topic's terms (0 when nothing matches).
 
-    The reference definition; `Matcher` gives the same scores for many topics at once."""
+    The reference definition; `Matcher` gives the same scores for many topics at once.
+    A term of no words ("", " ", a phrase of punctuation) matches nothing: counting ""
+    or " " never got past the first match (`_occurrences` looped forever on them)."""
     total = 0.0
     for term in terms:
+        if not term.phrase.strip():
+            continue
         count = _occurrences(paper.abstract, term.phrase)
         if count:
             total += term.weight * (1.0 + math.log(count))
