@@ -113,7 +113,7 @@ class SlackEndpoint:
         self._busy = {False: 0, True: 0}  # in flight per lane (changes: True)
         self.max_queued = MAX_QUEUED
         self.queued_wait = QUEUED_WAIT
-        self._followups: set[asyncio.Task[None]] = set()
+        self._followups: set[asyncio.Task[object]] = set()
         self._session: aiohttp.ClientSession | None = None
         self._closing = False
 
@@ -164,9 +164,7 @@ class SlackEndpoint:
         who = home_opened(event)
         if who is not None and not self._closing:
             # Acknowledged now; published after, and a stop's grace waits for it.
-            task = asyncio.ensure_future(publish_home(self.services, self.client, *who))
-            self._followups.add(task)
-            task.add_done_callback(self._followups.discard)
+            self._later(publish_home(self.services, self.client, *who))
             return OK
         log.debug("ignored an Events API callback of type %r", str(event.get("type"))[:40])
         return OK
@@ -192,7 +190,7 @@ class SlackEndpoint:
         self._later(self._click(payload))
         return OK
 
-    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+    def _later(self, work: Coroutine[Any, Any, object]) -> None:
         """Run `work` after the acknowledgement; a stop's grace waits for it."""
         task = asyncio.ensure_future(work)
         self._followups.add(task)
@@ -272,9 +270,7 @@ class SlackEndpoint:
 
     def _follow_up(self, url: str, messages: Any) -> None:
         """Post the messages (an awaitable list) to `url` in the background."""
-        follow = asyncio.ensure_future(self._respond(url, messages))
-        self._followups.add(follow)
-        follow.add_done_callback(self._followups.discard)
+        self._later(self._respond(url, messages))
 
     async def _respond(self, url: str, messages: Any) -> None:
         try:
