@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bot.discordbot import commands
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.poster import DiscordPoster
 from bot.dm import DmChannels
@@ -203,3 +205,32 @@ async def test_discord_unsubscribe_me_autocompletes_the_users_own_topics(
     channels = [choice["value"] for choice in fake_discord.callbacks()[-1]["data"]["choices"]]
     assert mine == ["rlhf"]
     assert channels == ["robotics"]
+
+
+async def test_discord_a_command_without_user_data_is_refused_politely(
+    bot: PaperboyClient, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server interaction without `member` (discord.py then leaves `interaction.user`
+    MISSING), as for a click (38d042f): `/papers saved` answered "something went wrong"
+    with an ERROR line (AttributeError) and `unsubscribe me`'s autocomplete was a traceback,
+    unanswered. Now the command gets an ephemeral line and changes nothing; the
+    autocomplete offers the channel's topics, as for a user with no personal digest."""
+
+    def without_member(payload: dict[str, Any]) -> dict[str, Any]:
+        payload["user"] = payload.pop("member")["user"]  # not where discord.py reads it
+        return payload
+
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("subscribe", {"topic": "robotics"}, permissions=MANAGE_CHANNELS),
+    )
+    for payload in (interaction("saved"), with_me(interaction("subscribe", {"topic": "rlhf"}))):
+        await dispatch(bot, fake_discord, without_member(payload))
+        answer = fake_discord.callbacks()[-1]["data"]
+        assert answer["content"] == commands.NO_USER and answer["flags"] & 64
+    asked = with_me(interaction("unsubscribe", {"topic": ""}, kind=4, focused="topic"))
+    await dispatch(bot, fake_discord, without_member(asked))
+    assert [c["value"] for c in fake_discord.callbacks()[-1]["data"]["choices"]] == ["robotics"]
+    assert active_subscriptions(open_db(bot.services.db_path), DISCORD_ME) == []
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]

@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from bot.discordbot.commands import ACK_BUDGET_SECONDS, FAILURE, channel_of
+from bot.discordbot.commands import ACK_BUDGET_SECONDS, FAILURE, channel_of, key_of, user_id_of
 from digests.actions import (
     CUSTOM_ID_TEMPLATE,
     ActionResult,
@@ -42,7 +42,6 @@ from digests.actions import (
     digest_counts,
     parse_custom_id,
     parse_item_ref,
-    user_key,
 )
 from digests.channels import personal_channel
 from digests.render.discord import LINK, with_counts
@@ -137,14 +136,8 @@ def click_channel(interaction: discord.Interaction[Any]) -> str:
     """The channel reference a click belongs to: the server channel it happened in, or,
     in a direct message with the bot (no server), the clicker's own personal digest
     (`discord:@USER`, issue 13): nobody else can click in that DM."""
-    if interaction.guild_id is None:
-        try:
-            personal = personal_channel(user_key("discord", None, str(interaction.user.id)))
-        except ValueError:
-            personal = None
-        if personal is not None:
-            return personal
-    return channel_of(interaction)
+    key = key_of(interaction) if interaction.guild_id is None else None
+    return (key and personal_channel(key)) or channel_of(interaction)
 
 
 async def answer_stray(interaction: discord.Interaction[Any]) -> None:
@@ -231,23 +224,18 @@ async def handle_click(
         await _say(interaction, STRAY)
         return
     action, ref = parsed
-    # Discord sends `member` in a server, `user` in a DM; without it discord.py leaves
-    # `interaction.user` MISSING (no `id`): a vote nobody cast is refused.
-    clicker = getattr(interaction.user, "id", None)
-    if not isinstance(clicker, int):
+    clicker = user_id_of(interaction)
+    if clicker is None:  # a vote nobody cast is refused
         log.info("discord: a click on %s without a user refused", custom)
         await _say(interaction, NO_USER)
         return
     channel = click_channel(interaction)
     user = str(clicker)
+    key = key_of(interaction) or ""  # apply_action refuses a save without a valid key
     rows = _message_rows(interaction.message)
 
     def work() -> tuple[ActionResult, dict[str, tuple[int, int]] | None]:
         db = services.db()
-        try:
-            key = user_key("discord", None, user)
-        except ValueError:
-            key = ""  # apply_action refuses a save without a valid key
         result = apply_action(
             db, channel=channel, user=user, user_key=key, action=action, value=ref,
             now=services.clock(),

@@ -99,11 +99,25 @@ def channel_of(interaction: discord.Interaction[Any]) -> str:
     return f"discord:{interaction.guild_id}/{interaction.channel_id}"
 
 
-def key_of(interaction: discord.Interaction[Any]) -> str:
-    """The asking user's key (`discord:USER`): Discord users are the same in every guild."""
-    return user_key("discord", None, str(interaction.user.id))
+def user_id_of(interaction: discord.Interaction[Any]) -> int | None:
+    """The id of the user behind the interaction, or None: Discord sends `member` in a
+    server and `user` in a DM; without it discord.py leaves `interaction.user` MISSING
+    (no `id`), so nobody may be taken to have asked or clicked."""
+    user_id = getattr(interaction.user, "id", None)
+    return user_id if isinstance(user_id, int) else None
 
 
+def key_of(interaction: discord.Interaction[Any]) -> str | None:
+    """The asking user's key (`discord:USER`; Discord users are the same in every guild),
+    or None when the interaction names no user (`user_id_of`) or no valid one."""
+    user_id = user_id_of(interaction)
+    try:
+        return None if user_id is None else user_key("discord", None, str(user_id))
+    except ValueError:
+        return None
+
+
+NO_USER = "Paperboy could not tell who sent that command. Nothing was changed."
 ME_HELP = "Your own digest, sent to you as a direct message, instead of this channel's"
 
 
@@ -156,7 +170,7 @@ async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> Non
                 )  # fmt: skip
                 kwargs["content"] = TOO_BIG.format(
                     name=reply.attachment.filename, size=_size(len(data)), limit=_size(limit),
-                    key=f"discord:{interaction.user.id}",
+                    key=key_of(interaction),
                 )  # fmt: skip
         if number == 0 and not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)
@@ -181,10 +195,14 @@ class PapersGroup(app_commands.Group):
     ) -> None:
         """Answer within Discord's 3 seconds: directly if quick, else defer, then follow up.
         `me`: the user's own digest (`--me`), answered only to them."""
+        key = key_of(interaction)
+        if key is None:  # nobody to act for (`user_id_of`): nothing is read or changed
+            log.info("discord: /papers %s without a user refused", verb)
+            await send_reply(interaction, error(NO_USER))
+            return
         text = " ".join([verb, *([ME_FLAG] if me else []), *(part for part in parts if part)])
         channel = channel_of(interaction)
         user = f"@{interaction.user.name}"
-        key = key_of(interaction)
 
         def work() -> Reply:
             return handle(text, self.services.context(channel, user, key))
@@ -399,8 +417,9 @@ class PapersGroup(app_commands.Group):
     ) -> list[app_commands.Choice[str]]:
         typed = current.lower().strip()
         channel = channel_of(interaction)
-        if getattr(interaction.namespace, "me", False) is True:  # the user's own topics
-            channel = personal_channel(key_of(interaction)) or channel
+        key = key_of(interaction)
+        if key and getattr(interaction.namespace, "me", False) is True:  # the user's own topics
+            channel = personal_channel(key) or channel
         rows = await self.services.in_thread(
             lambda: active_subscriptions(self.services.db(), channel)  # the thread's connection
         )
