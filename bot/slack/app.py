@@ -34,7 +34,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
-from bot.slack.actions import handle_block_actions
+from bot.slack.actions import handle_block_actions, run_in
 from bot.slack.client import error_code
 from bot.slack.home import home_opened, publish_home
 from db.home import record_manager
@@ -196,13 +196,7 @@ async def answer(
     if needs_manager and not await may_change(client, managers, str(command["user_id"])):
         return _refusal(managers)
     user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
-    if executor is None:
-        reply = await services.in_thread(_run_command, services, text, channel, user, key)
-    else:
-        loop = asyncio.get_running_loop()
-        reply = await loop.run_in_executor(
-            executor, _run_command, services, text, channel, user, key
-        )
+    reply = await run_in(services, executor, _run_command, services, text, channel, user, key)
     if reply.changed:
         services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
     if reply.attachment is not None:
