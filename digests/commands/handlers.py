@@ -313,13 +313,8 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     match = _match_subscription(text, active, ctx.catalog)
     if match is None:
-        following = [
-            _subscription_line(number, row, ctx.catalog)
-            for number, row in enumerate(active, start=1)
-        ]
         return error(
-            f"This channel does not follow `{text[:60]}`.",
-            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+            f"This channel does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
         )
     channel_store.remove_subscription(ctx.db, int(match["id"]), ctx.user, ctx.stamp)
     label = _topic_label(match, ctx.catalog)
@@ -343,6 +338,13 @@ def _match_subscription(
     if named is not None:
         wanted.add(named.id)
     return next((row for row in active if row["topic_id"] in wanted), None)
+
+
+def _following(active: list[dict[str, Any]], catalog: Catalog) -> list[str]:
+    """What a digest follows, numbered as `list` shows it, for an `unsubscribe` that
+    named none of it."""
+    lines = [_subscription_line(number, row, catalog) for number, row in enumerate(active, 1)]
+    return ["It follows:", *lines] if lines else ["It follows no topics yet."]
 
 
 def _topic_label(row: dict[str, object], catalog: Catalog) -> str:
@@ -399,7 +401,10 @@ def _list(command: Command, ctx: Context) -> Reply:
     )
 
 
-def _schedule(command: Command, ctx: Context) -> Reply:
+def _store_schedule(command: Command, ctx: Context) -> Schedule | Reply:
+    """`schedule`'s arguments stored for `ctx.channel` (the channel's or, for `--me`, the
+    user's own): the schedule it now has, or the error (nothing stored). No timezone given:
+    the current one stays."""
     current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     try:
         cadence, weekday = parse_when(command.args["weekday"])
@@ -414,7 +419,13 @@ def _schedule(command: Command, ctx: Context) -> Reply:
     channel_store.set_schedule(
         ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp, cadence=cadence
     )
-    schedule = Schedule(weekday or current.weekday, clock, timezone, cadence)
+    return Schedule(weekday or current.weekday, clock, timezone, cadence)
+
+
+def _schedule(command: Command, ctx: Context) -> Reply:
+    schedule = _store_schedule(command, ctx)
+    if isinstance(schedule, Reply):
+        return schedule
     return _changed(
         f"{ctx.user} moved this channel's digest to {schedule.describe()}.", schedule, ctx.now
     )

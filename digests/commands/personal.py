@@ -21,15 +21,16 @@ from digests.commands.grammar import COMMAND, ME_FLAG, VERBS, Command
 from digests.commands.handlers import (
     MAX_SUBSCRIPTIONS,
     Context,
+    _following,
     _match_subscription,
     _resolve_topic,
     _schedule_line,
+    _store_schedule,
     _subscription_line,
     _topic_label,
 )
 from digests.commands.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
-from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_when
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +92,9 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     active = channel_store.active_subscriptions(own.db, own.channel)
     match = _match_subscription(text, active, own.catalog)
     if match is None:
-        following = [
-            _subscription_line(number, row, own.catalog)
-            for number, row in enumerate(active, start=1)
-        ]
         return error(
             f"Your personal digest does not follow `{text[:60]}`.",
-            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+            *_following(active, own.catalog),
         )
     channel_store.remove_subscription(own.db, int(match["id"]), own.user, own.stamp)
     left = len(active) - 1
@@ -136,21 +133,9 @@ def _schedule(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
         return own
-    current = channel_schedule(own.db, own.channel, own.settings, own.now)
-    try:
-        cadence, weekday = parse_when(command.args["weekday"])
-        clock = parse_time(command.args["time"])
-        timezone = (
-            parse_timezone(command.args["timezone"])
-            if "timezone" in command.args
-            else current.timezone
-        )
-    except ScheduleError as exc:
-        return error(str(exc))
-    channel_store.set_schedule(
-        own.db, own.channel, weekday, clock, timezone, own.user, own.stamp, cadence=cadence
-    )
-    schedule = Schedule(weekday or current.weekday, clock, timezone, cadence)
+    schedule = _store_schedule(command, own)
+    if isinstance(schedule, Reply):
+        return schedule
     return _changed(
         f"Your personal digest now comes {schedule.describe()}.", _schedule_line(schedule, own.now)
     )
