@@ -156,6 +156,13 @@ async def test_save_goes_to_the_clickers_own_list(
     assert stored(bot) == ([], [(user_key("discord", None, ALICE), paper, CHANNEL)])
 
 
+def with_button(message: dict[str, Any], custom: str) -> dict[str, Any]:
+    """The message with its first button's custom_id replaced (a forged message)."""
+    rows = [dict(row, components=list(row["components"])) for row in message["components"]]
+    rows[0]["components"][0] = {**rows[0]["components"][0], "custom_id": custom}
+    return {**message, "components": rows}
+
+
 async def refused(
     bot: PaperboyClient, fake: FakeDiscord, message: dict[str, Any], custom: str, **kw: Any
 ) -> str:
@@ -176,26 +183,22 @@ async def test_forged_and_foreign_clicks_change_nothing(
     digest_id, message = await delivered(bot, fake_discord)
     paper = paper_of(message)
 
-    def with_button(custom: str) -> dict[str, Any]:
-        """The message with its first button's custom_id replaced (a forged message)."""
-        rows = [dict(row, components=list(row["components"])) for row in message["components"]]
-        rows[0]["components"][0] = {**rows[0]["components"][0], "custom_id": custom}
-        return {**message, "components": rows}
-
     # A well-formed id of a digest that does not exist, or of a paper not in this one.
     missing = custom_id(VOTE_UP, digest_id + 1000, paper)
     assert "not in Paperboy's records" in await refused(
-        bot, fake_discord, with_button(missing), missing
+        bot, fake_discord, with_button(message, missing), missing
     )
     stranger = custom_id(VOTE_UP, digest_id, "p0000000000000000")
-    assert "not in this digest" in await refused(bot, fake_discord, with_button(stranger), stranger)
+    assert "not in this digest" in await refused(
+        bot, fake_discord, with_button(message, stranger), stranger
+    )
     # The right id, clicked in another channel (the message moved, or a forged payload).
     real = custom_id(SAVE, digest_id, paper)
     text = await refused(bot, fake_discord, message, real, channel_id="333333333333333333")
     assert text == "That button belongs to another channel's digest."
     # Ids of no known shape, or not on the message clicked: discord.py calls no handler.
     for custom in ("pb:zap:1:p1", "pb:up:1:" + "p" * 200, "someone-elses-button", "pb:up:0:p1"):
-        text = await refused(bot, fake_discord, with_button(custom), custom)
+        text = await refused(bot, fake_discord, with_button(message, custom), custom)
         assert "not one of Paperboy's" in text
     assert "not one of Paperboy's" in await refused(bot, fake_discord, message, missing)
 

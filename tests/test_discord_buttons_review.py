@@ -14,7 +14,16 @@ from bot.discordbot.client import PaperboyClient
 from digests.actions import VOTE_UP, custom_id
 from tests.discord_helpers import dispatch
 from tests.fakes.discord_api import FakeDiscord
-from tests.test_discord_buttons import ALICE, BOB, delivered, labels, paper_of, refused, stored
+from tests.test_discord_buttons import (
+    ALICE,
+    BOB,
+    delivered,
+    labels,
+    paper_of,
+    refused,
+    stored,
+    with_button,
+)
 from tests.waiting import eventually
 
 CAROL = "500000000000000003"
@@ -118,17 +127,14 @@ async def test_huge_digest_ids_and_another_guilds_digest_change_nothing(
     digest_id, message = await delivered(bot, fake_discord)
     paper = paper_of(message)
 
-    def with_button(custom: str) -> dict[str, Any]:
-        rows = [dict(row, components=list(row["components"])) for row in message["components"]]
-        rows[0]["components"][0] = {**rows[0]["components"][0], "custom_id": custom}
-        return {**message, "components": rows}
-
     largest = custom_id(VOTE_UP, 10**18 - 1, paper)
     assert "not in Paperboy's records" in await refused(
-        bot, fake_discord, with_button(largest), largest
+        bot, fake_discord, with_button(message, largest), largest
     )
     longer = f"pb:up:{10**18}:{paper}"
-    assert "not one of Paperboy's" in await refused(bot, fake_discord, with_button(longer), longer)
+    assert "not one of Paperboy's" in await refused(
+        bot, fake_discord, with_button(message, longer), longer
+    )
     up = custom_id(VOTE_UP, digest_id, paper)
     text = await refused(bot, fake_discord, message, up, guild_id="999999999999999999")
     assert text == "That button belongs to another channel's digest."
