@@ -148,6 +148,19 @@ def last_digest(
     return _with_items(db, rows[0])
 
 
+def last_digest_with(db: Database, channel: str, paper_id: str) -> Row | None:
+    """The channel's latest digest that has the paper among its items, with its items
+    (as `get_digest` gives it)."""
+    rows = list(
+        db.query(
+            "select d.* from digest_items i join digests d on d.id = i.digest_id "
+            "where i.channel = ? and i.paper_id = ? order by i.digest_id desc limit 1",
+            [channel, paper_id],
+        )
+    )
+    return _with_items(db, rows[0]) if rows else None
+
+
 def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row | None:
     """The channel's latest digest built at or before `at_or_before` that reached it, or
     is on its way: at least one of its messages is queued, being sent, sent or held while

@@ -15,13 +15,13 @@ Reads only; a paper the channel's digests never carried is explained all the sam
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from sqlite_utils import Database
 
+from db import digests as digest_store
 from db import feedback as feedback_store
 from digests.digest import subscribed_topics
 from digests.learning import learn
@@ -79,36 +79,20 @@ class Explanation:
 def _last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | None:
     """The channel's latest digest item for the paper, with its digest's period, and
     `shown` and `of`: its number in the digest as posted, of how many."""
-    rows = list(
-        db.query(
-            "select i.digest_id, i.rank, i.topics, i.score, i.from_archive, d.week, "
-            "d.topics as digest_topics "
-            "from digest_items i join digests d on d.id = i.digest_id "
-            "where i.channel = ? and i.paper_id = ? order by i.digest_id desc limit 1",
-            [channel, paper_id],
-        )
-    )
-    if not rows:
+    digest = digest_store.last_digest_with(db, channel, paper_id)
+    if digest is None:
         return None
-    row = dict(rows[0])
-    row["topics"] = json.loads(row["topics"] or "[]")
     # `rank` is the order picked (best score first, across topics); the digest shows its
     # items grouped under their topics, and people quote the number they saw.
-    order = {topic: index for index, topic in enumerate(json.loads(row["digest_topics"] or "[]"))}
-    items = db.execute(
-        "select paper_id, topics, score, from_archive from digest_items "
-        "where digest_id = ? order by rank",
-        [row["digest_id"]],
-    ).fetchall()
+    order = {topic: index for index, topic in enumerate(digest["topics"])}
     shown = sorted(
-        items,
+        digest["items"],
         key=lambda item: shown_key(
-            order, json.loads(item[1] or "[]"), bool(item[3]), float(item[2] or 0.0)
+            order, item["topics"], bool(item["from_archive"]), float(item["score"] or 0.0)
         ),
     )
-    row["shown"] = next(n for n, item in enumerate(shown, start=1) if item[0] == paper_id)
-    row["of"] = len(shown)
-    return row
+    number, item = next((n, i) for n, i in enumerate(shown, start=1) if i["paper_id"] == paper_id)
+    return {**item, "week": digest["week"], "shown": number, "of": len(shown)}
 
 
 def feedback_topics(
