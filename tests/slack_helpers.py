@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.models.blocks import Block
 
 from bot.services import Services
+from bot.slack.app import create_app
 from bot.slack.client import make_client
 from bot.slack.endpoint import SlackEndpoint
 from bot.slack.http import HttpServer, Limits
@@ -123,6 +127,19 @@ async def start_http(
     server = HttpServer(endpoint, limits or Limits(), host="127.0.0.1")
     await server.start()
     return HttpClient(server, endpoint)
+
+
+@contextlib.asynccontextmanager
+async def socket_mode(services: Services, fake: FakeSlack) -> AsyncIterator[AsyncSocketModeHandler]:
+    """Paperboy's Socket Mode app, connected to the fake's websocket (send it envelopes
+    with `fake.send_envelope`); closed on the way out."""
+    app = create_app(services, make_client(BOT_TOKEN, fake.api_url), signing_secret=None)
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        yield handler
+    finally:
+        await handler.close_async()
 
 
 def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:

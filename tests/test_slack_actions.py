@@ -169,6 +169,19 @@ async def settle(http: HttpClient) -> None:
     assert await eventually(lambda: not http.endpoint._followups)
 
 
+def hold_apply(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Hold every click's `apply_action`, in its thread, until the returned event is set."""
+    release = threading.Event()
+    real = slack_actions.apply_action
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slack_actions, "apply_action", held)
+    return release
+
+
 async def test_a_vote_is_counted_and_the_message_shows_it(env: Env, fake_slack: FakeSlack) -> None:
     services, http, digest, ts = env
     first = item_blocks(fake_slack, ts)[0]
@@ -344,14 +357,7 @@ async def test_the_click_is_acknowledged_before_its_work_runs(
 ) -> None:
     """Held in the change lane, the click is still acknowledged; released, it counts."""
     services, http, _, ts = env
-    release = threading.Event()
-    real = slack_actions.apply_action
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        assert release.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(slack_actions, "apply_action", held)
+    release = hold_apply(monkeypatch)
     try:
         assert await click(http, click_payload(fake_slack, ts, VOTE_UP)) == 200
         assert votes(services) == [] and http.endpoint._followups

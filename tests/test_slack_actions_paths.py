@@ -6,18 +6,13 @@ delivered the same way, ranked by them."""
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.send import send_digest
-from bot.slack import actions as slack_actions
-from bot.slack.app import create_app
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
 from db import open_db
@@ -27,13 +22,14 @@ from digests.digest import ensure_channel
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import APP_TOKEN, BOT_TOKEN, make_services, start_http
+from tests.slack_helpers import BOT_TOKEN, make_services, socket_mode, start_http
 from tests.test_feedback_learning import NEXT, NEXT_WEEK, RECOMMENDERS, ROBOTS, TOPIC, ingest
 from tests.test_slack_actions import (
     CHANNEL,
     CHANNEL_ID,
     click,
     click_payload,
+    hold_apply,
     item_blocks,
     paper_of,
     post_digest,
@@ -55,10 +51,7 @@ async def test_a_click_over_socket_mode(
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     digest = record_digest(services)
     ts = await post_digest(fake_slack, digest)
-    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
-    handler = AsyncSocketModeHandler(app, APP_TOKEN)
-    await handler.connect_async()
-    try:
+    async with socket_mode(services, fake_slack):
         for number, action in enumerate((VOTE_UP, VOTE_UP, "paperboy_pdf"), start=1):
             if action == "paperboy_pdf":
                 item_blocks(fake_slack, ts)[0]["elements"].append(
@@ -90,8 +83,6 @@ async def test_a_click_over_socket_mode(
         assert texts == ["👍 1", "👎 0"]
         assert "Already counted" in fake_slack.responses[0]["text"]
         assert len(fake_slack.responses) == 1  # the PDF click: acknowledged, nothing else
-    finally:
-        await handler.close_async()
 
 
 class FakeTime:
@@ -186,31 +177,21 @@ async def test_socket_mode_acknowledges_a_click_before_its_work(
     """Held in its thread, the click's envelope is still acknowledged; released, it counts."""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     ts = await post_digest(fake_slack, record_digest(services))
-    release = threading.Event()
-    real = slack_actions.apply_action
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        assert release.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(slack_actions, "apply_action", held)
-    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
-    handler = AsyncSocketModeHandler(app, APP_TOKEN)
-    await handler.connect_async()
-    try:
-        await fake_slack.send_envelope(
-            {
-                "envelope_id": "5f1c2a9e-0000-4000-8000-000000000001",
-                "type": "interactive",
-                "accepts_response_payload": False,
-                "payload": click_payload(fake_slack, ts, VOTE_UP),
-            }
-        )
-        assert await eventually(lambda: fake_slack.socket_acks)
-        assert votes(services) == [] and updates(fake_slack) == []
-        release.set()
-        assert await eventually(lambda: updates(fake_slack))
-        assert len(votes(services)) == 1
-    finally:
-        release.set()
-        await handler.close_async()
+    release = hold_apply(monkeypatch)
+    async with socket_mode(services, fake_slack):
+        try:
+            await fake_slack.send_envelope(
+                {
+                    "envelope_id": "5f1c2a9e-0000-4000-8000-000000000001",
+                    "type": "interactive",
+                    "accepts_response_payload": False,
+                    "payload": click_payload(fake_slack, ts, VOTE_UP),
+                }
+            )
+            assert await eventually(lambda: fake_slack.socket_acks)
+            assert votes(services) == [] and updates(fake_slack) == []
+            release.set()
+            assert await eventually(lambda: updates(fake_slack))
+            assert len(votes(services)) == 1
+        finally:
+            release.set()

@@ -6,17 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
-from bot.slack import actions as slack_actions
 from bot.slack import app as slack_app
-from bot.slack.app import create_app
-from bot.slack.client import make_client
 from db import feedback, open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
 from digests.commands.replies import info
@@ -24,7 +19,7 @@ from digests.render import limits
 from digests.render import slack as slack_render
 from digests.topics import Catalog
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import APP_TOKEN, BOT_TOKEN, make_services
+from tests.slack_helpers import make_services, socket_mode
 from tests.test_slack_actions import (
     CHANNEL,
     CHANNEL_ID,
@@ -34,6 +29,7 @@ from tests.test_slack_actions import (
     click_payload,
     env,
     form,
+    hold_apply,
     item_blocks,
     paper_of,
     record_digest,
@@ -266,14 +262,7 @@ async def test_a_click_cut_off_by_a_stop_is_not_silently_lost(
     wrong; before, the vote was dropped with only a log line). A click arriving during
     the stop is told the same. The running one completes within the grace."""
     services, http, _, ts = env
-    release = threading.Event()
-    real = slack_actions.apply_action
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        assert release.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(slack_actions, "apply_action", held)
+    release = hold_apply(monkeypatch)
     first = click_payload(fake_slack, ts, VOTE_UP, user="U0001", response="first")
     second = click_payload(fake_slack, ts, VOTE_UP, 1, user="U0002", response="second")
     assert await click(http, first) == 200
@@ -405,10 +394,7 @@ async def test_an_ephemeral_click_over_socket_mode(
     digest = record_digest(services)
     shown = [b for m in slack_app.payloads(info("x", digest=digest)) for b in m["blocks"]]
     payload, paper = ephemeral_click(fake_slack, shown, VOTE_UP, with_message=False)
-    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
-    handler = AsyncSocketModeHandler(app, APP_TOKEN)
-    await handler.connect_async()
-    try:
+    async with socket_mode(services, fake_slack):
         envelope = {
             "envelope_id": "0b7e6a3c-1f8e-4b5f-9d3a-0000000000e1",
             "type": "interactive",
@@ -421,5 +407,3 @@ async def test_an_ephemeral_click_over_socket_mode(
         assert fake_slack.socket_acks[-1]["envelope_id"] == envelope["envelope_id"]
         assert votes(services) == [(paper, "U0001", 1)]
         assert "Noted" in fake_slack.responses[0]["text"] and updates(fake_slack) == []
-    finally:
-        await handler.close_async()

@@ -13,13 +13,11 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.models.blocks import Block
 
 from bot.services import Services
 from bot.slack import app as app_module
 from bot.slack import home
-from bot.slack.app import create_app
 from bot.slack.client import make_client
 from db import home as home_store
 from db import open_db
@@ -32,12 +30,12 @@ from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import (
-    APP_TOKEN,
     BOT_TOKEN,
     HttpClient,
     make_services,
     signed_headers,
     slash_body,
+    socket_mode,
     start_http,
 )
 from tests.waiting import eventually
@@ -211,10 +209,7 @@ async def test_opening_the_home_tab_over_socket_mode(
 ) -> None:
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     state = set_up(services)
-    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
-    handler = AsyncSocketModeHandler(app, APP_TOKEN)
-    await handler.connect_async()
-    try:
+    async with socket_mode(services, fake_slack):
         await fake_slack.send_envelope(
             {
                 "envelope_id": "6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11",
@@ -232,8 +227,6 @@ async def test_opening_the_home_tab_over_socket_mode(
         [call] = publishes(fake_slack)
         assert call["user_id"] == ME
         assert_full_home(view_of(call), state)
-    finally:
-        await handler.close_async()
 
 
 async def test_an_unsave_click_removes_the_paper_and_republishes(
@@ -356,10 +349,7 @@ async def test_an_unsave_click_over_socket_mode(
 ) -> None:
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     state = set_up(services)
-    app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
-    handler = AsyncSocketModeHandler(app, APP_TOKEN)
-    await handler.connect_async()
-    try:
+    async with socket_mode(services, fake_slack):
         for n, paper in enumerate((state["papers"][2], state["papers"][0])):  # theirs, mine
             await fake_slack.send_envelope(
                 {
@@ -377,8 +367,6 @@ async def test_an_unsave_click_over_socket_mode(
         assert home.NOT_YOURS in json.dumps(refused, ensure_ascii=False)
         assert unsave_values(done) == [state["papers"][1]]
         assert await eventually(lambda: len(fake_slack.socket_acks) == 2)  # both acknowledged
-    finally:
-        await handler.close_async()
 
 
 async def test_slack_unreachable_for_users_info_still_publishes_and_no_traceback(
