@@ -13,6 +13,7 @@ from sqlite_utils import Database
 
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.commands import NEEDS_MANAGE_CHANNELS
+from bot.services import Services
 from config.settings import Settings
 from db import feedback as feedback_store
 from db import open_db
@@ -492,18 +493,25 @@ def test_why_does_not_promise_a_pick_feedback_alone_cannot_make(ctx: Context) ->
     assert "(reaches the line)" in reply_text(handle(f"why {picked}", ctx))
 
 
+def _one_vote(services: Services, channel: str, subscriber: str, voter: str) -> Database:
+    """`channel` follows offline-rl (`subscriber` subscribed it) and `voter` voted LoMAP
+    up there; the services' database."""
+    db = open_db(services.db_path)
+    handle("subscribe offline-rl", services.context(channel, subscriber))
+    feedback_store.record_vote(
+        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), voter, 1, None, AT
+    )
+    return db
+
+
 async def test_discord_reset_check_reads_the_action_as_the_grammar_does(
     bot: PaperboyClient, fake_discord: FakeDiscord
 ) -> None:
     # The grammar takes `RESET` or ` reset` for reset; the permission check compared the
     # option with "reset" exactly, so another spelling cleared feedback without Manage
     # Channels (Discord's client offers only the choice; the check must not rely on it).
-    db = open_db(bot.services.db_path)
     channel = f"discord:{GUILD}/{CHANNEL_ID}"
-    handle("subscribe offline-rl", bot.services.context(channel, "@alice"))
-    feedback_store.record_vote(
-        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U1", 1, None, AT
-    )
+    db = _one_vote(bot.services, channel, "@alice", "U1")
     for spelling in ("RESET", "Reset", " reset"):
         await dispatch(
             bot, fake_discord, interaction("feedback", {"action": spelling, "topic": "1"})
@@ -557,11 +565,7 @@ async def test_slack_socket_mode_feedback_reset_needs_a_manager(
         tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_SLACK_MANAGERS="U0BOSS"
     )
     channel = "slack:T0001/C0001"
-    db = open_db(services.db_path)
-    handle("subscribe offline-rl", services.context(channel, "@boss"))
-    feedback_store.record_vote(
-        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U0001", 1, None, AT
-    )
+    db = _one_vote(services, channel, "@boss", "U0001")
     app = create_app(services, make_client(BOT_TOKEN, fake_slack.api_url), signing_secret=None)
     handler = AsyncSocketModeHandler(app, APP_TOKEN)
     await handler.connect_async()
@@ -598,12 +602,8 @@ async def test_discord_feedback_with_a_topic_and_no_action_says_what_to_do(
 ) -> None:
     # The topic option autocompletes, so picking one without action is natural; the
     # grammar read it as the action and answered "`1` is not one of reset".
-    db = open_db(bot.services.db_path)
     channel = f"discord:{GUILD}/{CHANNEL_ID}"
-    handle("subscribe offline-rl", bot.services.context(channel, "@alice"))
-    feedback_store.record_vote(
-        db, channel, "offline-rl", seed_paper_id(db, "LoMAP"), "U1", 1, None, AT
-    )
+    db = _one_vote(bot.services, channel, "@alice", "U1")
     for topic in ("1", "offline-rl", "reset"):
         await dispatch(bot, fake_discord, interaction("feedback", {"topic": topic}))
         answer = fake_discord.callbacks()[-1]["data"]
