@@ -125,10 +125,10 @@ class DiscordPoster:
             )
         components = payload.get("components")
         # A remembered DM id may be stale (retried, reopened); one just opened is not.
-        remembered = channel.personal and self.dms.get(str(channel)) is not None
+        remembered = self.dms.get(str(channel)) if channel.personal else None
         try:
             if channel.personal:  # a personal digest (issue 13): the user's DM channel
-                target = await self._dm(channel)
+                target = await self._dm(channel, remembered)
             message = await target.send(
                 # The same nonce on every attempt at one outbox message: with enforce_nonce
                 # (which discord.py sets), Discord answers a repeat within a few minutes
@@ -148,7 +148,7 @@ class DiscordPoster:
         except (discord.NotFound, discord.Forbidden) as exc:
             if channel.personal and exc.code == 10003:
                 self.dms.forget(str(channel))  # a DM channel gone: open it again next time
-                if remembered:
+                if remembered is not None:
                     raise TransientError("the DM channel is gone; opening it again") from None
                 # Just opened and already unknown: reopening cannot help (as Slack's
                 # channel_not_found on a new DM), so pause rather than retry to give-up.
@@ -164,10 +164,9 @@ class DiscordPoster:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
         return str(message.id)
 
-    async def _dm(self, channel: ChannelRef) -> discord.PartialMessageable:
-        """The DM channel of a personal digest's user: remembered, or opened with
-        `POST /users/@me/channels` (discord.py's `create_dm`) and remembered."""
-        known = self.dms.get(str(channel))
+    async def _dm(self, channel: ChannelRef, known: str | None) -> discord.PartialMessageable:
+        """The DM channel of a personal digest's user: `known` (its remembered id), or
+        opened with `POST /users/@me/channels` (discord.py's `create_dm`) and remembered."""
         if known is None:
             dm = await self.client.create_dm(discord.Object(id=int(channel.user or 0)))
             known = str(dm.id)
