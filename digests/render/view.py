@@ -322,18 +322,12 @@ def grouped(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
     best first within a group. Each paper still appears once, listing all its topics."""
     order = {topic.id: index for index, topic in enumerate(digest.topics)}
 
-    def home(item: DigestItem) -> int:
-        return min((order.get(topic.id, len(order)) for topic in item.topics), default=len(order))
+    def key(item: DigestItem) -> tuple[int, bool, float]:
+        return shown_key(order, (topic.id for topic in item.topics), item.from_archive, item.score)
 
-    items = sorted(
-        digest.items,
-        key=lambda item: shown_key(
-            order, (topic.id for topic in item.topics), item.from_archive, item.score
-        ),
-    )
     result: list[tuple[Topic | None, DigestItem]] = []
-    for item in items:
-        index = home(item)
+    for item in sorted(digest.items, key=key):
+        index = key(item)[0]  # its first topic's place
         topic = digest.topics[index] if index < len(digest.topics) else None
         result.append((topic, item))
     return result
