@@ -111,8 +111,12 @@ def methods(fake: FakeSlack) -> list[str]:
 # --- commands ------------------------------------------------------------------------
 
 
-async def post(http: Any, fake: FakeSlack, text: str, user: str = "U0001") -> dict[str, Any]:
-    body = slash_body(text, fake.response_url(), user=user)
+async def post(
+    http: Any, fake: FakeSlack, text: str, user: str = "U0001", *, channel: str = "C0001"
+) -> dict[str, Any]:
+    """`/papers TEXT` by `user` in Slack channel `channel`, over the HTTP endpoint: the
+    acknowledgement's JSON."""
+    body = slash_body(text, fake.response_url(), user=user, channel=channel)
     response = await http.post("/slack/events", data=body, headers=signed_headers(body))
     assert response.status == 200
     answer: dict[str, Any] = json.loads(await response.text())

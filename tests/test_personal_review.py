@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from datetime import timedelta
@@ -39,8 +38,8 @@ from tests.conftest import NOW
 from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
-from tests.test_personal_delivery import DISCORD_ME, with_me
+from tests.slack_helpers import BOT_TOKEN, start_http
+from tests.test_personal_delivery import DISCORD_ME, post, topics_of, with_me
 
 ALICE = "slack:T0001/@U0001"
 ALICE_KEY = "slack:T0001/U0001"
@@ -58,20 +57,6 @@ def services(
         {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": fake_slack.api_url}, dotenv=None
     )
     return Services(db_path, settings, catalog, clock=lambda: NOW)
-
-
-async def post(
-    http: Any, fake: FakeSlack, text: str, *, channel: str, user: str = "U0001"
-) -> dict[str, Any]:
-    body = slash_body(text, fake.response_url(), user=user, channel=channel)
-    response = await http.post("/slack/events", data=body, headers=signed_headers(body))
-    assert response.status == 200
-    answer: dict[str, Any] = json.loads(await response.text())
-    return answer
-
-
-def topics_of(services: Services, channel: str) -> list[str]:
-    return [row["topic_id"] for row in active_subscriptions(services.db(), channel)]
 
 
 async def test_a_command_in_the_dm_with_the_app_is_about_the_users_own_digest(
