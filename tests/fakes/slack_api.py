@@ -187,16 +187,15 @@ class FakeSlack:
         if method == "chat.postMessage":
             if not self.messages_tab and str(args.get("channel")).startswith("D"):
                 return {"ok": False, "error": "messages_tab_disabled"}
-            errors = block_errors(_blocks(args.get("blocks")) or [])
-            if errors:
-                return _invalid_blocks(errors)
-            if blocks_text(_blocks(args.get("blocks")) or []) > MAX_BLOCKS_TEXT:
-                return {"ok": False, "error": "msg_blocks_too_long"}
+            blocks = _blocks(args.get("blocks")) or []
+            refused = _refused(blocks)
+            if refused is not None:
+                return refused
             self._ts += 1
             ts = f"{self._ts}.000100"
             self.messages[(str(args.get("channel")), ts)] = {
                 "text": args.get("text", ""),
-                "blocks": _blocks(args.get("blocks")) or [],
+                "blocks": blocks,
                 "thread_ts": args.get("thread_ts"),
             }
             return {"ok": True, "channel": args.get("channel"), "ts": ts}
@@ -230,11 +229,9 @@ class FakeSlack:
         blocks = _blocks(args.get("blocks"))
         if not args.get("text") and not blocks:
             return {"ok": False, "error": "no_text"}
-        errors = block_errors(blocks or [])
-        if errors:
-            return _invalid_blocks(errors)
-        if blocks_text(blocks or []) > MAX_BLOCKS_TEXT:
-            return {"ok": False, "error": "msg_blocks_too_long"}
+        refused = _refused(blocks or [])
+        if refused is not None:
+            return refused
         message = self.messages[key]
         if blocks is not None:
             message["blocks"] = blocks
@@ -458,6 +455,16 @@ def blocks_text(value: Any) -> int:
     return (len(own) if isinstance(own, str) else 0) + sum(
         blocks_text(item) for item in value.values() if isinstance(item, (dict, list))
     )
+
+
+def _refused(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Slack's answer to a message (posted or updated) whose blocks it refuses, else None."""
+    errors = block_errors(blocks)
+    if errors:
+        return _invalid_blocks(errors)
+    if blocks_text(blocks) > MAX_BLOCKS_TEXT:
+        return {"ok": False, "error": "msg_blocks_too_long"}
+    return None
 
 
 def _invalid_blocks(errors: list[str]) -> dict[str, Any]:
