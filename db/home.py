@@ -21,6 +21,8 @@ from typing import Any
 from sqlite_utils import Database
 
 from db.papers import decode
+from db.saved import count_saved as count_saved  # the Home's count, read here too
+from db.saved import saved_papers
 from db.transactions import write_transaction
 
 log = logging.getLogger(__name__)
@@ -145,25 +147,9 @@ def last_digest(db: Database, channel: str) -> Row | None:
     return {"id": digest_id, "week": week, "built_at": built_at, "empty": empty, "items": items}
 
 
-def count_saved(db: Database, user_key: str) -> int:
-    """How many papers the user has saved (still in the store), without reading them."""
-    (count,) = db.execute(
-        "select count(*) from saved s join papers p on p.id = s.paper_id where s.user = ?",
-        [user_key],
-    ).fetchone()
-    return int(count)
-
-
 def saved_page(db: Database, user_key: str, limit: int) -> list[Row]:
-    """The user's `limit` most recently saved papers, as `db.saved.saved_papers` orders
-    and shapes them (a Home shows a few; a user may have saved thousands)."""
-    rows = db.query(
-        "select p.*, s.saved_at as saved_at, s.channel as saved_from from saved s "
-        "join papers p on p.id = s.paper_id where s.user = ? "
-        "order by s.saved_at desc, s.rowid desc limit ?",
-        [user_key, limit],
-    )
-    return [decode(row) for row in rows]
+    """The user's `limit` most recently saved papers (`db.saved.saved_papers`)."""
+    return saved_papers(db, user_key, limit)
 
 
 def subscription(db: Database, subscription_id: int) -> Row | None:

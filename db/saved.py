@@ -43,14 +43,25 @@ def is_saved(db: Database, user: str, paper_id: str) -> bool:
     )
 
 
-def saved_papers(db: Database, user: str) -> list[Row]:
-    """The user's saved papers, newest save first: each the paper's row (list columns
-    decoded, as `db.papers.get_paper`) with `saved_at` and `saved_from` (the channel it was
-    saved from, or None). A saved paper no longer in the store is left out."""
+def saved_papers(db: Database, user: str, limit: int | None = None) -> list[Row]:
+    """The user's saved papers (the `limit` most recent, when given), newest save first:
+    each the paper's row (list columns decoded, as `db.papers.get_paper`) with `saved_at`
+    and `saved_from` (the channel it was saved from, or None). A saved paper no longer in
+    the store is left out."""
     rows = db.query(
         "select p.*, s.saved_at as saved_at, s.channel as saved_from from saved s "
         "join papers p on p.id = s.paper_id where s.user = ? "
-        "order by s.saved_at desc, s.rowid desc",
-        [user],
+        "order by s.saved_at desc, s.rowid desc limit ?",
+        [user, -1 if limit is None else limit],
     )
     return [decode(row) for row in rows]
+
+
+def count_saved(db: Database, user: str) -> int:
+    """How many papers `saved_papers` gives the user, without reading them (a user may
+    have saved thousands; a list or a Home shows a few)."""
+    (count,) = db.execute(
+        "select count(*) from saved s join papers p on p.id = s.paper_id where s.user = ?",
+        [user],
+    ).fetchone()
+    return int(count)

@@ -181,8 +181,8 @@ def _unfollowed_with_feedback(text: str, ctx: Context) -> str | None:
 def _saved(command: Command, ctx: Context) -> Reply:
     if not ctx.user_key:
         return error(NO_USER)
-    papers = saved_store.saved_papers(ctx.db, ctx.user_key)
     if command.args.get("action", "").lower() == "export":
+        papers = saved_store.saved_papers(ctx.db, ctx.user_key)
         if not papers:
             return info("You have no saved papers to export. Save one with 🔖 under a digest.")
         text = bibtex.bibtex(with_arxiv_id(ctx.db, paper) for paper in papers)
@@ -190,19 +190,21 @@ def _saved(command: Command, ctx: Context) -> Reply:
             f"{_count(len(papers), 'saved paper')} as BibTeX (paperboy-saved.bib).",
             attachment=Attachment("paperboy-saved.bib", text, BIBTEX_MIME),
         )
-    if not papers:
+    # Only the papers listed are read: a user may have saved thousands.
+    total = saved_store.count_saved(ctx.db, ctx.user_key)
+    if not total:
         return info(
             "You have no saved papers yet.",
             "Click 🔖 Save under a paper in a digest; it shows up here, only for you.",
         )
     lines = [
         f"`{paper['id']}` {paper['title']} (saved {str(paper['saved_at'])[:10]})"
-        for paper in papers[:SAVED_SHOWN]
+        for paper in saved_store.saved_papers(ctx.db, ctx.user_key, SAVED_SHOWN)
     ]
-    if len(papers) > SAVED_SHOWN:
-        lines.append(f"and {len(papers) - SAVED_SHOWN} more")
+    if total > SAVED_SHOWN:
+        lines.append(f"and {total - SAVED_SHOWN} more")
     lines.append(f"`{COMMAND} saved export` gives them all as BibTeX.")
-    return info(f"Your {_count(len(papers), 'saved paper')}, newest first:", *lines)
+    return info(f"Your {_count(total, 'saved paper')}, newest first:", *lines)
 
 
 def _bibtex(command: Command, ctx: Context) -> Reply:
