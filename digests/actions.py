@@ -25,6 +25,7 @@ from datetime import datetime
 
 from sqlite_utils import Database
 
+from db import channels as channel_store
 from db import feedback, saved
 from db.transactions import write_transaction
 from digests.timestamps import stamp
@@ -220,13 +221,7 @@ def _topic_of(db: Database, channel: str, encoded_topics: object) -> str | None:
     )
     if not topics:
         return None
-    followed = {
-        str(row[0])
-        for row in db.execute(
-            "select topic_id from subscriptions where channel = ? and removed_at is null",
-            [channel],
-        )
-    }
+    followed = {str(row["topic_id"]) for row in channel_store.active_subscriptions(db, channel)}
     return next((topic for topic in topics if topic in followed), topics[0])
 
 
