@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from db import channels as channel_store
 from db import feedback as feedback_store
 from db import saved as saved_store
 from db.papers import aliases_of
@@ -23,6 +24,7 @@ from digests import bibtex
 from digests.commands.grammar import COMMAND, Command
 from digests.commands.handlers import (
     Context,
+    _following,
     _match_subscription,
     _paper_or_error,
     _subscription_line,
@@ -77,7 +79,9 @@ def _feedback(command: Command, ctx: Context) -> Reply:
             "Click 👍 More like this or 👎 Less like this under a digest's papers: the "
             "next digest of that topic learns from them.",
         )
-    active = {str(row["topic_id"]): row for row in _active(ctx)}
+    active = {
+        str(row["topic_id"]): row for row in channel_store.active_subscriptions(ctx.db, ctx.channel)
+    }
     by_topic: dict[str, dict[str, list[int]]] = {}
     titles: dict[str, str] = {}
     for row in rows:
@@ -105,12 +109,6 @@ def _feedback(command: Command, ctx: Context) -> Reply:
     return info(f"This channel's feedback, on {_count(len(by_topic), 'topic')}:", *lines)
 
 
-def _active(ctx: Context) -> list[dict[str, object]]:
-    from db import channels as channel_store
-
-    return list(channel_store.active_subscriptions(ctx.db, ctx.channel))
-
-
 def _label(topic_id: str, active: dict[str, dict[str, object]], ctx: Context) -> str:
     """`Offline RL (`offline-rl`)`, `"free text"`; a topic the channel no longer follows
     (its feedback stays, unused, until it follows it again or resets it) says so."""
@@ -132,18 +130,17 @@ def _custom_text(topic_id: str, ctx: Context) -> str | None:
     (its subscription rows keep the text): people know the text, not the slug."""
     if not topic_id.startswith(CUSTOM_PREFIX):
         return None
-    from db.channels import custom_texts
-
-    return next((t for t in custom_texts(ctx.db, ctx.channel) if custom_slug(t) == topic_id), None)
+    texts = channel_store.custom_texts(ctx.db, ctx.channel)
+    return next((t for t in texts if custom_slug(t) == topic_id), None)
 
 
 def _feedback_reset(command: Command, ctx: Context) -> Reply:
     text = command.args.get("topic", "").strip()
-    active = _active(ctx)
-    following = [
-        _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, start=1)
-    ]
+    active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     if not text:
+        following = [
+            _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, 1)
+        ]
         return error(
             f"Which topic's feedback? Usage: `{COMMAND} feedback reset <topic>`.",
             *(["This channel follows:", *following] if following else []),
@@ -153,8 +150,7 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
         match = {"topic_id": unfollowed, "custom_text": _custom_text(unfollowed, ctx)}
     if match is None:
         return error(
-            f"This channel does not follow `{text[:60]}`.",
-            *(["It follows:", *following] if following else ["It follows no topics yet."]),
+            f"This channel does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
         )
     topic_id = str(match["topic_id"])
     label = _topic_label(match, ctx.catalog)
