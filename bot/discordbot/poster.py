@@ -14,9 +14,12 @@ above Discord's was never lowered (1,000 channels told 100/s against 50/s: 299 g
 429s, up to 8 on one channel). A 429 discord.py gives up on is told again by the delivery,
 which changes nothing: the same pause, and the rate comes down once per pause.
 Errors that retrying cannot fix pause the channel:
-Unknown Channel, Missing Access, Missing Permissions. Every message goes out with
-mentions disabled, and with its buttons (`payload["components"]`, as a view of
-`bot.discordbot.buttons`) when it has some.
+Unknown Channel, Missing Access, Missing Permissions. An answer that the message itself is
+wrong (`MESSAGE_REFUSALS`: 400 Invalid Form Body, an empty message, a body too large)
+gives that message up at once without pausing the channel (`bot.delivery.RefusedMessage`),
+as Slack's `msg_blocks_too_long` does; it was retried 8 times before, to no avail.
+Every message goes out with mentions disabled, and with its buttons
+(`payload["components"]`, as a view of `bot.discordbot.buttons`) when it has some.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from bot.delivery import MESSAGE_KEY, PermanentError, TransientError
+from bot.delivery import MESSAGE_KEY, PermanentError, RefusedMessage, TransientError
 from bot.discordbot.buttons import view_of
 from bot.discordbot.client import MAX_RATE_LIMIT_WAIT_SECONDS
 from bot.dm import DmChannels
@@ -51,6 +54,19 @@ PERMANENT_CODES = {
     50007: "Cannot send messages to this user",
     10013: "Unknown User",  # a personal digest's user (opening the DM)
     50033: "Invalid Recipient(s)",  # ... answered 400, not 403/404
+}
+
+# Discord's JSON error codes that say the message itself is wrong (its shape, its size), not
+# the channel, the permissions or the rate: sending it again can never work, but the channel
+# takes other messages (https://discord.com/developers/docs/topics/opcodes-and-status-codes
+# #json-json-error-codes). 50035 is what a broken limit gets: an embed over 6,000
+# characters, 11 embeds, a 2,001-character content, a field too long ("errors" says which).
+MESSAGE_REFUSALS = {
+    50035: "Invalid Form Body",
+    50006: "Cannot send an empty message",
+    40005: "Request entity too large",
+    50045: "File uploaded exceeds the maximum size",
+    50109: "The request body contains invalid JSON",
 }
 
 
@@ -159,6 +175,9 @@ class DiscordPoster:
                 raise _rate_limited(exc) from None
             if channel.personal and exc.code in PERMANENT_CODES:
                 raise PermanentError(PERMANENT_CODES[exc.code]) from None
+            # A 413 without Discord's JSON (its proxy's) says the body is too large all the same.
+            if exc.status == 413 or (exc.status == 400 and exc.code in MESSAGE_REFUSALS):
+                raise RefusedMessage(_refusal(exc)) from None
             raise TransientError(f"HTTP {exc.status}: {exc.text or 'error'}") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransientError(f"connection problem: {type(exc).__name__}") from None
@@ -172,6 +191,17 @@ class DiscordPoster:
             known = str(dm.id)
             self.dms.put(str(channel), known)
         return self.client.get_partial_messageable(int(known), type=discord.ChannelType.private)
+
+
+def _refusal(exc: discord.HTTPException) -> str:
+    """A refused message's reason on one line: Discord's message and code, then what its
+    `errors` say is wrong (discord.py puts each "In embeds.0.description: Must be 4096 or
+    fewer in length." on a line of its own), at most 300 characters."""
+    name = MESSAGE_REFUSALS.get(exc.code, "Request entity too large")
+    lines = [line.strip() for line in (exc.text or "").splitlines() if line.strip()]
+    detail = "; ".join(line for line in lines if line != name)
+    reason = f"HTTP {exc.status}: {name} ({exc.code})" + (f": {detail}" if detail else "")
+    return reason if len(reason) <= 300 else reason[:299] + "…"
 
 
 def _number(text: str | None) -> float | None:

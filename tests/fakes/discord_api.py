@@ -31,6 +31,15 @@ which message an interaction's token is for, so an answer that updates the messa
 `PATCH /channels/{id}/messages/{id}` edits it there; `edits` lists those edits. A
 multipart request (a file) is recorded as its `payload_json` plus `files` (name, text);
 a file over `upload_limit` bytes is refused 413 (code 40005), as Discord refuses it.
+
+A message Discord would not take is refused as Discord refuses it (`invalid_form`, counted
+here, not with Paperboy's `digests.render.limits`): over 2,000 characters of content, more
+than 10 embeds, embeds over 6,000 characters together (title, description, field names and
+values, footer text, author name), or one field of an embed over its own cap is answered 400
+`{"code": 50035, "message": "Invalid Form Body", "errors": {...}}`, the `errors` nested by
+the body's path down to `_errors` (discord.py flattens them into its text as "In
+embeds.0.description: Must be 4096 or fewer in length."); a message with no content,
+embeds, components or files is answered 400 `Cannot send an empty message` (code 50006).
 """
 
 from __future__ import annotations
@@ -126,6 +135,69 @@ def multipart(content_type: str, raw: bytes) -> dict[str, Any]:
             )
             body.setdefault("_sizes", []).append(len(content))
     return body
+
+
+# Discord's caps (https://discord.com/developers/docs/resources/message#embed-object-embed-limits).
+MAX_CONTENT = 2000
+MAX_EMBEDS = 10
+MAX_EMBEDS_TOTAL = 6000
+EMBED_CAPS = {"title": 256, "description": 4096}
+FIELD_CAPS = {"name": 256, "value": 1024}
+
+
+def _too_long(limit: int) -> dict[str, Any]:
+    return {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {limit} or fewer in length."}]}  # fmt: skip
+
+
+def embeds_total(embeds: list[dict[str, Any]]) -> int:
+    """The characters Discord counts against an embed's 6,000: title, description, field
+    names and values, footer text and author name, of every embed of the message."""
+    total = 0
+    for embed in embeds:
+        total += len(embed.get("title") or "") + len(embed.get("description") or "")
+        total += sum(
+            len(f.get("name") or "") + len(f.get("value") or "") for f in embed.get("fields") or []
+        )
+        total += len((embed.get("footer") or {}).get("text") or "")
+        total += len((embed.get("author") or {}).get("name") or "")
+    return total
+
+
+def invalid_form(body: dict[str, Any]) -> web.Response | None:
+    """Discord's 400 for a message it will not take (50035 or 50006); None: it takes it."""
+    content = body.get("content") or ""
+    embeds = body.get("embeds") or []
+    if not (
+        content or embeds or body.get("components") or body.get("files") or body.get("attachments")
+    ):
+        return json_response({"message": "Cannot send an empty message", "code": 50006}, 400)  # fmt: skip
+    errors: dict[str, Any] = {}
+    if len(content) > MAX_CONTENT:
+        errors["content"] = _too_long(MAX_CONTENT)
+    if len(embeds) > MAX_EMBEDS:
+        errors["embeds"] = _too_long(MAX_EMBEDS)
+    elif embeds_total(embeds) > MAX_EMBEDS_TOTAL:
+        errors["embeds"] = {"_errors": [{"code": "MAX_EMBED_SIZE_EXCEEDED", "message": f"Embed size exceeds maximum size of {MAX_EMBEDS_TOTAL}"}]}  # fmt: skip
+    else:
+        for n, embed in enumerate(embeds):
+            wrong = {
+                key: _too_long(cap)
+                for key, cap in EMBED_CAPS.items()
+                if len(embed.get(key) or "") > cap
+            }
+            for m, fld in enumerate(embed.get("fields") or []):
+                bad = {
+                    key: _too_long(cap)
+                    for key, cap in FIELD_CAPS.items()
+                    if len(fld.get(key) or "") > cap
+                }
+                if bad:
+                    wrong.setdefault("fields", {})[str(m)] = bad
+            if wrong:
+                errors.setdefault("embeds", {})[str(n)] = wrong
+    if not errors:
+        return None
+    return json_response({"code": 50035, "message": "Invalid Form Body", "errors": errors}, 400)
 
 
 @dataclass
@@ -416,6 +488,9 @@ class FakeDiscord:
             body = {"message": "Cannot send messages to this user", "code": 50007}
             return json_response(body, status=403)
         if path.startswith("/channels/") and path.endswith("/messages") and method == "POST":
+            invalid = invalid_form(body or {})
+            if invalid is not None:
+                return invalid
             channel_id = path.split("/")[2]
             nonce = (body or {}).get("nonce")
             if nonce and (body or {}).get("enforce_nonce"):
