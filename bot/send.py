@@ -10,6 +10,7 @@ from sqlite_utils import Database
 
 from bot.delivery import ChannelResult, Poster, deliver_channel, posting_rate, queue_digest
 from config.settings import Settings
+from db.outbox import EncodedPayload
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digest
 from digests.render import discord as discord_render
@@ -24,14 +25,13 @@ def platform_messages(
     digest: Digest, platform: str, empty: str
 ) -> list[tuple[dict[str, Any], list[str]]]:
     """The digest's messages as the channel's platform receives them, each with the
-    ids of the papers it carries."""
-    if platform == "slack":
+    ids of the papers it carries. Slack's and Discord's payloads carry their JSON text
+    (`EncodedPayload`), joined by the renderer from parts encoded once per batch."""
+    if platform in ("slack", "discord"):
+        render = slack_render if platform == "slack" else discord_render
         return [
-            (m.payload(), list(m.paper_ids)) for m in slack_render.digest_messages(digest, empty)
-        ]
-    if platform == "discord":
-        return [
-            (m.payload(), list(m.paper_ids)) for m in discord_render.digest_messages(digest, empty)
+            (EncodedPayload(m.payload(), m.payload_json()), list(m.paper_ids))
+            for m in render.digest_messages(digest, empty)
         ]
     if digest.empty and empty == "skip":
         return []

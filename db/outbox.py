@@ -25,6 +25,25 @@ Row = dict[str, Any]
 CLAIMED_STATES = ("pending", "sending", "sent", "paused")
 
 
+class EncodedPayload(dict[str, Any]):
+    """A message's payload dict that also carries its JSON text, `encoded`, which must
+    be `json.dumps(payload, ensure_ascii=False)` byte for byte: `enqueue` stores that
+    text instead of encoding the dict again (a renderer joins it from parts encoded
+    once per batch). Not to be changed once made (the text would no longer match)."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, payload: dict[str, Any], encoded: str) -> None:
+        super().__init__(payload)
+        self.encoded = encoded
+
+
+def _payload_text(payload: dict[str, Any]) -> str:
+    if type(payload) is EncodedPayload:
+        return payload.encoded
+    return json.dumps(payload, ensure_ascii=False)
+
+
 def enqueue(
     db: Database,
     channel: str,
@@ -32,7 +51,8 @@ def enqueue(
     messages: list[tuple[dict[str, Any], list[str]]],
     now: str,
 ) -> list[Row]:
-    """Queue a digest's messages (payload, paper ids) once; again, it changes nothing."""
+    """Queue a digest's messages (payload, paper ids) once; again, it changes nothing.
+    A payload is stored as its JSON text (an `EncodedPayload`'s own)."""
     with write_transaction(db):
         existing = messages_for_digest(db, digest_id)
         if existing:
@@ -42,7 +62,7 @@ def enqueue(
                 "channel": channel,
                 "digest_id": digest_id,
                 "part": part,
-                "payload": json.dumps(payload, ensure_ascii=False),
+                "payload": _payload_text(payload),
                 "paper_ids": json.dumps(paper_ids),
                 "state": "pending",
                 "attempts": 0,

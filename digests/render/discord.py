@@ -15,6 +15,7 @@ holds at most 5 items. The custom_ids are `digests.actions.custom_id`'s; a previ
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,14 @@ from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import discord_escape, with_code
 from digests.render.packing import clamp, pack
-from digests.render.view import PaperView, digest_view, paper_view, per_paper, render
+from digests.render.view import (
+    PaperView,
+    digest_view,
+    fresh,
+    paper_view,
+    per_paper,
+    render,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +56,22 @@ class DiscordMessage:
     embeds: list[dict[str, Any]] = field(default_factory=list)
     paper_ids: tuple[str, ...] = ()  # the papers this message carries (not sent to Discord)
     components: list[dict[str, Any]] = field(default_factory=list)
+    # Each embed's JSON text, when the renderer made it with the embeds: a digest's
+    # embeds are encoded once per batch, not once per channel.
+    embed_json: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def payload_json(self) -> str:
+        """`encoded(self.payload())`, byte for byte (tests), joined from the embeds'
+        remembered JSON when the renderer gave it (the embeds must be as rendered)."""
+        if self.embed_json is None:
+            return encoded(self.payload())
+        text = (
+            f'{{"content": {encoded(self.content)}, "embeds": [{", ".join(self.embed_json)}], '
+            '"allowed_mentions": {"parse": []}'
+        )
+        if self.components:
+            text += f', "components": {encoded(self.components)}'
+        return text + "}"
 
     def payload(self) -> dict[str, Any]:
         payload = {
@@ -149,6 +173,20 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
     return embed
 
 
+def encoded(value: Any) -> str:
+    """A payload's JSON text as the outbox stores it (`db.outbox.enqueue`)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _embed_parts(paper: PaperView) -> tuple[dict[str, Any], str, str]:
+    """A paper's embed, its JSON text, and that text after the title (an embed's first
+    key, "" if not: then it is encoded afresh when numbered): remembered once per batch."""
+    embed = paper_embed(paper)
+    text = encoded(embed)
+    start = f'{{"title": {encoded(embed["title"])}'
+    return embed, text, text[len(start) :] if text.startswith(start) else ""
+
+
 NUMBER_SIZE = len("5. ")  # the number a title gets in a message with buttons (1 to 5)
 
 
@@ -181,7 +219,10 @@ def digest_messages(
     header = render("discord/header.md.j2", view=view)
     footer = render("discord/footer.md.j2", view=view)
     # Each paper's embed once per batch (`per_paper`), not once per channel.
-    embeds = [(per_paper("discord-embed", paper, paper_embed), paper) for paper in view.items]
+    # With its JSON text, and that text after the title (numbered per message).
+    parts = [per_paper("discord-embed", paper, _embed_parts) for paper in view.items]
+    embeds = [(fresh(embed), paper) for (embed, _, _), paper in zip(parts, view.items, strict=True)]
+    texts = {id(embed): part[1:] for (embed, _), part in zip(embeds, parts, strict=True)}
     # A recorded digest's items have buttons: one action row each, 5 rows per message.
     rows = _item_rows(digest, view.items) if buttons else None
     most = limits.DISCORD_EMBEDS_PER_MESSAGE if rows is None else limits.DISCORD_ACTION_ROWS
@@ -203,17 +244,22 @@ def digest_messages(
             parts.append(footer)
         content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
         message_rows = []
+        embed_json = []
         for position, (embed, _, row) in enumerate(group, start=1):
+            text, rest = texts[id(embed)]
             if row is not None:  # numbered alike (the embed is a fresh copy: ours to change)
                 embed["title"] = clamp(f"{position}. {embed['title']}", limits.DISCORD_EMBED_TITLE)
                 row["components"][0]["label"] = button_label(VOTE_UP, position)
                 message_rows.append(row)
+                text = f'{{"title": {encoded(embed["title"])}{rest}' if rest else encoded(embed)
+            embed_json.append(text)
         messages.append(
             DiscordMessage(
                 content,
                 [embed for embed, _, _ in group],
                 tuple(paper.id for _, paper, _ in group),
                 message_rows,
+                tuple(embed_json),
             )
         )
     return messages

@@ -16,8 +16,9 @@ the others (fewer when their text reaches the budget: ~12 items of ~800 characte
 
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from slack_sdk.models.blocks import (
@@ -48,9 +49,24 @@ class SlackMessage:
     text: str
     blocks: list[dict[str, Any]]
     paper_ids: tuple[str, ...] = ()  # the papers this message carries (not sent to Slack)
+    # Each block's JSON text (`encoded`), when the renderer made it with the blocks: a
+    # digest's sections are encoded once per batch, not once per channel.
+    block_json: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text, "blocks": self.blocks}
+
+    def payload_json(self) -> str:
+        """`encoded(self.payload())`, byte for byte (tests), joined from the blocks'
+        remembered JSON when the renderer gave it (the blocks must be as rendered)."""
+        if self.block_json is None:
+            return encoded(self.payload())
+        return f'{{"text": {encoded(self.text)}, "blocks": [{", ".join(self.block_json)}]}}'
+
+
+def encoded(value: Any) -> str:
+    """A payload's JSON text as the outbox stores it (`db.outbox.enqueue`)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 ITEM_BLOCK_PREFIX = "paperboy_item:"
@@ -103,6 +119,15 @@ def item_actions(
             "no buttons for paper %r of digest %r: not a valid reference", paper_id, digest_id
         )
         return None
+    return _actions(ref, paper_id, links, counts)
+
+
+def _actions(
+    ref: str,
+    paper_id: str,
+    links: tuple[tuple[str, str], ...],
+    counts: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     up, down = counts if counts and any(counts) else (None, None)
     elements = [
         _button(VOTE_LABELS[VOTE_UP] if up is None else f"👍 {up}", VOTE_UP, value=ref),
@@ -126,6 +151,54 @@ def paper_section(paper: PaperView) -> SectionBlock:
 
 def _section_dict(paper: PaperView) -> dict[str, Any]:
     return paper_section(paper).to_dict()
+
+
+# A stand-in for an item's reference in its remembered buttons block: never in a paper
+# id (`digests.actions.ITEM_REF`), a checked URL or a label, so its JSON marks exactly
+# where each channel's reference goes.
+_REF_MARK = "\x00"
+_REF_MARK_JSON = encoded(_REF_MARK)
+
+
+class _ItemParts(NamedTuple):
+    """What a digest item's blocks share in every channel of a batch: its section and
+    that section's JSON, its buttons block with `_REF_MARK` for the reference and that
+    block's JSON cut at the marks (None when the cut is not the 3 expected), and the
+    characters of text each carries (`limits.slack_text_size`)."""
+
+    section: dict[str, Any]
+    section_json: str
+    section_size: int
+    actions: dict[str, Any]
+    actions_json: tuple[str, ...] | None
+    actions_size: int
+
+
+def _item_parts(paper: PaperView) -> _ItemParts:
+    section = _section_dict(paper)
+    actions = _actions(_REF_MARK, paper.id, paper.links)
+    cut = tuple(encoded(actions).split(_REF_MARK_JSON))
+    return _ItemParts(
+        section,
+        encoded(section),
+        len(section["text"]["text"]),
+        actions,
+        cut if len(cut) == 4 else None,
+        sum(len(button["text"]["text"]) for button in actions["elements"]),
+    )
+
+
+def _with_ref(actions: dict[str, Any], ref: str) -> dict[str, Any]:
+    """A fresh copy of a remembered buttons block with `ref` for `_REF_MARK`."""
+    return {
+        **actions,
+        "elements": [
+            {**button, "text": {**button["text"]}, "value": ref}
+            if "value" in button
+            else {**button, "text": {**button["text"]}}
+            for button in actions["elements"]
+        ],
+    }
 
 
 def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
@@ -153,6 +226,9 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
         ]
     )
     tail = _dicts([ContextBlock(elements=[MarkdownTextObject(text=ending)])])
+    divider = _dicts([DividerBlock()])
+    head_json = [encoded(block) for block in head]
+    tail_json = [encoded(block) for block in tail]
     digest_id = digest.digest_id if digest.recorded else None
     items = [_item(paper, digest_id) for paper in view.items]
     # The first message also carries the prelude and a divider; each keeps room for the
@@ -163,20 +239,26 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     messages = []
     for number, group in enumerate(groups, start=1):
         blocks: list[dict[str, Any]] = []
+        block_json: list[str] = []
         if number == 1:
             blocks += head
+            block_json += head_json
             if group:
-                blocks += _dicts([DividerBlock()])
+                blocks += divider
+                block_json.append(encoded(divider[0]))
         for item in group:
             blocks += item.blocks
+            block_json += item.block_json or [encoded(block) for block in item.blocks]
         if number == len(groups):
             blocks += tail
+            block_json += tail_json
         text = render("slack/fallback.txt.j2", view=view, part=number)
         messages.append(
             SlackMessage(
                 clamp(text, limits.SLACK_FALLBACK_TEXT),
                 blocks,
                 tuple(item.paper_id for item in group),
+                tuple(block_json),
             )
         )
     return messages
@@ -189,6 +271,7 @@ class _Unit(NamedTuple):
     blocks: list[dict[str, Any]]
     size: int
     paper_id: str = ""
+    block_json: list[str] | None = None  # each block's JSON text, when known
 
 
 def _unit(blocks: list[dict[str, Any]], paper_id: str = "") -> _Unit:
@@ -197,19 +280,33 @@ def _unit(blocks: list[dict[str, Any]], paper_id: str = "") -> _Unit:
 
 def _item(paper: PaperView, digest_id: int | None) -> _Unit:
     """A digest item's blocks: its section, remembered once per batch (`per_paper`), not
-    once per channel, and for a recorded digest its buttons (`item_actions`). Its size is
-    counted from the two shapes it knows, what `limits.slack_text_size` counts (the
-    section's text and the buttons' labels) without walking every key: that walk was a
-    fifth of rendering a digest."""
-    section = per_paper("slack-section", paper, _section_dict)
-    blocks = [section]
-    size = len(section["text"]["text"])
+    once per channel, and for a recorded digest its buttons (`item_actions`), with each
+    block's JSON text: the section's and the buttons' (all but the reference) are
+    encoded once per batch too. Its size is counted from the two shapes it knows, what
+    `limits.slack_text_size` counts (the section's text and the buttons' labels)
+    without walking every key: that walk was a fifth of rendering a digest."""
+    parts: _ItemParts = per_paper("slack-item", paper, _item_parts)
+    section = parts.section
+    # A fresh copy, the caller's to change (the remembered one is shared).
+    blocks = [{**section, "text": {**section["text"]}}]
+    block_json = [parts.section_json]
+    size = parts.section_size
     if digest_id is not None:
-        actions = item_actions(digest_id, paper.id, paper.links)
-        if actions is not None:
+        try:
+            ref = item_ref(digest_id, paper.id)
+        except ValueError:
+            log.warning(
+                "no buttons for paper %r of digest %r: not a valid reference", paper.id, digest_id
+            )
+        else:
+            actions = _with_ref(parts.actions, ref)
             blocks.append(actions)
-            size += sum(len(button["text"]["text"]) for button in actions["elements"])
-    return _Unit(blocks, size, paper.id)
+            # A reference is ASCII letters, digits and ".:_-" (`ITEM_REF`): its JSON is
+            # itself in quotes.
+            cut = parts.actions_json
+            block_json.append(f'"{ref}"'.join(cut) if cut is not None else encoded(actions))
+            size += parts.actions_size
+    return _Unit(blocks, size, paper.id, block_json)
 
 
 def _pack(

@@ -234,12 +234,12 @@ ITEM_CACHE_SIZE = 20_000  # entries (a Slack section or a Discord embed: ~1-2 KB
 _item_cache: dict[tuple[Any, ...], Any] = {}
 
 
-def _fresh(value: Any) -> Any:
+def fresh(value: Any) -> Any:
     """A copy of nested dicts and lists (the rest is immutable), for a caller to change."""
     if type(value) is dict:
-        return {key: _fresh(item) for key, item in value.items()}
+        return {key: fresh(item) for key, item in value.items()}
     if type(value) is list:
-        return [_fresh(item) for item in value]
+        return [fresh(item) for item in value]
     return value
 
 
@@ -248,7 +248,9 @@ def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> 
     platform's item: `make` must read nothing else), and returned as a fresh copy that
     the caller may change. The channels of a batch show the same papers, mostly under
     the same topics: a Slack section was a third of rendering 10,000 digests (its item
-    template, links checked again, slack_sdk's validation). Bounded: emptied when full."""
+    template, links checked again, slack_sdk's validation). Bounded: emptied when full.
+    Only dicts and lists are copied: a tuple (or NamedTuple) of parts is returned as it
+    is remembered, and its caller copies what it hands out to be changed."""
     key = (kind, *(tuple(v) if type(v) is list else v for v in vars(paper).values()))
     try:
         hash(key)
@@ -262,7 +264,7 @@ def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> 
             if len(_item_cache) >= ITEM_CACHE_SIZE:
                 _item_cache.clear()
             _item_cache[key] = found
-    return _fresh(found)
+    return fresh(found)
 
 
 def item_view(item: DigestItem, escape: Escape) -> PaperView:
