@@ -30,7 +30,7 @@ def platform_messages(
     if platform in ("slack", "discord"):
         render = slack_render if platform == "slack" else discord_render
         return [
-            (EncodedPayload(m.payload(), m.payload_json()), list(m.paper_ids))
+            (EncodedPayload(m.payload(), m.payload_json), list(m.paper_ids))
             for m in render.digest_messages(digest, empty)
         ]
     if digest.empty and empty == "skip":

@@ -26,16 +26,21 @@ CLAIMED_STATES = ("pending", "sending", "sent", "paused")
 
 
 class EncodedPayload(dict[str, Any]):
-    """A message's payload dict that also carries its JSON text, `encoded`, which must
+    """A message's payload dict that can also give its JSON text, `encoded`, which must
     be `json.dumps(payload, ensure_ascii=False)` byte for byte: `enqueue` stores that
     text instead of encoding the dict again (a renderer joins it from parts encoded
-    once per batch). Not to be changed once made (the text would no longer match)."""
+    once per batch). `encode` makes it when asked (a batch's texts are not all held
+    at once). Not to be changed once made (the text would no longer match)."""
 
-    __slots__ = ("encoded",)
+    __slots__ = ("_encode",)
 
-    def __init__(self, payload: dict[str, Any], encoded: str) -> None:
+    def __init__(self, payload: dict[str, Any], encode: Callable[[], str]) -> None:
         super().__init__(payload)
-        self.encoded = encoded
+        self._encode = encode
+
+    @property
+    def encoded(self) -> str:
+        return self._encode()
 
 
 def _payload_text(payload: dict[str, Any]) -> str:

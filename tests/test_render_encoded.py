@@ -159,7 +159,8 @@ def test_the_outbox_stores_the_encoded_text(
 def test_the_outbox_stores_what_an_encoded_payload_carries(fresh_db: Database) -> None:
     channel, other = "slack:T0001/C0001", "slack:T0001/C0002"
     first, second = digest_row(fresh_db, channel), digest_row(fresh_db, other)
-    payload = EncodedPayload({"text": "a"}, '{"text":"a"}')  # stored as given, not re-encoded
+    # Stored as given, not encoded again.
+    payload = EncodedPayload({"text": "a"}, lambda: '{"text":"a"}')
     enqueue(fresh_db, channel, first, [(payload, [])], stamp(NOW))
     enqueue(fresh_db, other, second, [({"text": "b"}, [])], stamp(NOW))
     query = "select payload from outbox order by id"
