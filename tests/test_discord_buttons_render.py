@@ -34,13 +34,14 @@ def rows_of(message: discord.DiscordMessage) -> list[list[dict]]:  # type: ignor
 def test_each_item_has_its_row_under_its_embed(recorded: Digest) -> None:
     messages = check_discord(recorded)  # every limit, buttons included, and every item once
     assert len(messages) >= 7  # 35+ items, 5 per message (a preview packs 10)
+    start = 1  # numbers run through the digest's messages
     for message in messages:
         payload = message.payload()
         assert limits.discord_problems(payload) == []
         assert payload["components"] == message.components
         assert len(message.components) == len(message.embeds) == len(message.paper_ids) <= 5
         for number, (embed, row, paper_id) in enumerate(
-            zip(message.embeds, rows_of(message), message.paper_ids, strict=True), start=1
+            zip(message.embeds, rows_of(message), message.paper_ids, strict=True), start=start
         ):
             assert embed["footer"]["text"] == f"id {paper_id}"  # the row's embed, same order
             assert embed["title"].startswith(f"{number}. ")
@@ -52,6 +53,7 @@ def test_each_item_has_its_row_under_its_embed(recorded: Digest) -> None:
             assert up["label"] == f"{number}. 👍 More like this"
             assert (down["label"], save["label"]) == ("👎 Less like this", "🔖 Save")
             assert all(link["style"] == 5 and link["label"] in ("PDF", "Code") for link in links)
+        start += len(message.embeds)
 
 
 def test_pdf_and_code_links_are_link_buttons(recorded: Digest) -> None:

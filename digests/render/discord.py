@@ -9,7 +9,9 @@ order of the embeds (Discord shows all embeds, then all rows), numbered alike ("
 on the embed's title and on its row's first button): 👍 and 👎 (feedback for the
 channel's topic), 🔖 Save (the clicker's reading list), then PDF and Code link buttons
 where the paper has them. Discord allows 5 action rows per message, so such a message
-holds at most 5 items. The custom_ids are `digests.actions.custom_id`'s; a preview
+holds at most 5 items; the numbers run through the whole digest (the second message
+starts at "6."), as the text and Slack digests and `/papers why` ("#7 of 10") count
+them. The custom_ids are `digests.actions.custom_id`'s; a preview
 (never recorded: no digest id) has no buttons.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,14 +121,31 @@ def item_row(digest_id: int, paper: PaperView, number: int) -> dict[str, Any]:
     return {"type": 1, "components": buttons}
 
 
+_NUMBER = re.compile(r"(\d+)\. ")  # the item's number on its 👍 label
+
+
+def _row_number(row: dict[str, Any], position: int) -> int:
+    """The number an item's row shows on its 👍 ("7. 👍 More like this · 2"): numbers run
+    through the digest, so a later message's first row is not "1."; its position in the
+    message when the label has none."""
+    for button in row.get("components", []):
+        parsed = parse_custom_id(button.get("custom_id"))
+        if parsed is not None and parsed[0] == VOTE_UP:
+            found = _NUMBER.match(str(button.get("label") or ""))
+            if found:
+                return int(found.group(1))
+    return position
+
+
 def with_counts(
     rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]]
 ) -> list[dict[str, Any]]:
     """A digest message's action rows with every item's vote counts on its 👍 and 👎
-    (`counts`: paper id -> (up, down); a paper not in it has none). Buttons that are not
-    Paperboy's votes stay as they are."""
+    (`counts`: paper id -> (up, down); a paper not in it has none), each item keeping the
+    number its 👍 shows. Buttons that are not Paperboy's votes stay as they are."""
     result = []
-    for number, row in enumerate(rows, start=1):
+    for position, row in enumerate(rows, start=1):
+        number = _row_number(row, position)
         buttons = []
         for button in row.get("components", []):
             parsed = parse_custom_id(button.get("custom_id"))
@@ -187,19 +207,19 @@ def _embed_parts(paper: PaperView) -> tuple[dict[str, Any], str, str]:
     return embed, text, text[len(start) :] if text.startswith(start) else ""
 
 
-NUMBER_SIZE = len("5. ")  # the number a title gets in a message with buttons (1 to 5)
-
-
 def _fits(
     current: list[dict[str, Any]],
     embed: dict[str, Any],
     most: int = limits.DISCORD_EMBEDS_PER_MESSAGE,
     numbered: bool = False,
+    last: int = limits.DISCORD_ACTION_ROWS,
 ) -> bool:
+    """Whether `embed` may join `current`'s message. `numbered`: titles get their number
+    after packing ("12. "), at most as wide as `last`'s, the digest's last number."""
     if len(current) >= most:
         return False
     used = sum(limits.embed_size(item) for item in current)
-    reserve = NUMBER_SIZE * (len(current) + 1) if numbered else 0  # titles numbered after
+    reserve = len(f"{last}. ") * (len(current) + 1) if numbered else 0
     return used + limits.embed_size(embed) + reserve <= limits.DISCORD_EMBED_TOTAL
 
 
@@ -232,10 +252,11 @@ def digest_messages(
     numbered = rows is not None
 
     def fits(current: list[tuple[dict[str, Any], PaperView, Any]], unit: tuple[Any, ...]) -> bool:
-        return _fits([embed for embed, _, _ in current], unit[0], most, numbered)
+        return _fits([embed for embed, _, _ in current], unit[0], most, numbered, len(units))
 
     groups = pack(units, fits) or [[]]
     messages = []
+    shown = 0  # the items in the messages before: numbers run through the digest
     for number, group in enumerate(groups, start=1):
         parts = []
         if number == 1:
@@ -245,7 +266,7 @@ def digest_messages(
         content = clamp("\n".join(parts), limits.DISCORD_CONTENT)
         message_rows = []
         embed_json = []
-        for position, (embed, _, row) in enumerate(group, start=1):
+        for position, (embed, _, row) in enumerate(group, start=shown + 1):
             text, rest = texts[id(embed)]
             if row is not None:  # numbered alike (the embed is a fresh copy: ours to change)
                 embed["title"] = clamp(f"{position}. {embed['title']}", limits.DISCORD_EMBED_TITLE)
@@ -253,6 +274,7 @@ def digest_messages(
                 message_rows.append(row)
                 text = f'{{"title": {encoded(embed["title"])}{rest}' if rest else encoded(embed)
             embed_json.append(text)
+        shown += len(group)
         messages.append(
             DiscordMessage(
                 content,
