@@ -28,6 +28,7 @@ from digests.learning import learn
 from digests.matching import PaperText, Term, score
 from digests.render.view import shown_key
 from digests.topics import Catalog, Topic
+from digests.wording import here
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,9 @@ def _label(topic: Topic) -> str:
 
 
 def explanation_lines(why: Explanation) -> tuple[str, list[str]]:
-    """A heading and lines for a reply; `backticks` mark ids."""
+    """A heading and lines for a reply; `backticks` mark ids. A personal digest's answer
+    says "your", not "this channel's" (`digests.wording`)."""
+    where = here(why.channel)
     paper = why.paper
     head = f"Why “{paper['title']}” (`{paper['id']}`):"
     lines: list[str] = []
@@ -200,20 +203,22 @@ def explanation_lines(why: Explanation) -> tuple[str, list[str]]:
         names = ", ".join(_label(t.topic) for t in picked) or ", ".join(item["topics"])
         archive = ", from the archive" if item["from_archive"] else ""
         lines.append(
-            f"It was in this channel's digest for {item['week']} (#{item['shown']} of {item['of']}"
+            f"It was in {where.whose} digest for {item['week']} (#{item['shown']} of {item['of']}"
             f"{archive}), picked for {names} with a score of {float(item['score']):.2f}."
         )
     else:
-        lines.append("It has not been in this channel's digests.")
+        lines.append(f"It has not been in {where.whose} digests.")
     if why.voted_down:
-        lines.append("This channel voted it down (net 👎), so its digests never pick it again.")
+        lines.append(
+            f"{where.who} voted it down (net 👎), so {where.its} digests never pick it again."
+        )
     if not why.followed:
-        lines.append("This channel follows no topics, so nothing is picked for it.")
+        lines.append(f"{where.subject} follows no topics, so nothing is picked for it.")
         return head, lines
     lines.append(f"A topic picks a paper that scores {why.threshold:g} or more.")
     shown = [t for t in why.topics if t.score or t.base_score or t.picked][:TOPICS_SHOWN]
     if not shown:
-        lines.append("It matches none of the terms of this channel's topics.")
+        lines.append(f"It matches none of the terms of {where.whose} topics.")
     for topic in shown:
         lines.extend(_topic_lines(topic, why.threshold))
     return head, lines

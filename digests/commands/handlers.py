@@ -55,6 +55,7 @@ from digests.schedule import (
 from digests.similar import similar_papers
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
+from digests.wording import here
 
 log = logging.getLogger(__name__)
 
@@ -230,13 +231,16 @@ def _topics(command: Command, ctx: Context) -> Reply:
         topic for topic in subscribed_topics(ctx.db, ctx.channel, ctx.catalog) if topic.is_custom
     ]
     if custom:
-        lines.append("This channel's own topics:")
+        lines.append(f"{here(ctx.channel).owner} own topics:")
         lines += [f"✓ {topic.label}" for topic in custom]
     lines.append(
         f"Follow one with `{COMMAND} subscribe offline-rl`, "
         f'or any text: `{COMMAND} subscribe "diffusion policy"`.'
     )
-    return info(f"{len(ctx.catalog.topics)} topics (✓ = this channel follows it):", *lines)
+    where = here(ctx.channel, ctx.user)
+    return info(
+        f"{len(ctx.catalog.topics)} topics (✓ = {where.subject.lower()} follows it):", *lines
+    )
 
 
 def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
@@ -433,8 +437,9 @@ def _schedule(command: Command, ctx: Context) -> Reply:
 
 def _digest(command: Command, ctx: Context) -> Reply:
     if not channel_store.active_subscriptions(ctx.db, ctx.channel):
+        where = here(ctx.channel, ctx.user)
         return info(
-            "This channel follows no topics yet, so its digest would be empty.",
+            f"{where.subject} follows no topics yet, so {where.its} digest would be empty.",
             f"See `{COMMAND} topics`, then `{COMMAND} subscribe <topic>`.",
         )
     digest = build_digest(
@@ -452,16 +457,17 @@ def _digest(command: Command, ctx: Context) -> Reply:
 def _backlog(command: Command, ctx: Context) -> Reply:
     on = command.args["state"].lower() == "on"
     channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    where = here(ctx.channel, ctx.user)
     if bool(channel.get("backlog")) == on:
-        return info(f"The backlog is already {'on' if on else 'off'} in this channel.")
+        return info(f"The backlog is already {'on' if on else 'off'} {where.place}.")
     channel_store.set_backlog(ctx.db, ctx.channel, on)
     if on:
         text = (
-            f"{ctx.user} turned the backlog on: older papers never sent here fill the slots "
+            f"{where.actor} turned the backlog on: older papers never sent here fill the slots "
             "that new papers leave empty, marked “from the archive”."
         )
     else:
-        text = f"{ctx.user} turned the backlog off: digests hold only papers new since the last."
+        text = f"{where.actor} turned the backlog off: digests hold only papers new since the last."
     schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     return _changed(text, schedule, ctx.now)
 

@@ -1,7 +1,8 @@
 """The issue-13 verbs: `why`, `feedback` (and `feedback reset`), `saved` (and `saved
 export`) and `bibtex`.
 
-`why` and `feedback` are about the channel; `saved` is about the asking user, found by
+`why` and `feedback` are about the channel (or, in a personal context, the user's own
+digest: answers say so, `digests.wording`); `saved` is about the asking user, found by
 `Context.user_key` (the platform's own user id, never the display name): without a key
 (an adapter that cannot tell who asks) it says so and reads nothing. Every answer is
 ephemeral except a reset, which the channel sees. Bad input (an unknown id, a topic the
@@ -34,6 +35,7 @@ from digests.commands.replies import Attachment, Reply, error, info
 from digests.explain import explain, explanation_lines
 from digests.lookup import item_fields
 from digests.topics import CUSTOM_PREFIX, custom_slug
+from digests.wording import here
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ def _feedback(command: Command, ctx: Context) -> Reply:
     rows = feedback_store.channel_feedback(ctx.db, ctx.channel)
     if not rows:
         return info(
-            "No 👍/👎 in this channel yet.",
+            f"No 👍/👎 {here(ctx.channel, ctx.user).place} yet.",
             "Click 👍 More like this or 👎 Less like this under a digest's papers: the "
             "next digest of that topic learns from them.",
         )
@@ -106,7 +108,7 @@ def _feedback(command: Command, ctx: Context) -> Reply:
         f"`{COMMAND} why <id>` shows how feedback moved a paper; "
         f"`{COMMAND} feedback reset <topic>` clears a topic's (managers)."
     )
-    return info(f"This channel's feedback, on {_count(len(by_topic), 'topic')}:", *lines)
+    return info(f"{here(ctx.channel).owner} feedback, on {_count(len(by_topic), 'topic')}:", *lines)
 
 
 def _label(topic_id: str, active: dict[str, dict[str, object]], ctx: Context) -> str:
@@ -136,6 +138,7 @@ def _custom_text(topic_id: str, ctx: Context) -> str | None:
 
 def _feedback_reset(command: Command, ctx: Context) -> Reply:
     text = command.args.get("topic", "").strip()
+    where = here(ctx.channel, ctx.user)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     if not text:
         following = [
@@ -143,22 +146,22 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
         ]
         return error(
             f"Which topic's feedback? Usage: `{COMMAND} feedback reset <topic>`.",
-            *(["This channel follows:", *following] if following else []),
+            *([f"{where.subject} follows:", *following] if following else []),
         )
     match = _match_subscription(text, active, ctx.catalog)
     if match is None and (unfollowed := _unfollowed_with_feedback(text, ctx)) is not None:
         match = {"topic_id": unfollowed, "custom_text": _custom_text(unfollowed, ctx)}
     if match is None:
         return error(
-            f"This channel does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
+            f"{where.subject} does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
         )
     topic_id = str(match["topic_id"])
     label = _topic_label(match, ctx.catalog)
     cleared = feedback_store.reset(ctx.db, ctx.channel, topic_id)
     if not cleared:
-        return info(f"There is no feedback on {label} in this channel to clear.")
+        return info(f"There is no feedback on {label} {where.place} to clear.")
     return info(
-        f"{ctx.user} cleared this channel's feedback on {label} ({_count(cleared, 'vote')}).",
+        f"{where.actor} cleared {where.whose} feedback on {label} ({_count(cleared, 'vote')}).",
         "Its next digest picks papers by the topic's terms alone again.",
         ephemeral=False,
         changed=True,
