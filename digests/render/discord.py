@@ -17,7 +17,6 @@ them. The custom_ids are `digests.actions.custom_id`'s; a preview
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from digests.render.packing import clamp, pack
 from digests.render.view import (
     PaperView,
     digest_view,
+    encoded,
     fresh,
     paper_view,
     per_paper,
@@ -191,11 +191,6 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
     if paper.url:  # checked by `safe_url`: Discord refuses the whole message for a bad one
         embed["url"] = paper.url
     return embed
-
-
-def encoded(value: Any) -> str:
-    """A payload's JSON text as the outbox stores it (`db.outbox.enqueue`)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _embed_parts(paper: PaperView) -> tuple[dict[str, Any], str, str]:

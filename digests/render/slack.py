@@ -16,7 +16,6 @@ the others (fewer when their text reaches the budget: ~12 items of ~800 characte
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -37,7 +36,7 @@ from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import slack_escape, slack_link, with_code
 from digests.render.packing import clamp
-from digests.render.view import PaperView, digest_view, paper_view, per_paper, render
+from digests.render.view import PaperView, digest_view, encoded, paper_view, per_paper, render
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +61,6 @@ class SlackMessage:
         if self.block_json is None:
             return encoded(self.payload())
         return f'{{"text": {encoded(self.text)}, "blocks": [{", ".join(self.block_json)}]}}'
-
-
-def encoded(value: Any) -> str:
-    """A payload's JSON text as the outbox stores it (`db.outbox.enqueue`)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 ITEM_BLOCK_PREFIX = "paperboy_item:"

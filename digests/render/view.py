@@ -6,6 +6,7 @@ through the platform's escape function, so a template cannot forget to escape.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -232,6 +233,12 @@ def paper_view(
 
 ITEM_CACHE_SIZE = 20_000  # entries (a Slack section or a Discord embed: ~1-2 KB each)
 _item_cache: dict[tuple[Any, ...], Any] = {}
+
+
+def encoded(value: Any) -> str:
+    """A payload's JSON text as the outbox stores it (`db.outbox.enqueue`): the Slack and
+    Discord renderers join their messages' JSON from pieces made by this."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def fresh(value: Any) -> Any:
