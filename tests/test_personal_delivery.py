@@ -37,6 +37,7 @@ from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.discord_helpers import CHANNEL as DISCORD_CHANNEL
 from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
+from tests.fakes.clock import Clock
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
@@ -46,14 +47,6 @@ ALICE = "slack:T0001/@U0001"
 BOB = "slack:T0001/@U0002"
 DISCORD_USER = "500000000000000000"  # the member of tests.discord_helpers.interaction
 DISCORD_ME = f"discord:@{DISCORD_USER}"
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture

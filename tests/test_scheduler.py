@@ -26,17 +26,10 @@ from digests.ingest import ingest_files
 from digests.schedule import Schedule
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.fakes.clock import Clock
 from tests.waiting import eventually
 
 UTC_ZONE = ZoneInfo("UTC")
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class RecordingPoster:

@@ -26,6 +26,7 @@ from digests.digest import build_digest
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.fakes.clock import Clock
 from tests.waiting import eventually
 
 DUE = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)  # Monday 09:00: every channel is due
@@ -41,14 +42,6 @@ TOPICS = [
     '"contrastive learning"',
 ]
 CHANNELS = [f"local:team{i:02d}" for i in range(50)]
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture

@@ -27,17 +27,10 @@ from digests.ingest import ingest_files
 from digests.timestamps import stamp
 from digests.topics import Catalog
 from tests.fakes.arxiv_api import Entry, FakeArxiv
+from tests.fakes.clock import Clock
 from tests.fakes.server import serve
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def new_papers() -> list[Entry]:
