@@ -3,6 +3,7 @@ with them or without them, every abstract gets the same title, method, name and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,23 +51,6 @@ def test_the_hint_scan_finds_what_one_search_per_sentence_finds(words: list[str]
     assert [titles._may_have(hint, s) for s in sents] == expected
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40))
-def test_derived_fields_are_the_same_without_the_cheap_tests(words: list[str]) -> None:
-    abstract = " ".join(words)
-    fast = _derived(abstract)
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _slow(monkeypatch)
-        assert _derived(abstract) == fast
-
-
-def test_the_seed_abstracts_derive_the_same_without_the_cheap_tests(monkeypatch: Any) -> None:
-    abstracts = seed_abstracts()
-    fast = [_derived(abstract) for abstract in abstracts]
-    _slow(monkeypatch)
-    assert [_derived(abstract) for abstract in abstracts] == fast
-
-
 class _Forgetful(dict):  # type: ignore[type-arg]
     """A memo that keeps nothing: every sentence is scanned again, as before."""
 
@@ -83,18 +67,28 @@ def _no_memo(monkeypatch: Any) -> None:
     monkeypatch.setattr(titles, "_Scans", scans)
 
 
+# Each shortcut (the cheap tests, the scans memo) taken away in turn: the same fields.
+WITHOUT = pytest.mark.parametrize("without", [_slow, _no_memo], ids=["cheap_tests", "scans_memo"])
+
+
+@WITHOUT
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40))
-def test_derived_fields_are_the_same_without_the_scans_memo(words: list[str]) -> None:
+def test_derived_fields_are_the_same_without_a_shortcut(
+    without: Callable[[Any], None], words: list[str]
+) -> None:
     abstract = " ".join(words)
     fast = _derived(abstract)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _no_memo(monkeypatch)
+        without(monkeypatch)
         assert _derived(abstract) == fast
 
 
-def test_the_seed_abstracts_derive_the_same_without_the_scans_memo(monkeypatch: Any) -> None:
+@WITHOUT
+def test_the_seed_abstracts_derive_the_same_without_a_shortcut(
+    without: Callable[[Any], None], monkeypatch: Any
+) -> None:
     abstracts = seed_abstracts()
     fast = [_derived(abstract) for abstract in abstracts]
-    _no_memo(monkeypatch)
+    without(monkeypatch)
     assert [_derived(abstract) for abstract in abstracts] == fast
