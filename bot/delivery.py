@@ -181,8 +181,7 @@ def queue_digest(
     """Write a recorded digest's messages (payload, paper ids) to the outbox, once."""
     if digest.digest_id is None:
         raise ValueError("only a recorded digest can be queued, not a preview")
-    rows = outbox.enqueue(db, digest.channel, digest.digest_id, messages, stamp(now))
-    return len(rows)
+    return outbox.enqueue(db, digest.channel, digest.digest_id, messages, stamp(now))
 
 
 def _machine() -> str:
