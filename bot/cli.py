@@ -538,7 +538,12 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
         db, str(ref), _now(), catalog=load_catalog(), settings=settings, preview=preview
     )
     if fmt == "json":
+        from digests.render.view import grouped
+
         platform_fmt = ref.platform if ref.platform in ("slack", "discord") else "text"
+        # Items in the order every digest shows them (grouped under their topics, as
+        # `/papers why` numbers them: "#4 of 12" is the fourth item here), not the
+        # order they were picked in.
         document = {
             "channel": built.channel,
             "week": built.week,
@@ -551,7 +556,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
                     "score": item.score,
                     "from_archive": item.from_archive,
                 }
-                for item in built.items
+                for _, item in grouped(built)
             ],
             "messages": digest_messages(built, platform_fmt, settings.empty_digest),
         }
