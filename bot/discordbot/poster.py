@@ -17,7 +17,9 @@ Errors that retrying cannot fix pause the channel:
 Unknown Channel, Missing Access, Missing Permissions. An answer that the message itself is
 wrong (`MESSAGE_REFUSALS`: 400 Invalid Form Body, an empty message, a body too large)
 gives that message up at once without pausing the channel (`bot.delivery.RefusedMessage`),
-as Slack's `msg_blocks_too_long` does; it was retried 8 times before, to no avail.
+as Slack's `msg_blocks_too_long` does; it was retried 8 times before, to no avail. So
+is a message discord.py refuses to send before any request (11 embeds, a sixth row of
+buttons: `_message_fields`).
 Every message goes out with mentions disabled, and with its buttons
 (`payload["components"]`, as a view of `bot.discordbot.buttons`) when it has some.
 """
@@ -139,24 +141,13 @@ class DiscordPoster:
             target = self.client.get_partial_messageable(
                 int(channel.name), guild_id=int(channel.team) if channel.team else None
             )
-        components = payload.get("components")
+        fields = _message_fields(payload)  # RefusedMessage: nothing sent, nothing opened
         # A remembered DM id may be stale (retried, reopened); one just opened is not.
         remembered = self.dms.get(str(channel)) if channel.personal else None
         try:
             if channel.personal:  # a personal digest (issue 13): the user's DM channel
                 target = await self._dm(channel, remembered)
-            message = await target.send(
-                # The same nonce on every attempt at one outbox message: with enforce_nonce
-                # (which discord.py sets), Discord answers a repeat within a few minutes
-                # with the message it already created, instead of posting it again.
-                nonce=MESSAGE_KEY.get(),
-                content=payload.get("content") or None,
-                embeds=[discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
-                allowed_mentions=discord.AllowedMentions.none(),
-                # The digest items' buttons (issue 13): their custom_ids are handled by
-                # `buttons.DigestButton`, whoever posted the message and whenever.
-                view=view_of(components) if components else discord.utils.MISSING,
-            )
+            message = await target.send(**fields)
         except discord.RateLimited as exc:  # longer than the client will wait: try later
             raise TransientError(
                 "rate limited", retry_after=exc.retry_after, rate_limited=True
@@ -191,6 +182,40 @@ class DiscordPoster:
             known = str(dm.id)
             self.dms.put(str(channel), known)
         return self.client.get_partial_messageable(int(known), type=discord.ChannelType.private)
+
+
+def _message_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of discord.py's `send` for a payload, checked as discord.py
+    checks them before it makes any request (`http.handle_message_parameters`: at most 10
+    embeds; the view's rows: at most 5, of 5 buttons; an embed's fields' types). What fails
+    those checks raises `ValueError` or `TypeError` inside `send` before anything is sent,
+    the same every time: it is raised here as `RefusedMessage`, given up at once, instead
+    of being taken for an unexpected error and retried `max_attempts` times. Checked here,
+    apart from `send`, so that a `ValueError` from the request itself (an answer that is
+    not JSON: `json.JSONDecodeError`, after the message may have been posted) is not
+    taken for one."""
+    components = payload.get("components")
+    try:
+        fields: dict[str, Any] = {
+            # The same nonce on every attempt at one outbox message: with enforce_nonce
+            # (which discord.py sets), Discord answers a repeat within a few minutes with
+            # the message it already created, instead of posting it again.
+            "nonce": MESSAGE_KEY.get(),
+            "content": payload.get("content") or None,
+            "embeds": [discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
+            "allowed_mentions": discord.AllowedMentions.none(),
+            # The digest items' buttons (issue 13): their custom_ids are handled by
+            # `buttons.DigestButton`, whoever posted the message and whenever.
+            "view": view_of(components) if components else discord.utils.MISSING,
+        }
+        with discord.http.handle_message_parameters(
+            content=fields["content"], embeds=fields["embeds"], view=fields["view"]
+        ):
+            pass  # only its checks: the request is built again by `send`
+    except (ValueError, TypeError) as exc:
+        reason = f"refused by discord.py before sending: {type(exc).__name__}: {exc}"
+        raise RefusedMessage(reason if len(reason) <= 300 else reason[:299] + "…") from None
+    return fields
 
 
 def _refusal(exc: discord.HTTPException) -> str:

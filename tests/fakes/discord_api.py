@@ -71,11 +71,18 @@ BOT_USER = {
 }
 
 
+@dataclass(frozen=True)
+class RawBody:
+    """A queued answer's bytes, sent as they are (`FakeDiscord.queue(..., raw=True)`)."""
+
+    data: bytes
+
+
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     return web.Response(
-        body=json.dumps(body).encode(),
+        body=body.data if isinstance(body, RawBody) else json.dumps(body).encode(),
         status=status,
         headers={"Content-Type": "application/json", **(headers or {})},
     )
@@ -241,10 +248,17 @@ class FakeDiscord:
         return f"http://127.0.0.1:{self.port}/api/v10"
 
     def queue(
-        self, route: str, body: Any, status: int = 200, headers: dict[str, str] | None = None
+        self,
+        route: str,
+        body: Any,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        *,
+        raw: bool = False,
     ) -> None:
-        """Answer the next request whose path ends with `route` (e.g. "/messages") with this."""
-        self._queued[route].append((status, body, headers or {}))
+        """Answer the next request whose path ends with `route` (e.g. "/messages") with this.
+        `raw`: `body` is bytes, sent as they are (as JSON's Content-Type all the same)."""
+        self._queued[route].append((status, RawBody(body) if raw else body, headers or {}))
 
     def queue_rate_limit(self, route: str, retry_after: float = 0.05) -> None:
         body = {
