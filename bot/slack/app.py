@@ -162,6 +162,14 @@ def _manages(text: str) -> bool:
         return False
 
 
+def _direct_message(command: dict[str, Any]) -> bool:
+    """Whether a slash command was typed in a direct message: one-to-one, with the app or
+    between two people (ids start with D), or a group DM (`channel_name` `mpdm-…`; its id
+    may start with G or C, as channels' do)."""
+    name = str(command.get("channel_name") or "")
+    return str(command["channel_id"]).startswith("D") or name.startswith("mpdm-")
+
+
 def _user_key(command: dict[str, Any]) -> str | None:
     """The asking user's key (`slack:TEAM/USER`), or None if the payload's ids are not Slack's."""
     try:
@@ -181,11 +189,14 @@ async def answer(
     text = str(command.get("text") or "")
     key = _user_key(command)
     channel = f"slack:{command['team_id']}/{command['channel_id']}"
-    own = personal_channel(key or "") if str(command["channel_id"]).startswith("D") else None
+    own = personal_channel(key or "") if _direct_message(command) else None
     if own is not None:
-        # Typed in a direct message (ids start with D): only the user's own digest makes
-        # sense there, as for a click in one (bot.slack.actions.click_channel). Read as a
-        # channel, the DM would become a second digest into the same conversation.
+        # Typed in a direct message: only the user's own digest makes sense there, as for a
+        # click in one (bot.slack.actions.click_channel). Read as a channel, the DM with the
+        # app would become a second digest into the same conversation, and a DM between
+        # people (the app is no member) a digest nobody can receive. The core answers
+        # about one's own digest only to the asker (`Reply.ephemeral`): the others in it
+        # never see them.
         channel, text = own, as_personal(text)
     try:
         # `--me`, or a DM: the command changes only the user's own digest

@@ -6,6 +6,7 @@ helpful reply (a suggestion, an example) and changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import re
@@ -105,7 +106,9 @@ def handle(text: str, ctx: Context) -> Reply:
 
     Invisible and control characters (`digests.safe_text`) are dropped from lookups
     (pasted text often carries zero-width spaces), and refused, with one message, in
-    commands that change the channel: those are stored and told to everyone.
+    commands that change the channel: those are stored and told to everyone. Every
+    answer about a user's own digest (`--me`, or `ctx.channel` a personal reference) is
+    `ephemeral`, whatever the handler said: adapters show it to the asker only.
     """
     try:
         parse_channel(ctx.channel)
@@ -130,8 +133,15 @@ def handle(text: str, ctx: Context) -> Reply:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two
         # people typing at once cannot both pass the check.
         with write_transaction(ctx.db):
-            return handler(command, ctx)
-    return handler(command, ctx)
+            reply = handler(command, ctx)
+    else:
+        reply = handler(command, ctx)
+    if not reply.ephemeral and (command.me or parse_channel(ctx.channel).personal):
+        # A user's own digest is theirs alone, and so is every answer about it (a backlog
+        # turned on, feedback reset): typed in a Slack DM with someone else, which acts on
+        # the user's own digest, a public answer would be posted for the other person too.
+        reply = dataclasses.replace(reply, ephemeral=True)
+    return reply
 
 
 def _parse_error(exc: ParseError) -> Reply:
