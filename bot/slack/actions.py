@@ -7,7 +7,10 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   caller's writer thread: the HTTP endpoint's `ChangeWriter` lane), for the channel of the
   message the button sits on (`slack:TEAM/CHANNEL`; in a direct message, the clicking
   user's personal digest `slack:TEAM/@USER`), so a button of another channel's digest,
-  or a forged value, changes nothing and gets a clear error;
+  or a forged value, changes nothing and gets a clear error. The conversation decides,
+  not the team ids of the payload (`conversation_digest`): in a channel shared between
+  workspaces (Slack Connect) or an org-wide install, `team` can be null or another
+  workspace than the one the digest was subscribed from;
 - after a vote that changed something, updates the message (`chat.update`) so its
   items' vote buttons show the counts ("👍 3"): the message's own blocks from the
   payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>...")
@@ -52,13 +55,14 @@ from db.papers import get_paper
 from digests.actions import (
     ACTIONS,
     SAVE,
+    ActionError,
     ActionResult,
     apply_action,
     digest_counts,
     parse_item_ref,
     user_key,
 )
-from digests.channels import personal_channel
+from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.lookup import paper_links
 from digests.render.slack import LINK_ACTIONS, item_actions, item_paper
 
@@ -239,8 +243,8 @@ async def _item_click(
     found = message.get("blocks") if isinstance(message, dict) else None
     blocks = [block for block in found or () if isinstance(block, dict)]
     action_id, value = action["action_id"], action.get("value")
-    work = (services, channel, user, key, action_id, value)
-    result = await run_in(services, executor, _apply, *work)
+    work = (services, channel, channel_id, user, key, action_id, value)
+    result, applied = await run_in(services, executor, _apply, *work)
     updated = True
     if on_message and blocks and result.changed and not result.error and action_id != SAVE:
         # The vote is committed. Clicks on one message update it one at a time, each
@@ -252,7 +256,7 @@ async def _item_click(
         async with message_state.lock:
             if message_state.stale:
                 message_state.stale = False
-                updated = await _show_counts(services, client, payload, channel, value, blocks)
+                updated = await _show_counts(services, client, payload, applied, value, blocks)
                 message_state.stale = message_state.stale or not updated  # the next tries
     if result.error or action_id == SAVE or not result.changed or not on_message:
         await respond(services, payload, result.text)
@@ -296,12 +300,60 @@ def _item_of(block: dict[str, Any]) -> str | None:
     return item_paper(block.get("block_id")) if block.get("type") == "actions" else None
 
 
+def conversation_digest(db: Database, value: object, channel_id: str, user: str) -> str | None:
+    """The reference of the digest a button's `value` names, when that digest is this
+    conversation's: a channel digest whose Slack channel id is `channel_id` (the channel
+    of the message clicked, which Slack signs), or, in a direct message (ids starting with
+    D), the clicking user's own personal digest. None otherwise (a malformed value, no
+    such digest, another channel's or user's): the click then keeps the reference made
+    from the payload, and `apply_action` refuses it with its usual line.
+
+    Why not the payload's team: Slack names the workspace of a click with `team.id`, the
+    workspace the app is installed in, and the clicker's own with `user.team_id`; in a
+    channel shared between workspaces (Slack Connect) they differ, and with an org-wide
+    install `team` is null (`is_enterprise_install`), leaving only the clicker's team or
+    the org's id. A Slack channel keeps one id in every workspace it is shared with, so
+    the conversation names the digest's channel whoever clicks; the team in the digest's
+    reference is the workspace it was subscribed from."""
+    try:
+        digest_id, _ = parse_item_ref(value)
+    except ActionError:
+        return None
+    found = db.execute("select channel from digests where id = ?", [digest_id]).fetchone()
+    if found is None:
+        return None
+    try:
+        ref = parse_channel(str(found[0]))
+    except ChannelError:
+        return None
+    if ref.platform != "slack":
+        return None
+    if channel_id.startswith("D"):
+        return str(ref) if ref.user == user else None
+    return str(ref) if not ref.personal and ref.name == channel_id else None
+
+
 def _apply(
-    services: Services, channel: str, user: str, key: str, action_id: str, value: object
-) -> ActionResult:
-    """The click (committed when this returns: the change lane settles after COMMIT)."""
-    return apply_action(
-        services.db(),
+    services: Services,
+    channel: str,
+    channel_id: str,
+    user: str,
+    key: str,
+    action_id: str,
+    value: object,
+) -> tuple[ActionResult, str]:
+    """The click (committed when this returns: the change lane settles after COMMIT), and
+    the channel it was applied to: the digest's, when it is this conversation's
+    (`conversation_digest`), else `channel`, which `apply_action` refuses. A save goes
+    to the clicker's list in the digest's workspace, as their Home there shows it."""
+    db = services.db()
+    found = conversation_digest(db, value, channel_id, user)
+    if found is not None and found != channel:
+        log.info("a click in %s from another team's payload: the digest is %s's", channel_id, found)
+        channel = found
+        key = user_key("slack", parse_channel(found).team, user)
+    result = apply_action(
+        db,
         channel=channel,
         user=user,
         user_key=key,
@@ -309,6 +361,7 @@ def _apply(
         value=value,
         now=services.clock(),
     )
+    return result, channel
 
 
 def _fresh(
