@@ -24,6 +24,9 @@ APScheduler only decides *when*; what happens is plain coroutines that take `now
   retried with backoff by the maintenance job, also after a restart, until it succeeds
   or the channel's next digest falls due (its papers, never used up, go in that one).
   `paperboy status` shows it.
+- Once a day (first 10 minutes after start-up), the payloads of messages sent more than
+  `PAPERBOY_OUTBOX_KEEP_DAYS` ago are emptied (`prune_outbox`, `db.outbox.prune_sent`):
+  the store holds a year without growing by every week's digests.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import logging
 import sqlite3
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -76,6 +79,10 @@ GATHER_MAX_SECONDS = 1.0
 # Digests queued per transaction (a commit waits for the disk).
 QUEUE_CHUNK = 200
 STOP_GRACE_SECONDS = 5.0  # for sends under way at a stop; the whole stop stays within 10 s
+# The outbox prune: once a day, the first one a while after start-up (not among the
+# catch-up's builds and sends, and not skipped by a bot restarted more often than daily).
+PRUNE_HOURS = 24
+PRUNE_FIRST_MINUTES = 10
 
 
 def scheduled_channels(services: Services) -> dict[str, Schedule]:
@@ -623,6 +630,32 @@ class DigestScheduler:
         await self.run_digest(channel, now=now, built_at=due_at)
         return True
 
+    async def prune_outbox(self, now: datetime | None = None) -> int:
+        """Empty the payloads of the messages sent more than `outbox_keep_days` before
+        `now` (0: keep them forever), in a thread of its own, a batch per transaction (see
+        `outbox.prune_sent`; a stop ends it between batches). Returns how many."""
+        days = self.services.settings.outbox_keep_days
+        if not days or self.stopping:
+            return 0
+        before = stamp((now or self.services.clock()) - timedelta(days=days))
+        pruned = await self.services.in_background_thread(self._prune_sync, before)
+        if pruned:
+            log.info(
+                "outbox: emptied the payloads of %d messages sent before %s "
+                "(PAPERBOY_OUTBOX_KEEP_DAYS=%d)",
+                pruned,
+                before,
+                days,
+            )
+        return pruned
+
+    def _prune_sync(self, before: str) -> int:
+        try:
+            return outbox.prune_sent(self.services.db(), before, stop=lambda: self.stopping)
+        except sqlite3.OperationalError as exc:  # busy: the batches done stay done
+            log.warning("outbox prune: stopped this time (%s); the next one goes on", exc)
+            return 0
+
     # --- when it happens --------------------------------------------------------------
 
     def sync_jobs(self) -> None:
@@ -659,6 +692,9 @@ class DigestScheduler:
 
     async def _fire(self, channel: str) -> None:
         await self._guarded(self.run_digest(channel), f"digest for {channel}")
+
+    async def _prune(self) -> None:
+        await self._guarded(self.prune_outbox(), "outbox prune")
 
     async def _maintenance(self) -> None:
         """Each step on its own: a busy database skips that step until the next run (30 s
@@ -706,6 +742,11 @@ class DigestScheduler:
         self.scheduler.add_job(
             self._maintenance, "interval", seconds=MAINTENANCE_SECONDS, id="maintenance",
             coalesce=True, max_instances=1,
+        )  # fmt: skip
+        self.scheduler.add_job(
+            self._prune, "interval", hours=PRUNE_HOURS, id="outbox-prune", coalesce=True,
+            max_instances=1,
+            next_run_time=datetime.now(UTC) + timedelta(minutes=PRUNE_FIRST_MINUTES),
         )  # fmt: skip
         self.scheduler.start()
         self.services.listeners.append(lambda channel: self.sync_jobs())

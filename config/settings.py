@@ -44,6 +44,17 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _keep_days(value: str) -> int:
+    problem = "must be a whole number of days, from 0 (keep forever) to 36500"
+    try:
+        number = int(value)
+    except ValueError:  # int's own message ("invalid literal for int() with base 10")
+        raise ValueError(problem) from None
+    if not 0 <= number <= 36_500:  # a century; far more and `now - days` is before year 1
+        raise ValueError(problem)
+    return number
+
+
 def _positive_seconds(value: str) -> float:
     number = float(value)
     if not 0 < number <= 3600:  # also refuses nan and inf
@@ -315,6 +326,14 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int,
     ),
     Setting(
+        "outbox_keep_days",
+        "PAPERBOY_OUTBOX_KEEP_DAYS",
+        30,
+        "Days a sent message's payload is kept in the outbox (once a day the older ones are "
+        "emptied; the rows stay); 0 keeps them forever.",
+        _keep_days,
+    ),
+    Setting(
         "delivery_concurrency",
         "PAPERBOY_DELIVERY_CONCURRENCY",
         64,
@@ -429,6 +448,7 @@ class Settings:
     max_record_kb: int = 100
     catchup_hours: int = 24
     max_attempts: int = 8
+    outbox_keep_days: int = 30
     delivery_concurrency: int = 64
     slack_posts_per_second: float = 5.0
     discord_posts_per_second: float = 50.0

@@ -326,3 +326,70 @@ def last_delivery(db: Database, channel: str) -> Row | None:
         )
     )
     return _decode(rows[0]) if rows else None
+
+
+# --- pruning: a sent message's payload is not needed once it is sent ---------------------
+
+# What a pruned payload reads as: valid JSON (every reader decodes `payload`), and the
+# column is NOT NULL (m003), so no migration is needed to empty it.
+PRUNED_PAYLOAD = "{}"
+# Messages whose payloads are dropped per write transaction: the write lock is held for
+# one batch at a time (milliseconds; see docs/benchmarks.md, "Outbox pruning"), and the
+# digests, commands and deliveries waiting for it go in between batches.
+PRUNE_BATCH = 1000
+
+_PRUNABLE = "state = 'sent' and sent_at < ? and payload != '" + PRUNED_PAYLOAD + "'"
+
+
+def prunable(db: Database, before: str) -> tuple[int, int]:
+    """How many sent messages `prune_sent(db, before)` would empty, and how many bytes of
+    payload they hold (UTF-8)."""
+    row = db.execute(
+        "select count(*), coalesce(sum(length(cast(payload as blob))), 0) "
+        f"from outbox where {_PRUNABLE}",
+        [before],
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def prune_sent(
+    db: Database,
+    before: str,
+    *,
+    batch: int = PRUNE_BATCH,
+    stop: Callable[[], bool] = lambda: False,
+) -> int:
+    """Drop the payload (the message as posted) of every message sent before `before`,
+    `batch` messages per write transaction; returns how many were emptied. Their payload
+    becomes `PRUNED_PAYLOAD`. Everything else in the row stays: its papers (`paper_ids`:
+    "never the same paper twice" reads them), its platform id (`thread_root`: a later part
+    threads under part 1), its state, times, attempts and error (`last_delivery`, status).
+    Nothing reads a sent message's payload again (a button click carries its message).
+
+    Only `sent` messages: pending, sending and paused ones are still to be sent, and given
+    up (`failed`) ones are kept whole, as the evidence of what failed (they are few). The
+    ids to empty are read outside the write lock, walking the table once in id order;
+    the update checks again that each is still a sent message (`stop()` between batches
+    ends it early: what was emptied stays emptied, the rest waits for the next prune)."""
+    total, after = 0, 0
+    while not stop():
+        ids = [
+            int(row[0])
+            for row in db.execute(
+                f"select id from outbox where id > ? and {_PRUNABLE} order by id limit ?",
+                [after, before, batch],
+            )
+        ]
+        if not ids:
+            break
+        marks = ", ".join("?" for _ in ids)
+        with write_transaction(db):
+            cursor = db.execute(
+                f"update outbox set payload = ? where id in ({marks}) and {_PRUNABLE}",
+                [PRUNED_PAYLOAD, *ids, before],
+            )
+        total += cursor.rowcount
+        after = ids[-1]
+        if len(ids) < batch:
+            break
+    return total

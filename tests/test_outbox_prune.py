@@ -1,0 +1,364 @@
+"""Pruning the outbox (issue 13: the store must hold a year): a sent message's payload is
+emptied once it is `PAPERBOY_OUTBOX_KEEP_DAYS` old; its row, and every column anything
+reads again (papers, platform id, state, times), stays. Pending, sending, paused and given
+up messages are never touched."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from sqlite_utils import Database
+
+from bot.delivery import deliver_channel
+from bot.local import LocalPoster
+from bot.ratelimits import SendLimits
+from bot.scheduler import PRUNE_FIRST_MINUTES, PRUNE_HOURS, DigestScheduler
+from bot.services import Services
+from config.settings import SettingsError, load_settings
+from db import digests as digest_store
+from db import open_db, outbox
+from digests.channels import ChannelRef
+from digests.commands import handle
+from digests.digest import ensure_channel
+from digests.ingest import ingest_files
+from digests.timestamps import stamp
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.clock import Clock
+from tests.test_delivery_limits import VirtualTime
+from tests.test_delivery_review import Poster
+
+CHANNEL = "slack:T0001/C0001"
+OLD = NOW - timedelta(days=40)  # older than the default 30 days
+RECENT = NOW - timedelta(days=3)
+CUT = stamp(NOW - timedelta(days=30))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_db(tmp_path / "paperboy.db")
+
+
+def queue(db: Database, week: str, parts: int, at: datetime, channel: str = CHANNEL) -> int:
+    """A digest of `parts` messages queued at `at`, each carrying one paper id; its id."""
+    ensure_channel(db, channel, load_settings({}, dotenv=None), at)
+    row = digest_store.insert_digest(db, channel, week, stamp(at), [], [])
+    messages = [
+        ({"text": f"{week} part {part}", "blocks": ["x" * 500]}, [f"{week}-p{part}"])
+        for part in range(1, parts + 1)
+    ]
+    outbox.enqueue(db, channel, int(row["id"]), messages, stamp(at))
+    return int(row["id"])
+
+
+def rows(db: Database) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every outbox row by (its digest's week, part)."""
+    return {
+        (str(row["week"]), int(row["part"])): dict(row)
+        for row in db.query("select o.*, d.week from outbox o join digests d on d.id = o.digest_id")
+    }
+
+
+def part_id(db: Database, digest_id: int, part: int) -> int:
+    return int(
+        db.execute(
+            "select id from outbox where digest_id = ? and part = ?", [digest_id, part]
+        ).fetchone()[0]
+    )
+
+
+def send(db: Database, digest_id: int, part: int, at: datetime) -> None:
+    assert outbox.mark_sent(db, part_id(db, digest_id, part), f"ts-{digest_id}-{part}", stamp(at))
+
+
+def every_state(db: Database) -> None:
+    """Old messages in every state, a recent sent one, and an old one already emptied."""
+    send(db, queue(db, "2026-W40", 2, OLD), 1, OLD)  # part 2 stays pending
+    send(db, queue(db, "2026-W41", 1, OLD), 1, OLD)
+    digest = queue(db, "2026-W42", 1, OLD)
+    outbox.mark_failed(db, part_id(db, digest, 1), "msg_blocks_too_long")
+    digest = queue(db, "2026-W43", 1, OLD)
+    [claimable] = db.query("select * from outbox where id = ?", [part_id(db, digest, 1)])
+    assert outbox.claim(db, claimable, "host:1", stamp(NOW))
+    queue(db, "2026-W44", 1, OLD, channel="slack:T0001/C0002")
+    outbox.pause_channel(db, "slack:T0001/C0002", "channel_not_found")
+    send(db, queue(db, "2026-W48", 1, RECENT), 1, RECENT)
+
+
+def test_only_sent_messages_older_than_the_cut_lose_their_payloads(db: Database) -> None:
+    every_state(db)
+    before = rows(db)
+    assert outbox.prunable(db, CUT)[0] == 2
+    assert outbox.prune_sent(db, CUT) == 2
+    after = rows(db)
+    assert set(after) == set(before)  # no row deleted
+    emptied = {key for key in after if after[key]["payload"] != before[key]["payload"]}
+    assert emptied == {("2026-W40", 1), ("2026-W41", 1)}
+    for key in emptied:
+        assert after[key]["payload"] == outbox.PRUNED_PAYLOAD
+        # everything but the payload is as it was: papers, platform id, state, times
+        assert {**after[key], "payload": None} == {**before[key], "payload": None}
+    states = {key: after[key]["state"] for key in after if key not in emptied}
+    assert states == {
+        ("2026-W40", 2): "pending",
+        ("2026-W42", 1): "failed",  # given up: kept whole, it explains the failure
+        ("2026-W43", 1): "sending",
+        ("2026-W44", 1): "paused",
+        ("2026-W48", 1): "sent",  # sent 3 days ago
+    }
+    assert outbox.prunable(db, CUT) == (0, 0)
+    assert outbox.prune_sent(db, CUT) == 0  # again: nothing left to empty
+
+
+def test_readers_of_a_sent_message_still_work_after_its_payload_is_emptied(
+    db: Database,
+) -> None:
+    """Status's last delivery and the catch-up's "queued already" decode the payload."""
+    digest = queue(db, "2026-W40", 1, OLD)
+    send(db, digest, 1, OLD)
+    assert outbox.prune_sent(db, CUT) == 1
+    last = outbox.last_delivery(db, CHANNEL)
+    assert last is not None
+    assert (last["state"], last["payload"], last["paper_ids"]) == ("sent", {}, ["2026-W40-p1"])
+    assert [m["part"] for m in outbox.messages_for_digest(db, digest)] == [1]
+    assert outbox.claimed_paper_ids(db, CHANNEL) == {"2026-W40-p1"}
+
+
+def test_a_prune_goes_in_batches_and_a_stop_ends_it_between_them(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 old sent messages (a pending one among them) in batches of 3: three write
+    transactions of at most 3 updates each; a stop after the first leaves the rest."""
+    for week in range(30, 38):
+        send(db, queue(db, f"2026-W{week}", 1, OLD), 1, OLD)
+        if week == 33:
+            queue(db, "2026-W33b", 1, OLD)  # pending, between them
+    real = outbox.write_transaction
+    changed: list[int] = []
+
+    def counted(database: Database) -> Any:
+        before = database.conn.total_changes
+        context = real(database)
+
+        class Spy:
+            def __enter__(self) -> Database:
+                return context.__enter__()
+
+            def __exit__(self, *exc: Any) -> Any:
+                changed.append(database.conn.total_changes - before)
+                return context.__exit__(*exc)
+
+        return Spy()
+
+    monkeypatch.setattr(outbox, "write_transaction", counted)
+    assert outbox.prune_sent(db, CUT, batch=3, stop=lambda: len(changed) == 1) == 3
+    assert sum(r["payload"] == "{}" for r in rows(db).values()) == 3
+    assert outbox.prune_sent(db, CUT, batch=3) == 5
+    assert changed == [3, 3, 2]  # the stopped run's one batch, then two more
+    assert rows(db)[("2026-W33b", 1)]["payload"] != "{}"
+    assert all(row["payload"] == "{}" for row in rows(db).values() if row["state"] == "sent")
+
+
+async def test_a_later_part_still_threads_under_a_pruned_part_one(db: Database) -> None:
+    """Part 1 went out 40 days ago, then the channel was paused (its part 2 held) and is
+    resumed today: part 2 goes out under part 1's platform id, part 1's payload pruned."""
+    digest = queue(db, "2026-W40", 2, OLD)
+    send(db, digest, 1, OLD)
+    outbox.pause_channel(db, CHANNEL, "not_in_channel")
+    assert outbox.prune_sent(db, CUT) == 1
+    outbox.resume_channel(db, CHANNEL)
+    time = VirtualTime()
+
+    class Threads(Poster):
+        threads: ClassVar[list[str | None]] = []
+
+        async def send(
+            self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+        ) -> str:
+            self.threads.append(thread_of)
+            return await super().send(channel, payload, thread_of)
+
+    poster = Threads(SendLimits(5.0, monotonic=time.monotonic, sleep=time.sleep))
+    [result] = await time.run([deliver_channel(db, poster, CHANNEL, NOW)])
+    assert result.sent == 1
+    assert poster.posted == ["2026-W40 part 2"]  # paused: its payload was kept
+    assert poster.threads == [f"ts-{digest}-1"]
+
+
+# --- through the scheduler: never the same paper twice -------------------------------
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(NOW)
+
+
+def services_for(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock, **env: str
+) -> Services:
+    db_path = tmp_path / "paperboy.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
+    settings = load_settings(
+        {"PAPERBOY_LOCAL_DIR": str(tmp_path / "out"), "PAPERBOY_FIRST_DIGEST_DAYS": "60", **env},
+        dotenv=None,
+    )
+    return Services(db_path, settings, catalog, clock=clock)
+
+
+def picked(services: Services, channel: str) -> list[set[str]]:
+    """Each digest's papers, oldest digest first."""
+    found: dict[int, set[str]] = {}
+    for row in services.db().query(
+        "select digest_id, paper_id from digest_items where channel = ? order by digest_id",
+        [channel],
+    ):
+        found.setdefault(int(row["digest_id"]), set()).add(str(row["paper_id"]))
+    return list(found.values())
+
+
+async def test_a_digest_after_a_prune_repeats_no_paper(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock
+) -> None:
+    """Five weeks after a digest, its message pruned, the channel turns the backlog on
+    (archive papers fill its digests) and follows a third topic: its next digest has the
+    new topic's papers, and none of the first digest's (a prune that dropped the rows, or
+    their papers, would send them again: from the archive, or as picked but undelivered)."""
+    services = services_for(tmp_path, seed_paths, catalog, clock)
+    channel = "local:lab"
+    for text in ("subscribe offline-rl", "subscribe robotics"):
+        assert not handle(text, services.context(channel, "tester")).error
+    poster = {"local": LocalPoster(services.settings.local_dir, clock)}
+    scheduler = DigestScheduler(services, poster)
+    await scheduler.run_digest(channel)  # week 1: sent
+    [first] = picked(services, channel)
+    assert first
+    clock.now = NOW + timedelta(days=35)
+    assert await scheduler.prune_outbox() == 1  # week 1's message, 35 days old
+    payloads = [r["payload"] for r in services.db().query("select payload from outbox")]
+    assert payloads == ["{}"]
+    for text in ("backlog on", "subscribe llm-reasoning-agents"):
+        assert not handle(text, services.context(channel, "tester")).error
+    await scheduler.run_digest(channel)
+    [_, second] = picked(services, channel)
+    assert second  # the new topic's papers
+    assert not first & second
+
+
+async def test_the_scheduler_prunes_with_the_setting_and_zero_keeps_everything(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock
+) -> None:
+    services = services_for(tmp_path, seed_paths, catalog, clock, PAPERBOY_OUTBOX_KEEP_DAYS="7")
+    db = services.db()
+    send(db, queue(db, "2026-W48", 1, NOW - timedelta(days=8)), 1, NOW - timedelta(days=8))
+    send(db, queue(db, "2026-W49", 1, NOW - timedelta(days=6)), 1, NOW - timedelta(days=6))
+    forever = DigestScheduler(
+        Services(
+            services.db_path,
+            load_settings({"PAPERBOY_OUTBOX_KEEP_DAYS": "0"}, dotenv=None),
+            catalog,
+            clock=clock,
+        ),
+        {},
+    )
+    assert await forever.prune_outbox() == 0
+    assert await DigestScheduler(services, {}).prune_outbox() == 1  # the one 8 days old
+    assert [r["week"] for r in rows(db).values() if r["payload"] == "{}"] == ["2026-W48"]
+
+
+async def test_the_running_scheduler_prunes_once_a_day(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock
+) -> None:
+    services = services_for(tmp_path, seed_paths, catalog, clock)
+    scheduler = DigestScheduler(services, {})
+    await scheduler.start()
+    try:
+        job = scheduler.scheduler.get_job("outbox-prune")
+        assert job is not None and job.func == scheduler._prune
+        assert job.trigger.interval == timedelta(hours=PRUNE_HOURS)
+        wait = job.next_run_time - datetime.now(UTC)
+        assert (
+            timedelta(minutes=PRUNE_FIRST_MINUTES - 1)
+            < wait
+            <= timedelta(minutes=PRUNE_FIRST_MINUTES)
+        )
+    finally:
+        await scheduler.stop(timeout=0.1)
+    await asyncio.sleep(0)
+
+
+# --- the command and the setting --------------------------------------------------------
+
+
+def old_sent_database(path: Path) -> Database:
+    database = open_db(path)
+    send(database, queue(database, "2026-W40", 1, OLD), 1, OLD)
+    send(database, queue(database, "2026-W48", 1, RECENT), 1, RECENT)
+    return database
+
+
+def test_the_prune_command(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("bot.cli._now", lambda: NOW)
+    path = tmp_path / "x.db"
+    database = old_sent_database(path)
+    dry = run("prune", "--dry-run", "--db", str(path))
+    assert dry.exit_code == 0, dry.output
+    assert dry.output.startswith(
+        "Would empty the payloads of 1 message sent more than 30 days ago "
+        "(before 2026-10-31 09:00 UTC): "
+    )
+    assert "Nothing changed (--dry-run)." in dry.output
+    assert outbox.prunable(database, CUT)[0] == 1
+    done = run("prune", "--db", str(path))
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("Emptied the payloads of 1 message sent more than 30 days ago")
+    assert outbox.prunable(database, CUT)[0] == 0
+    again = run("prune", "--db", str(path))
+    assert again.output.startswith("No message sent more than 30 days ago (before 2026-10-31")
+    assert "nothing to prune" in again.output
+    shorter = run("prune", "--days", "2", "--db", str(path))
+    assert "Emptied the payloads of 1 message sent more than 2 days ago" in shorter.output
+
+
+def test_the_prune_command_follows_the_setting(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("bot.cli._now", lambda: NOW)
+    path = tmp_path / "x.db"
+    database = old_sent_database(path)
+    kept = run("prune", "--db", str(path), PAPERBOY_OUTBOX_KEEP_DAYS="0")
+    assert kept.exit_code == 0
+    assert kept.output.startswith("PAPERBOY_OUTBOX_KEEP_DAYS=0 keeps sent messages forever")
+    week = run("prune", "--db", str(path), PAPERBOY_OUTBOX_KEEP_DAYS="2")
+    assert "2 messages sent more than 2 days ago" in week.output
+    assert outbox.prunable(database, stamp(NOW))[0] == 0
+    bad = run("prune", "--db", str(path), PAPERBOY_OUTBOX_KEEP_DAYS="a month")
+    assert bad.exit_code == 2
+    assert bad.output.strip() == (
+        "error: PAPERBOY_OUTBOX_KEEP_DAYS='a month' is not valid: must be a whole number "
+        "of days, from 0 (keep forever) to 36500"
+    )
+    zero = run("prune", "--days", "0", "--db", str(path))
+    assert zero.exit_code == 2 and "--days" in zero.output and "Traceback" not in zero.output
+
+
+def test_the_prune_command_needs_a_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    missing = run("prune", "--db", str(tmp_path / "none.db"))
+    assert missing.exit_code == 2
+    assert missing.output.startswith(f"error: no database at {tmp_path / 'none.db'}")
+
+
+def test_the_keep_days_setting() -> None:
+    assert load_settings({}, dotenv=None).outbox_keep_days == 30
+    assert load_settings({"PAPERBOY_OUTBOX_KEEP_DAYS": "0"}, dotenv=None).outbox_keep_days == 0
+    assert load_settings({"PAPERBOY_OUTBOX_KEEP_DAYS": "365"}, dotenv=None).outbox_keep_days == 365
+    for bad in ("-1", "1.5", "thirty", "36501"):
+        with pytest.raises(SettingsError) as caught:
+            load_settings({"PAPERBOY_OUTBOX_KEEP_DAYS": bad}, dotenv=None)
+        assert str(caught.value) == (
+            f"PAPERBOY_OUTBOX_KEEP_DAYS={bad!r} is not valid: must be a whole number of days, "
+            "from 0 (keep forever) to 36500"
+        )
