@@ -27,13 +27,21 @@ class Here:
     its: str  # "so its digest would be empty"
     who: str  # "This channel voted it down"
     actor: str  # who made a change, told back: the display name, or "You"
+    name: str  # "Status of slack:T0123/C0456": the reference, or the personal digest in words
 
 
 def here(channel: str, user: str = "") -> Here:
     """The wording for `channel` (a valid reference), `user` being who asked."""
     if parse_channel(channel).personal:
         return Here(
-            "Your personal digest", "in your personal digest", "Your", "your", "your", "You", "You"
+            "Your personal digest",
+            "in your personal digest",
+            "Your",
+            "your",
+            "your",
+            "You",
+            "You",
+            "your personal digest, delivered to you by DM",
         )
     return Here(
         "This channel",
@@ -43,4 +51,5 @@ def here(channel: str, user: str = "") -> Here:
         "its",
         "This channel",
         user,
+        channel,
     )

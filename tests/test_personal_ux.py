@@ -4,6 +4,9 @@
   a command acts on the asker's own digest, and its answer must be theirs alone:
   `backlog on` and `feedback reset` there were posted for the other person too
   (`in_channel`), and a group DM was read as a channel the app can never post to.
+- `status` of a personal digest showed its raw reference (`slack:T0001/@U0001`), and
+  `status --me` did not exist (`status has no --me`); nor did `digest --me`, a preview of
+  one's own next digest from a channel.
 """
 
 from __future__ import annotations
@@ -17,17 +20,22 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
+from bot.discordbot.client import PaperboyClient
 from bot.services import Services
 from config.settings import load_settings
 from db import feedback as feedback_store
 from db import open_db
-from db.channels import get_channel
+from db.channels import get_channel, set_paused
+from db.digests import last_digest
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.discord_helpers import dispatch, interaction
+from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
-from tests.test_personal_delivery import topics_of
+from tests.test_personal_delivery import DISCORD_ME, topics_of, with_me
+from tests.waiting import eventually
 
 ALICE = "slack:T0001/@U0001"
 BOB = "slack:T0001/@U0002"
@@ -49,6 +57,7 @@ def services(
             "SLACK_BOT_TOKEN": BOT_TOKEN,
             "SLACK_API_URL": fake_slack.api_url,
             "PAPERBOY_SLACK_MANAGERS": "admins",
+            "PAPERBOY_FIRST_DIGEST_DAYS": "60",  # the papers, stored 30 days ago, are new
         },
         dotenv=None,
     )
@@ -141,3 +150,101 @@ async def test_a_channels_change_is_still_told_to_the_channel(
         await http.close()
     assert answer["response_type"] == "in_channel"
     assert (get_channel(services.db(), CHANNEL) or {}).get("backlog")
+
+
+# --- 1. status of a personal digest, in words; `status --me` from a channel --------------
+
+
+def _said(answer: dict[str, Any]) -> str:
+    """Everything a Slack answer shows, as one text."""
+    return json.dumps(answer, ensure_ascii=False)
+
+
+async def test_status_of_ones_own_digest_names_it_in_words(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    http = await start_http(services, fake_slack)
+    try:
+        await slash(http, fake_slack, "subscribe --me robotics", channel="C0001", name="papers")
+        set_paused(services.db(), ALICE, "Slack said messages_tab_disabled", AT)
+        answers = [
+            await slash(http, fake_slack, "status --me", channel="C0001", name="papers"),
+            await slash(http, fake_slack, "status", channel="D0000DM01", name="directmessage"),
+            await slash(http, fake_slack, "status", channel=IM, name="directmessage"),
+        ]
+        channel = await slash(http, fake_slack, "status", channel="C0001", name="papers")
+    finally:
+        await http.close()
+    for answer in answers:
+        said = _said(answer)
+        assert answer["response_type"] == "ephemeral"
+        assert "Status of your personal digest, delivered to you by DM:" in said, said[:300]
+        assert "@U0001" not in said and "slack:T0001" not in said
+        assert "Topics: Robotics" in said
+        assert "messages_tab_disabled" in said and "resume --me" in said
+        # `backlog` has no --me: in a channel the hint would change the channel's backlog
+        assert "Backlog: off (only new papers)." in said and "backlog on" not in said
+    # the channel's own status is unchanged: its reference, its backlog hint, not paused
+    said = _said(channel)
+    assert "Status of slack:T0001/C0001:" in said and "backlog on" in said
+    assert "Topics: none yet" in said and "Delivery: active." in said
+
+
+def test_status_me_without_a_dm_says_so(services: Services) -> None:
+    from digests.commands import handle
+
+    reply = handle("status --me", services.context("local:lab", "me", "local:me"))
+    assert reply.error and "direct messages" in reply.text
+
+
+# --- 3. `digest --me preview`: one's own next digest, from anywhere ----------------------
+
+
+async def test_digest_me_previews_ones_own_digest_only_to_them(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """The answer's first message is the acknowledgement; the digest's papers follow
+    through the response_url, each only for the asker."""
+    http = await start_http(services, fake_slack)
+    try:
+        empty = await slash(http, fake_slack, "digest --me", channel="C0001", name="papers")
+        await slash(http, fake_slack, "subscribe --me robotics", channel="C0001", name="papers")
+        previews = []
+        for text in ("digest --me preview", "digest preview --me"):  # the flag first or last
+            before = len(fake_slack.responses)
+            ack = await slash(http, fake_slack, text, channel="C0001", name="papers")
+            assert await eventually(lambda: len(fake_slack.responses) > before)  # noqa: B023
+            previews.append([ack, *fake_slack.responses[before:]])
+        channels = await slash(http, fake_slack, "digest preview", channel="C0001", name="papers")
+    finally:
+        await http.close()
+    assert empty["response_type"] == "ephemeral"
+    assert "Your personal digest follows no topics yet" in _said(empty)
+    first, second = previews
+    assert [_said(message) for message in first] == [_said(message) for message in second]
+    assert {message["response_type"] for message in first} == {"ephemeral"}
+    assert "a preview; nothing is marked as sent" in first[0]["text"]
+    assert "new papers for Robotics" in _said(first[1])
+    assert "This channel follows no topics yet" in _said(channels)
+    # a preview: nothing recorded, so the real digest still has every paper
+    assert last_digest(services.db(), ALICE) is None
+
+
+# --- Discord: `me` on status and digest ----------------------------------------------------
+
+
+async def test_discord_status_and_digest_take_me(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "robotics"})))
+    await dispatch(bot, fake_discord, with_me(interaction("status")))
+    status = fake_discord.callbacks()[-1]["data"]
+    assert status["flags"] & 64  # ephemeral
+    said = json.dumps(status, ensure_ascii=False)
+    assert "Status of your personal digest, delivered to you by DM" in said
+    assert DISCORD_ME not in said and "Topics: Robotics" in said
+    await dispatch(bot, fake_discord, with_me(interaction("digest")))
+    digest = fake_discord.callbacks()[-1]["data"]
+    assert digest["flags"] & 64
+    assert "nothing is marked as sent" in json.dumps(digest, ensure_ascii=False)
+    assert last_digest(bot.services.db(), DISCORD_ME) is None

@@ -282,12 +282,14 @@ class PapersGroup(app_commands.Group):
         await self.run(interaction, "list", me=me)
 
     @app_commands.command(name="digest", description=_verb("digest").help)
-    async def digest(self, interaction: discord.Interaction[Any]) -> None:
-        await self.run(interaction, "digest", "preview")
+    @app_commands.describe(me=ME_HELP)
+    async def digest(self, interaction: discord.Interaction[Any], me: bool = False) -> None:
+        await self.run(interaction, "digest", "preview", me=me)
 
     @app_commands.command(name="status", description=_verb("status").help)
-    async def status(self, interaction: discord.Interaction[Any]) -> None:
-        await self.run(interaction, "status")
+    @app_commands.describe(me=ME_HELP)
+    async def status(self, interaction: discord.Interaction[Any], me: bool = False) -> None:
+        await self.run(interaction, "status", me=me)
 
     @app_commands.command(name="sources", description=_verb("sources").help)
     async def sources(self, interaction: discord.Interaction[Any]) -> None:

@@ -392,10 +392,16 @@ def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
     return row, schedule
 
 
-def _backlog_line(row: dict[str, object]) -> str:
+def _backlog_line(row: dict[str, object], hint: bool = True) -> str:
+    """The backlog's state; with `hint`, the command that turns it over. A personal
+    digest's status goes without: `backlog` has no `--me`, so shown to `status --me` in a
+    channel the command would change the channel's (in the DM with the app it is the
+    user's own)."""
     if row.get("backlog"):
-        return f"Backlog: on (older papers fill empty slots; `{COMMAND} backlog off` to stop)."
-    return f"Backlog: off (only new papers; `{COMMAND} backlog on` to add older ones)."
+        how = f"; `{COMMAND} backlog off` to stop" if hint else ""
+        return f"Backlog: on (older papers fill empty slots{how})."
+    how = f"; `{COMMAND} backlog on` to add older ones" if hint else ""
+    return f"Backlog: off (only new papers{how})."
 
 
 def _list(command: Command, ctx: Context) -> Reply:
@@ -483,7 +489,10 @@ def _backlog(command: Command, ctx: Context) -> Reply:
 
 
 def _status(command: Command, ctx: Context) -> Reply:
+    """The store, and the digest of `ctx.channel` (a channel's, or for `--me` and in a
+    Slack DM the user's own, named in words: `digests.wording`)."""
     channel, schedule = _peek_channel(ctx)
+    personal = parse_channel(ctx.channel).personal
     ingest = last_ingest(ctx.db)
     lines = [
         f"Papers stored: {count_papers(ctx.db)}"
@@ -502,7 +511,7 @@ def _status(command: Command, ctx: Context) -> Reply:
         + (", ".join(_topic_label(row, ctx.catalog) for row in active) if active else "none yet")
     )
     lines.append(_schedule_line(schedule, ctx.now))
-    lines.append(_backlog_line(channel))
+    lines.append(_backlog_line(channel, hint=not personal))
     last = digest_store.last_digest(ctx.db, ctx.channel)
     if last:
         lines.append(
@@ -516,9 +525,11 @@ def _status(command: Command, ctx: Context) -> Reply:
         lines.append(
             f"Paused since {_utc(channel.get('paused_at'))}: {channel.get('paused_reason')}."
         )
+        if personal:
+            lines.append(f"Let me send you direct messages, then `{COMMAND} resume {ME_FLAG}`.")
     else:
         lines.append("Delivery: active.")
-    return info(f"Status of {ctx.channel}:", *lines)
+    return info(f"Status of {here(ctx.channel).name}:", *lines)
 
 
 def _utc(stamp: object) -> str:

@@ -29,6 +29,8 @@ from digests.commands.handlers import (
     _subscription_line,
     _topic_label,
 )
+from digests.commands.handlers import _digest as _channel_digest
+from digests.commands.handlers import _status as _channel_status
 from digests.commands.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
 
@@ -156,11 +158,30 @@ def _resume(command: Command, ctx: Context) -> Reply:
     )
 
 
+def _digest(command: Command, ctx: Context) -> Reply:
+    """A preview of the user's own next digest, as `digest preview` is a channel's
+    (nothing recorded or sent; worded for the personal digest by `digests.wording`)."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return _channel_digest(command, own)
+
+
+def _status(command: Command, ctx: Context) -> Reply:
+    """The status of the user's own digest: "your personal digest", never its reference."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return _channel_status(command, own)
+
+
 PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "subscribe": _subscribe,
     "unsubscribe": _unsubscribe,
     "list": _list,
     "schedule": _schedule,
+    "digest": _digest,
+    "status": _status,
     "resume": _resume,
 }
 assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
