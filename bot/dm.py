@@ -5,8 +5,24 @@ A personal digest's reference names a user (`slack:T/@U`, `discord:@USER`:
 `conversations.open`, Discord `POST /users/@me/channels`) before the first message and
 remember its id here, so a digest of many parts, the next digest and (with a database)
 the next process do not open it again: opening is rate-limited more tightly than posting
-(Slack's conversations.open is Tier 3, some 50 a minute), and 10,000 personal digests after
-a restart would otherwise wait on it for over three hours.
+(Slack's conversations.open is Tier 3, "50+ per minute", against chat.postMessage's
+several hundred), and 10,000 personal digests after a restart would otherwise wait on it
+for over three hours.
+
+Opening is paced (`DmChannels.opened`): each open takes a turn of the poster's `opening`
+limits first (Slack: `SLACK_OPENS_PER_SECOND`, since Slack limits each method apart;
+Discord: no rate of its own, discord.py keeps to the route's bucket, only the pauses of
+its 429s), and the post after an open takes a fresh turn of the posting limits: the
+message's own turn went before the wait for the open (Slack) or to the open itself (on
+Discord an open is one more request against the bot's global 50 a second). Before, opens
+went out at the posting rate, with one turn for the open and the post: a first delivery of
+many personal digests opened Slack DMs at 5 a second, six times Tier 3, each 429 taken for
+the workspace's posting limit (every channel paused, the posting rate lowered), and sent
+Discord's two requests a message at the rate meant for one. A 429 on an open pauses the
+opens for its Retry-After and the open is tried again (`MAX_OPEN_RETRIES`); then, or for a
+wait longer than the limits' `max_wait`, a rate-limited `TransientError` (no attempt
+counted, the message waits in the outbox). Never a blocked DM: that is for the platform's
+refusals.
 
 The id is kept in memory, and in `app_state` (key `dm <reference>`) when a database is
 given. A stale id (a DM channel the platform no longer knows) is `forget`-ten by the poster,
@@ -17,17 +33,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sqlite_utils import Database
 
+from bot.delivery import TransientError
+from bot.ratelimits import SendLimits, Throttled, pause_seconds
 from db.app_state import get_state, set_state
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "dm "
+# Slack's conversations.open: Tier 3, "50+ per minute" (its method reference), counted
+# apart from chat.postMessage.
+SLACK_OPENS_PER_SECOND = 50 / 60
+MAX_OPEN_RETRIES = 3  # 429s on one open waited out within one send
+OPENING = "open a DM"  # the opens' key in a `SendLimits` shared with posts (Discord)
 
 
 class DmChannels:
@@ -57,6 +80,57 @@ class DmChannels:
                 self._known[reference] = stored
         return stored or None
 
+    async def opened(
+        self,
+        reference: str,
+        open_dm: Callable[[], Awaitable[str]],
+        limits: SendLimits | None,
+        *,
+        post_turn: tuple[SendLimits, str] | None = None,
+        key: str = OPENING,
+    ) -> str:
+        """Open the DM channel of `reference` with `open_dm` (the platform's call: the DM
+        channel's id, or a `TransientError` with `rate_limited` for a 429; any other error
+        goes to the caller as it is) and remember its id.
+
+        Each call first takes a turn of `limits` (under `key`), one no further off than
+        its `max_wait`: the wait is inside a send, bounded by its timeout and its claim.
+        A 429 is told to `limits` (an open's pause, or a global one: its `scope`) and the
+        open tried again after it, up to `MAX_OPEN_RETRIES` times. Beyond, or when the turn
+        is further off, raises a rate-limited `TransientError` of the channel's scope (it
+        says nothing about posting): the delivery gives the attempt back and leaves the
+        message to the outbox. `post_turn` (the posting limits, the channel's key): once
+        opened, a turn of those is taken for the post, as above (the DM stays remembered
+        if that raises)."""
+        refused = 0
+        while True:
+            if limits is not None:
+                await _turn(limits, key, "opening DMs")
+            try:
+                channel_id = await open_dm()
+            except TransientError as exc:
+                if not exc.rate_limited:
+                    raise
+                refused += 1
+                if limits is not None:
+                    limits.limited(key, pause_seconds(exc.retry_after), exc.scope)
+                if limits is None or refused > MAX_OPEN_RETRIES:
+                    raise TransientError(
+                        f"{exc.reason} (opening the DM)",
+                        retry_after=exc.retry_after,
+                        rate_limited=True,
+                    ) from None
+                log.info(
+                    "opening the DM of %s rate limited (%s); trying again after the wait",
+                    reference,
+                    exc.reason,
+                )
+                continue
+            self.put(reference, channel_id)
+            if post_turn is not None:
+                await _turn(*post_turn, "posting")
+            return channel_id
+
     def put(self, reference: str, channel_id: str) -> None:
         with self._lock:
             if self._known.get(reference) == channel_id:
@@ -76,3 +150,15 @@ class DmChannels:
             set_state(self._db(), KEY_PREFIX + reference, value, stamp(datetime.now(UTC)))
         except Exception as exc:  # a cache: the id stays in memory
             log.warning("could not store the DM channel of %s: %s", reference, exc)
+
+
+async def _turn(limits: SendLimits, key: str, what: str) -> None:
+    """A turn of `limits` within its `max_wait`, or a rate-limited `TransientError`."""
+    try:
+        await limits.wait_turn(key, within=limits.max_wait)
+    except Throttled as exc:
+        raise TransientError(
+            f"{what} is rate limited for {exc.seconds:.0f} s",
+            retry_after=exc.seconds,
+            rate_limited=True,
+        ) from None

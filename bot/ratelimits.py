@@ -148,9 +148,12 @@ class SendLimits:
                 self.rate = min(cap, self.rate + regained)
         self._adjusted = now
 
-    async def wait_turn(self, channel: str) -> None:
+    async def wait_turn(self, channel: str, *, within: float | None = None) -> None:
         """Wait until a message may go to `channel` now, and take that turn. Raises
-        `Throttled` instead when a 429's pause has longer than `max_wait` to run."""
+        `Throttled` instead when a 429's pause has longer than `max_wait` to run, or (with
+        `within`) when the next platform-wide slot is further off than `within` seconds
+        (its turn not taken): for a wait made inside a send, which its timeout and claim
+        bound (`bot.dm`: opening a DM)."""
         while True:
             now = self.monotonic()
             ready = max(self._paused_until, self._channel_next.get(channel, -math.inf))
@@ -162,6 +165,8 @@ class SendLimits:
             if self.rate is not None:
                 self._recover(now)
                 slot = max(now, self._next_slot)
+                if within is not None and slot - now > within:
+                    raise Throttled(slot - now)
                 self._next_slot = slot + 1.0 / self.rate
                 if slot > now:
                     slowed = self._slowed_at

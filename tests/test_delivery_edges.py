@@ -8,20 +8,33 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.poster import DiscordPoster
+from bot.dm import DmChannels
 from bot.send import send_digest
+from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
 from db import open_db
+from db.app_state import get_state
 from db.channels import get_channel
 from digests.channels import ChannelRef
+from digests.timestamps import stamp
 from tests.conftest import NOW
-from tests.discord_helpers import CHANNEL
+from tests.discord_helpers import CHANNEL, logged_in, make_services
 from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.rate_limits import RateLimits
+from tests.fakes.slack_api import Call, FakeSlack
+from tests.slack_helpers import BOT_TOKEN
+from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
 from tests.test_discord_delivery import subscribe
 
 # --- a message discord.py refuses before sending ----------------------------------------
@@ -108,3 +121,142 @@ async def test_a_value_error_from_the_answer_is_still_transient(
     assert len(fake_discord.made("POST", "/messages")) == 1
     [row] = open_db(bot.services.db_path).query("select * from outbox where channel = ?", [CHANNEL])
     assert row["state"] == "pending" and row["attempts"] == 1 and row["next_attempt_at"]
+
+
+# --- opening DMs, paced -------------------------------------------------------------------
+#
+# A first delivery of personal digests opens a DM per user (Slack `conversations.open`,
+# Tier 3: "50+ per minute"; Discord `POST /users/@me/channels`, one more request against
+# the bot's global limit). The fakes enforce those limits on the virtual clock of
+# tests/test_delivery_limits.py, which the posters' limiters share.
+
+USERS = [f"U{n:04d}" for n in range(1, 9)]
+PERSONAL = [f"slack:T0001/@{user}" for user in USERS]
+TIER_3 = 50 / 60  # conversations.open, a second
+
+
+def slack_dm_poster(fake: FakeSlack, time: VirtualTime, db: Database) -> SlackPoster:
+    client = make_client(BOT_TOKEN, fake.api_url, sleep=time.sleep)
+    return SlackPoster(
+        client, rate=5.0, monotonic=time.monotonic, sleep=time.sleep, dms=DmChannels(lambda: db)
+    )
+
+
+def opens(fake: FakeSlack) -> list[Call]:
+    return [call for call in fake.calls if call.method == "conversations.open"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_db(tmp_path / "outbox.db")
+
+
+@pytest.fixture
+def time() -> VirtualTime:
+    return VirtualTime()
+
+
+async def test_first_slack_deliveries_open_dms_no_faster_than_tier_3(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """8 users' first personal digests at once: 8 DMs opened, 1.2 s apart (Tier 3), none
+    refused, each digest posted once to its DM; the ids are remembered for the next
+    process. (Before, the opens went at the posting rate, 5 a second: Slack refused them.)"""
+    fake_slack.clock = time.monotonic
+    fake_slack.open_limits = RateLimits(
+        channel_rate=TIER_3, channel_burst=2, global_rate=TIER_3, global_burst=2,
+        clock=time.monotonic,
+    )  # fmt: skip
+    queue(db, PERSONAL, 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    results = await deliver_all(db, poster, PERSONAL, time)
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 8}
+    assert fake_slack.open_limited == []
+    calls = opens(fake_slack)
+    assert sorted(call.args["users"] for call in calls) == USERS  # once each
+    gaps = [b.at - a.at for a, b in itertools.pairwise(calls)]
+    assert min(gaps) >= 1 / TIER_3 - 1e-6
+    posted = sorted(p["channel"] for p in fake_slack.accepted())
+    assert posted == sorted(fake_slack.dms.values())
+    assert {get_state(db, f"dm {ref}") for ref in PERSONAL} == set(fake_slack.dms.values())
+
+
+def rate_limit_opens(fake: FakeSlack, times: int, retry_after: int) -> None:
+    for _ in range(times):
+        fake.queue(
+            "conversations.open",
+            {"ok": False, "error": "ratelimited"},
+            status=429,
+            headers={"Retry-After": str(retry_after)},
+        )
+
+
+async def test_a_429_on_opening_is_waited_out_and_is_no_blocked_dm(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Four 429s in a row (the client's own three retries, then one for the poster): the
+    open is tried again after Retry-After, the digest goes out, the user's digest is not
+    paused, and posting is not slowed: the 429 was conversations.open's, not the posts'."""
+    rate_limit_opens(fake_slack, 4, retry_after=7)
+    queue(db, PERSONAL[:1], 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    start = time.now
+    [result] = await deliver_all(db, poster, PERSONAL[:1], time)
+    assert result.state == "done" and states(db) == {"sent": 1}
+    assert len(opens(fake_slack)) == 5 and time.now - start >= 4 * 7
+    assert not get_channel(db, PERSONAL[0])["paused"]  # type: ignore[index]
+    assert poster.limits.rate == 5.0  # the posting rate, untouched
+    [row] = db.query("select attempts from outbox")
+    assert row["attempts"] == 1
+
+
+async def test_a_long_429_on_opening_waits_in_the_outbox_and_others_post_on(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """A Retry-After of 2 minutes on conversations.open: that digest waits in the outbox
+    (no attempt counted, not paused, not a blocked DM); a channel's digest delivered at
+    the same time is posted at once, not held for the 2 minutes."""
+    rate_limit_opens(fake_slack, 1, retry_after=120)
+    channels = [PERSONAL[0], "slack:T0001/C0001"]
+    queue(db, channels, 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    start = time.now
+    personal, channel = await deliver_all(db, poster, channels, time)
+    assert channel.state == "done" and time.now - start < 5
+    assert personal.state == "retrying" and not get_channel(db, PERSONAL[0])["paused"]  # type: ignore[index]
+    [row] = db.query("select * from outbox where channel = ?", [PERSONAL[0]])
+    assert row["state"] == "pending" and row["attempts"] == 0
+    assert row["next_attempt_at"] >= stamp(NOW + timedelta(seconds=119))
+    assert poster.limits.rate == 5.0
+
+
+async def test_discord_opens_take_a_turn_of_the_global_limit(
+    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Database, time: VirtualTime
+) -> None:
+    """8 first personal digests on Discord: 8 DM opens and 8 posts, 16 requests against
+    the bot's global limit (here 10 a second, a burst of 2): none refused. (Before, each
+    message took one turn for its two requests: twice the rate.)"""
+    bot = await logged_in(make_services(tmp_path, [], catalog, fake_discord), fake_discord)
+    try:
+        fake_discord.limits = RateLimits(
+            channel_rate=10.0,
+            channel_burst=5,
+            global_rate=10.0,
+            global_burst=2,
+            clock=time.monotonic,
+        )
+        users = [str(500000000000000001 + n) for n in range(8)]
+        channels = [f"discord:@{user}" for user in users]
+        queue(db, channels, 1, lambda c, part: {"content": f"{c} part {part}"})
+        poster = DiscordPoster(
+            bot, rate=10.0, monotonic=time.monotonic, sleep=time.sleep, dms=DmChannels(lambda: db)
+        )
+        results = await deliver_all(db, poster, channels, time)
+    finally:
+        await bot.close()
+    assert {r.state for r in results} == {"done"} and states(db) == {"sent": 8}
+    assert len(fake_discord.made("POST", "/users/@me/channels")) == 8
+    assert fake_discord.limited == []
+    assert sorted(m["channel_id"] for m in fake_discord.created) == sorted(
+        fake_discord.dms.values()
+    )

@@ -92,6 +92,9 @@ class DiscordPoster:
         self.client = client
         self.dms = dms if dms is not None else DmChannels()
         self.limits = SendLimits(rate, monotonic=monotonic, sleep=sleep)
+        # Opening DMs: no rate of its own (discord.py keeps to the route's bucket), only
+        # the pauses of its 429s; the opens count against the global rate (`_dm`).
+        self.opening = SendLimits(None, monotonic=monotonic, sleep=sleep)
         listeners = getattr(client, "response_listeners", None)
         if listeners is not None:  # a PaperboyClient: hear of every 429 it receives
             listeners.append(self._answered)
@@ -176,11 +179,28 @@ class DiscordPoster:
 
     async def _dm(self, channel: ChannelRef, known: str | None) -> discord.PartialMessageable:
         """The DM channel of a personal digest's user: `known` (its remembered id), or
-        opened with `POST /users/@me/channels` (discord.py's `create_dm`) and remembered."""
+        opened with `POST /users/@me/channels` (discord.py's `create_dm`) and remembered.
+        The open is one more request against the bot's global limit: it goes out on the
+        message's turn, and the post then takes a turn of `limits` of its own (`bot.dm`;
+        before, one turn covered both requests); a 429 on the open is waited out there.
+        Discord's other answers (50033, 10013) go to `send`."""
         if known is None:
-            dm = await self.client.create_dm(discord.Object(id=int(channel.user or 0)))
-            known = str(dm.id)
-            self.dms.put(str(channel), known)
+
+            async def open_dm() -> str:
+                try:
+                    dm = await self.client.create_dm(discord.Object(id=int(channel.user or 0)))
+                except discord.RateLimited as exc:  # longer than discord.py waits
+                    raise TransientError(
+                        "rate limited", retry_after=exc.retry_after, rate_limited=True
+                    ) from None
+                except discord.HTTPException as exc:
+                    if exc.status == 429:
+                        raise _rate_limited(exc) from None
+                    raise
+                return str(dm.id)
+
+            post_turn = (self.limits, channel.name)
+            known = await self.dms.opened(str(channel), open_dm, self.opening, post_turn=post_turn)
         return self.client.get_partial_messageable(int(known), type=discord.ChannelType.private)
 
 

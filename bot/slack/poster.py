@@ -12,7 +12,8 @@ up at once without pausing the channel (`bot.delivery.RefusedMessage`); the rest
 transient and left to the outbox.
 
 A personal digest (`slack:T/@U`) goes to the user's DM with the app: `conversations.open`
-gives its `D...` id, remembered in `dms` (`bot/dm.py`). A user the app cannot DM
+gives its `D...` id, remembered in `dms` (`bot/dm.py`), the opens paced apart from the posts
+(`opening`: conversations.open is Tier 3, some 50 a minute). A user the app cannot DM
 (`DM_REFUSALS`: unknown, deactivated, the bot itself, or the app's Messages tab off) pauses
 that user's digest alone, as a refusing channel pauses itself.
 """
@@ -32,7 +33,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import PermanentError, RefusedMessage, TransientError
-from bot.dm import DmChannels
+from bot.dm import SLACK_OPENS_PER_SECOND, DmChannels
 from bot.ratelimits import SendLimits
 from bot.slack.client import error_code
 from digests.channels import ChannelRef
@@ -102,6 +103,8 @@ class SlackPoster:
         self.limits = SendLimits(
             rate, channel_interval=min_interval, monotonic=monotonic, sleep=sleep
         )
+        # conversations.open has a limit of its own (Tier 3), apart from posting: `bot.dm`.
+        self.opening = SendLimits(SLACK_OPENS_PER_SECOND, monotonic=monotonic, sleep=sleep)
 
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
@@ -122,16 +125,20 @@ class SlackPoster:
         return await self._post(await self._open(channel), payload, thread_of, personal=True)
 
     async def _open(self, channel: ChannelRef) -> str:
-        """The DM channel with the personal digest's user, through conversations.open."""
-        try:
-            response = await self.client.conversations_open(users=channel.user)
-        except SlackApiError as exc:
-            raise _error(exc, personal=True) from None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransientError(f"connection problem: {type(exc).__name__}") from None
-        dm = str(response["channel"]["id"])
-        self.dms.put(str(channel), dm)
-        return dm
+        """The DM channel with the personal digest's user, through conversations.open,
+        paced by `opening` (a 429 waited out there, not taken for a blocked DM)."""
+
+        async def open_dm() -> str:
+            try:
+                response = await self.client.conversations_open(users=channel.user)
+            except SlackApiError as exc:
+                raise _error(exc, personal=True) from None
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise TransientError(f"connection problem: {type(exc).__name__}") from None
+            return str(response["channel"]["id"])
+
+        post_turn = (self.limits, channel.name)  # the message's turn went before the wait
+        return await self.dms.opened(str(channel), open_dm, self.opening, post_turn=post_turn)
 
     async def _post(
         self,

@@ -14,6 +14,8 @@ bucket's `X-RateLimit-Limit`, `-Remaining`, `-Reset`, `-Reset-After` and `-Bucke
 post over a limit is answered 429 with `{"message": "You are being rate limited.",
 "retry_after": 0.5, "global": false}` (seconds, a float), `Retry-After`, `X-RateLimit-Scope`
 and, for the global limit, `X-RateLimit-Global: true`. `limited` lists the refused ones.
+Opening a DM (`POST /users/@me/channels`) counts against the global limit too, as every
+request does on Discord (its own bucket is the route's, keyed "@me").
 
 Direct messages (issue 13, personal digests): `POST /users/@me/channels` with a
 `recipient_id` opens the bot's DM channel with that user (type 1, the same id every time:
@@ -392,6 +394,12 @@ class FakeDiscord:
                 status, answer, headers = queued.popleft()
                 return json_response(answer, status, headers)
         verdict = None
+        if self.limits is not None and request.method == "POST" and path == "/users/@me/channels":
+            verdict = self.limits.admit("@me")
+            if not verdict.ok:
+                self.limited.append(self.requests[-1])
+                return rate_limited(verdict)
+            verdict = None  # its answer carries no channel bucket's headers
         if (
             self.limits is not None
             and request.method == "POST"

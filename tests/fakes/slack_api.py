@@ -7,7 +7,10 @@ calls to it read and record the request, then close the connection without answe
 With `limits` (a `RateLimits`), `chat.postMessage` is limited per channel and
 workspace-wide as Slack does it, and a post over the limit is answered as Slack answers
 it: HTTP 429, `{"ok": false, "error": "ratelimited"}` and `Retry-After` in whole seconds.
-`limited` lists the posts refused so; `accepted()` the ones that were posted.
+`limited` lists the posts refused so; `accepted()` the ones that were posted. With
+`open_limits` (another `RateLimits`, one bucket: Slack limits each method apart),
+`conversations.open` is limited the same way (Tier 3, "50+ per minute"); `open_limited`
+lists the opens refused. Each call's `at` is `clock()` when it arrived.
 
 Beyond posting (issue 13), the fake keeps what Slack would keep, and answers as Slack does:
 
@@ -40,7 +43,9 @@ import asyncio
 import itertools
 import json
 import math
+import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -56,6 +61,7 @@ class Call:
     method: str
     args: dict[str, Any]
     token: str | None
+    at: float = 0.0  # `FakeSlack.clock()` when the call arrived
 
 
 @dataclass
@@ -76,6 +82,9 @@ class FakeSlack:
     port: int = 0
     limits: RateLimits | None = None
     limited: list[Call] = field(default_factory=list)  # posts refused by `limits`
+    open_limits: RateLimits | None = None  # conversations.open's own limit
+    open_limited: list[Call] = field(default_factory=list)  # opens refused by it
+    clock: Callable[[], float] = time.monotonic  # each call's `at`
     # (channel, ts) -> {"text", "blocks", "thread_ts"}: what a message shows now
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     unknown_users: set[str] = field(default_factory=set)  # conversations.open: user_not_found
@@ -150,7 +159,7 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await self._args(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
-        self.calls.append(Call(method, args, token))
+        self.calls.append(Call(method, args, token, self.clock()))
         if method in self._dropping:
             left = self._dropping[method]
             if left is not None:
@@ -164,6 +173,15 @@ class FakeSlack:
         if self._queued[method]:
             status, body, headers = self._queued[method].popleft()
             return web.json_response(body, status=status, headers=headers)
+        if method == "conversations.open" and self.open_limits is not None:
+            verdict = self.open_limits.admit(method)
+            if not verdict.ok:
+                self.open_limited.append(self.calls[-1])
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"},
+                    status=429,
+                    headers={"Retry-After": str(max(1, math.ceil(verdict.retry_after)))},
+                )
         if method == "chat.postMessage" and self.limits is not None:
             verdict = self.limits.admit(str(args.get("channel")))
             if not verdict.ok:
