@@ -413,11 +413,16 @@ class SchedulerComponent:
         }
         for part in self.platforms:
             if isinstance(part, SlackComponent) and (slack := part.client) is not None:
-                from bot.slack.poster import SlackPoster
+                from bot.slack.home import HomeRefreshingPoster
 
-                # Personal digests' DM channels, remembered in the database (bot/dm.py).
+                # Personal digests' DM channels, remembered in the database (bot/dm.py);
+                # a delivered personal digest re-publishes its user's App Home.
                 found["slack"] = self._poster(
-                    "slack", slack, lambda: SlackPoster(slack, dms=DmChannels(self.services.db))
+                    "slack",
+                    slack,
+                    lambda: HomeRefreshingPoster(
+                        slack, services=self.services, dms=DmChannels(self.services.db)
+                    ),
                 )
             if isinstance(part, DiscordComponent) and (bot := part.client) is not None:
                 from bot.discordbot.poster import DiscordPoster

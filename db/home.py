@@ -156,3 +156,28 @@ def subscription(db: Database, subscription_id: int) -> Row | None:
     """One subscription row by id (active or removed), or None."""
     rows = list(db.query("select * from subscriptions where id = ?", [subscription_id]))
     return rows[0] if rows else None
+
+
+HOME_OPENED_PREFIX = "home opened "  # app_state key: "home opened {user_key}"
+
+
+def record_home_opened(db: Database, user_key: str, at: str) -> bool:
+    """Remember that this user has opened the app's Home (first time `at`), so a later
+    change to what it shows (a personal digest delivered, a paper saved) re-publishes it:
+    `views.publish` for everyone else would only spend Slack's rate limit on Homes nobody
+    looks at. True the first time. Read first, so a Home opened again writes nothing."""
+    key = f"{HOME_OPENED_PREFIX}{user_key}"
+    if db.execute("select 1 from app_state where key = ?", [key]).fetchone() is not None:
+        return False
+    with write_transaction(db):
+        inserted = db.execute(
+            "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
+            [key, at, at],
+        ).rowcount
+    return bool(inserted)
+
+
+def has_opened_home(db: Database, user_key: str) -> bool:
+    """Whether `record_home_opened` was called for this user."""
+    key = f"{HOME_OPENED_PREFIX}{user_key}"
+    return db.execute("select 1 from app_state where key = ?", [key]).fetchone() is not None

@@ -19,6 +19,8 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
   it starts, and a click whose vote an update already showed sends none (a burst of
   clicks, or a 429, costs Slack a few calls, not one per click). A Slack error there is
   logged (its error code) and the vote stands;
+- after a save, re-publishes the clicker's App Home if they have opened it before
+  (`bot.slack.home.refresh_home`), so its saved papers include the new one;
 - answers the clicker ephemerally through the payload's `response_url` (only a Slack
   URL, `slack_url`) when there is something to say: a save, a repeated vote, an error,
   a vote whose message could not be updated, or any click on an ephemeral message (a
@@ -258,10 +260,23 @@ async def _item_click(
                 message_state.stale = False
                 updated = await _show_counts(services, client, payload, applied, value, blocks)
                 message_state.stale = message_state.stale or not updated  # the next tries
+    if action_id == SAVE and result.changed and not result.error:
+        _refresh_home(services, client, applied, user)
     if result.error or action_id == SAVE or not result.changed or not on_message:
         await respond(services, payload, result.text)
     elif not updated:
         await respond(services, payload, result.text + NOT_UPDATED)
+
+
+def _refresh_home(services: Services, client: AsyncWebClient, channel: str, user: str) -> None:
+    """A save shows in the clicker's Home (its saved papers) in the digest's workspace,
+    re-published now if they opened it before (`bot.slack.home.refresh_home`)."""
+    # Imported here: bot.slack.home registers its buttons with this module on import.
+    from bot.slack.home import refresh_home
+
+    team = parse_channel(channel).team
+    if team is not None:
+        refresh_home(services, client, team, user)
 
 
 async def _show_counts(

@@ -36,7 +36,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 from bot.slack.actions import handle_block_actions, run_in
 from bot.slack.client import error_code
-from bot.slack.home import home_opened, publish_home
+from bot.slack.home import home_opened, home_tab_opened
 from db.home import record_manager
 from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
@@ -298,7 +298,7 @@ def create_app(
         # bolt has acknowledged the event already (events need no ack() call).
         who = home_opened(body)
         if who is not None:
-            await publish_home(services, client, *who)
+            await home_tab_opened(services, client, *who)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any]) -> None:

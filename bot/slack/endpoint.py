@@ -19,7 +19,7 @@ In this order, so a bad request costs little and learns nothing:
 
 6. `app_home_opened` (an Events API callback: a user opened the app's Home tab) is
    acknowledged at once (200), then the user's Home is published in the background
-   (`bot.slack.home.publish_home`).
+   (`bot.slack.home.home_tab_opened`, which also remembers that the user has a Home).
 
 Other interaction payloads and Events API callbacks are acknowledged (200) and otherwise
 ignored; the Events API's `url_verification` is answered with its challenge.
@@ -43,7 +43,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import ChangeWriter, Services
 from bot.slack.actions import check_payload, handle_block_actions, respond
 from bot.slack.app import COMMAND, WORKING, answer_payloads
-from bot.slack.home import home_opened, publish_home
+from bot.slack.home import home_opened, home_tab_opened
 from bot.slack.http import Request, Response
 from bot.slack.verify import ReplayMemory, check, slack_url
 from digests.commands.grammar import ParseError, parse
@@ -163,8 +163,10 @@ class SlackEndpoint:
             return Response.json(json.dumps({"challenge": event["challenge"]}))
         who = home_opened(event)
         if who is not None and not self._closing:
-            # Acknowledged now; published after, and a stop's grace waits for it.
-            self._later(publish_home(self.services, self.client, *who))
+            # Acknowledged now; published after, and a stop's grace waits for it. That the
+            # user has a Home is remembered in the change lane (later changes re-publish it).
+            lane = _Lane(self._change_executor, self)
+            self._later(home_tab_opened(self.services, self.client, *who, lane))
             return OK
         log.debug("ignored an Events API callback of type %r", str(event.get("type"))[:40])
         return OK

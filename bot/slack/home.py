@@ -15,6 +15,14 @@ is checked against the user who clicked (`unsubscribe`, `unsave`): only a topic 
 own personal digest, only a paper of their own saved list; anything else changes nothing.
 The Home is then published again, with a line saying what happened (a Home tab has no
 response_url for an ephemeral answer).
+
+A Home is also kept current without being opened again (`refresh_home`): when the user's
+personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster) and when
+they save a paper with a digest's 🔖 button. Only for users who have opened their Home
+before (`db.home.record_home_opened`, on `app_home_opened`: `home_tab_opened`), never for
+a channel's members; a refresh waiting for its turn takes the later ones for that user
+along (it reads the database when it starts), and at most `REFRESHES_AT_ONCE` run at once,
+beside the user's own openings and clicks.
 """
 
 from __future__ import annotations
@@ -49,11 +57,13 @@ from sqlite_utils import Database
 from bot.services import Services
 from bot.slack.actions import register, run_in
 from bot.slack.client import error_code
+from bot.slack.poster import SlackPoster
 from db import home as home_store
 from db.channels import active_subscriptions, get_channel, remove_subscription
 from db.saved import unsave as unsave_paper
 from db.transactions import write_transaction
 from digests.actions import user_key
+from digests.channels import ChannelRef
 from digests.digest import schedule_of
 from digests.render import limits
 from digests.render.escape import slack_escape, slack_link
@@ -352,6 +362,117 @@ async def publish_home(
     lock = _publishing.setdefault((team, user_id), asyncio.Lock())
     async with lock:
         return await _publish(services, client, team, user_id, notice)
+
+
+async def home_tab_opened(
+    services: Services,
+    client: AsyncWebClient,
+    team: str,
+    user_id: str,
+    executor: Executor | None = None,
+) -> bool:
+    """`app_home_opened` on the Home tab: remember that this user has a Home (in
+    `executor`, the caller's writer lane; by default a thread of the services), so later
+    changes re-publish it (`refresh_home`), then publish it. A failure to remember is one
+    log line; the Home is published all the same."""
+    try:
+        await run_in(services, executor, _remember_opened, services, team, user_id)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the Home is still published
+        log.warning("could not remember the Home of %s: %s", user_id[:40], type(exc).__name__)
+    return await publish_home(services, client, team, user_id)
+
+
+def _remember_opened(services: Services, team: str, user_id: str) -> None:
+    key = user_key("slack", team, user_id)
+    if home_store.record_home_opened(services.db(), key, stamp(services.clock())):
+        log.info("%s opened the Home: it is re-published when it changes", key)
+
+
+REFRESHES_AT_ONCE = 2  # refreshes publishing at once (views.publish is Tier 4: 100+ a minute)
+
+
+def refresh_home(
+    services: Services, client: AsyncWebClient, team: str, user_id: str
+) -> asyncio.Task[bool] | None:
+    """Re-publish the user's Home in the background, if they have opened it before; the
+    task (for tests and a caller that wants to wait), or None when one for this user is
+    already waiting to start: it reads the database when it starts, so it shows this
+    change too. Must be called in the event loop. Never raises."""
+    loop = asyncio.get_running_loop()
+    key = (loop, team, user_id)
+    waiting = _refreshes.get(key)
+    if waiting is not None and not waiting.done():
+        return None
+    task = loop.create_task(_refresh(services, client, team, user_id, key))
+    _refreshes[key] = task
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return task
+
+
+async def _refresh(
+    services: Services,
+    client: AsyncWebClient,
+    team: str,
+    user_id: str,
+    key: tuple[asyncio.AbstractEventLoop, str, str],
+) -> bool:
+    try:
+        try:
+            opened = await services.in_thread(_opened, services, team, user_id)
+        except Exception as exc:  # a refresh is never worth a traceback
+            log.warning("could not tell if %s has a Home: %s", user_id[:40], type(exc).__name__)
+            return False
+        if not opened:
+            return False
+        pace = _pacing.setdefault(key[0], asyncio.Semaphore(REFRESHES_AT_ONCE))
+        async with pace:
+            # From here on a change needs a new refresh: this one may have read before it.
+            if _refreshes.get(key) is asyncio.current_task():
+                del _refreshes[key]
+            return await publish_home(services, client, team, user_id)
+    finally:
+        if _refreshes.get(key) is asyncio.current_task():
+            del _refreshes[key]
+
+
+def _opened(services: Services, team: str, user_id: str) -> bool:
+    try:
+        key = user_key("slack", team, user_id)
+    except ValueError:
+        return False
+    return home_store.has_opened_home(services.db(), key)
+
+
+# The refresh waiting to start for each (event loop, team, user); the refreshes running
+# (a task needs a reference while it runs); one pacing semaphore per event loop.
+_refreshes: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Task[bool]] = {}
+_running: set[asyncio.Task[bool]] = set()
+_pacing: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class HomeRefreshingPoster(SlackPoster):
+    """The Slack poster (`bot.slack.poster.SlackPoster`, same arguments, and `services`)
+    that, once the first message of a personal digest (`slack:T/@U`) is posted,
+    re-publishes that user's Home (`refresh_home`: only if they opened it before). A
+    channel's digest publishes nothing, for none of its members."""
+
+    def __init__(self, client: AsyncWebClient, *, services: Services, **options: Any) -> None:
+        super().__init__(client, **options)
+        self.services = services
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        sent = await super().send(channel, payload, thread_of)
+        if channel.personal and thread_of is None and channel.team and channel.user:
+            # The first part: the Home shows the digest from the database, whole.
+            refresh_home(self.services, self.client, channel.team, channel.user)
+        return sent
 
 
 # One lock per user whose Home is being published; gone when no publish holds or waits.
