@@ -7,6 +7,8 @@
 - `status` of a personal digest showed its raw reference (`slack:T0001/@U0001`), and
   `status --me` did not exist (`status has no --me`); nor did `digest --me`, a preview of
   one's own next digest from a channel.
+- `help` typed in the DM with the app (where every command acts on one's own digest)
+  spoke of "this channel" throughout.
 """
 
 from __future__ import annotations
@@ -248,3 +250,41 @@ async def test_discord_status_and_digest_take_me(
     assert digest["flags"] & 64
     assert "nothing is marked as sent" in json.dumps(digest, ensure_ascii=False)
     assert last_digest(bot.services.db(), DISCORD_ME) is None
+
+
+# --- 2. help in a DM speaks of the personal digest ------------------------------------------
+
+
+async def test_help_in_a_dm_speaks_of_ones_own_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    texts = ("help", "help feedback", "help subscribe", "help status", "help frobnicate", "lsit")
+    http = await start_http(services, fake_slack)
+    try:
+        answers = {
+            text: await slash(http, fake_slack, text, channel="D0000DM01", name="directmessage")
+            for text in texts
+        }
+        channel = await slash(http, fake_slack, "help", channel="C0001", name="papers")
+        channel_one = await slash(
+            http, fake_slack, "help subscribe", channel="C0001", name="papers"
+        )
+    finally:
+        await http.close()
+    for text, answer in answers.items():
+        said = _said(answer)
+        assert answer["response_type"] == "ephemeral"
+        assert "channel" not in said.lower(), (text, said[:400])
+        assert "--me" not in said, text  # every command there is about one's own digest
+    assert "sends you a personal digest" in _said(answers["help"])
+    assert "List the topics your personal digest can follow." in _said(answers["help"])
+    assert "Show your 👍/👎 per topic" in _said(answers["help feedback"])
+    assert "Here it acts on your personal digest; only you see the answer." in _said(
+        answers["help subscribe"]
+    )
+    assert "Did you mean" in _said(answers["lsit"]) and "/papers list" in _said(answers["lsit"])
+    # a channel's help is unchanged
+    said = _said(channel)
+    assert "for this channel's topics" in said and "subscribe [--me] &lt;topic&gt;" in said
+    assert "List the topics this channel can subscribe to." in said
+    assert "changes the channel's settings" in _said(channel_one)

@@ -30,11 +30,16 @@ class Param:
     # This word makes a `changes` verb a change: without it the verb only reads
     # (`feedback` shows, `feedback reset` clears; see `Command.changes`).
     changes: bool = False
+    mine: str = ""  # `help` where commands act on the user's own digest; empty: `help`
 
     @property
     def usage(self) -> str:
         shown = "|".join(self.choices) if self.choices else self.name
         return f"<{shown}>" if self.required else f"[{shown}]"
+
+    def help_for(self, personal: bool) -> str:
+        """What `help` says of it: on a personal digest (`mine`), or a channel's."""
+        return (self.mine or self.help) if personal else self.help
 
 
 @dataclass(frozen=True)
@@ -48,11 +53,23 @@ class Verb:
     # Takes `--me`: the command acts on the user's own digest (a direct message) instead of
     # the channel's; anyone may, so adapters skip the permission check (`Command.needs_manager`).
     personal: bool = False
+    # What `help` says where every command acts on the user's own digest (typed in a Slack
+    # DM): "this channel" there would be wrong. Empty: `help` says it already.
+    mine: str = ""
 
     @property
     def usage(self) -> str:
-        flag = [f"[{ME_FLAG}]"] if self.personal else []
+        return self.usage_for(personal=False)
+
+    def usage_for(self, personal: bool) -> str:
+        """The usage; where every command is already about the user's own digest
+        (`personal`), without `[--me]`."""
+        flag = [f"[{ME_FLAG}]"] if self.personal and not personal else []
         return " ".join([COMMAND, self.name, *flag, *(param.usage for param in self.params)])
+
+    def help_for(self, personal: bool) -> str:
+        """What `help` says of it: on a personal digest (`mine`), or a channel's."""
+        return (self.mine or self.help) if personal else self.help
 
 
 VERBS: tuple[Verb, ...] = (
@@ -67,39 +84,48 @@ VERBS: tuple[Verb, ...] = (
     Verb("similar", "Find papers similar to one paper.",
          (Param("id", "A paper id from find or a digest"),), "similar p380c62ca5bf30379",
          slow=True),
-    Verb("topics", "List the topics this channel can subscribe to."),
+    Verb("topics", "List the topics this channel can subscribe to.",
+         mine="List the topics your personal digest can follow."),
     Verb("subscribe", "Follow a topic from the catalog, or any free text in quotes.",
          (Param("topic", 'A topic id such as offline-rl, or "free text"', rest=True),),
          'subscribe offline-rl', changes=True, personal=True),
     Verb("unsubscribe", "Stop following a topic (its id, or its number from list).",
          (Param("topic", "A topic id, or a subscription number from list", rest=True),),
          "unsubscribe offline-rl", changes=True, personal=True),
-    Verb("list", "Show this channel's subscriptions and schedule.", personal=True),
+    Verb("list", "Show this channel's subscriptions and schedule.", personal=True,
+         mine="Show what your personal digest follows, and when it comes."),
     Verb("schedule", "Set when this channel's digest comes: daily, weekdays or one weekday.",
          (Param("weekday", "daily, weekdays (Monday to Friday), or monday .. sunday"),
           Param("time", "24-hour time, e.g. 09:00"),
           Param("timezone", "An IANA timezone, e.g. Europe/Berlin (default: the current one)",
                 required=False)),
-         "schedule monday 09:00 Europe/Berlin", changes=True, personal=True),
+         "schedule monday 09:00 Europe/Berlin", changes=True, personal=True,
+         mine="Set when your personal digest comes: daily, weekdays or one weekday."),
     Verb("backlog", "Let older, never-sent papers fill a digest's empty slots (default: off).",
          (Param("state", "on or off", choices=("on", "off")),), "backlog on", changes=True),
     Verb("digest", "Preview this channel's digest for the current period.",
          (Param("mode", "preview, the default: nothing is recorded or sent", required=False,
                 choices=("preview",)),), "digest preview",
-         slow=True, personal=True),
+         slow=True, personal=True,
+         mine="Preview your personal digest for the current period."),
     Verb("status", "Show the paper store, this channel's schedule and its last digest.",
-         personal=True),
+         personal=True,
+         mine="Show the paper store, your personal digest's schedule and its last digest."),
     Verb("resume", "Resume delivery to this channel after a pause, once its cause is fixed.",
-         changes=True, personal=True),
+         changes=True, personal=True,
+         mine="Resume your personal digest after a pause, once I may send you messages."),
     Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
     Verb("why", "Explain why a paper was picked for this channel: topic, terms, feedback.",
-         (Param("id", "A paper id from a digest or find"),), "why p380c62ca5bf30379"),
+         (Param("id", "A paper id from a digest or find"),), "why p380c62ca5bf30379",
+         mine="Explain why a paper was picked for you: topic, terms, feedback."),
     Verb("feedback", "Show this channel's 👍/👎 per topic; reset clears a topic's feedback.",
          (Param("action", "reset: clear a topic's feedback (changes the channel)",
-                required=False, choices=("reset",), changes=True),
+                required=False, choices=("reset",), changes=True,
+                mine="reset: clear a topic's feedback"),
           Param("topic", "The topic to reset: its id, or its number from list",
                 required=False, rest=True)),
-         "feedback reset offline-rl", changes=True),
+         "feedback reset offline-rl", changes=True,
+         mine="Show your 👍/👎 per topic; reset clears a topic's feedback."),
     Verb("saved", "List your saved papers (only you see them); export gives them as BibTeX.",
          (Param("action", "export: a BibTeX file of them", required=False,
                 choices=("export",)),), "saved export"),
@@ -267,6 +293,7 @@ def usage_hint() -> str:
     return " | ".join(verb.usage.removeprefix(COMMAND + " ") for verb in VERBS)
 
 
-def help_lines() -> list[str]:
-    """One line per verb: usage and what it does."""
-    return [f"`{verb.usage}`  {verb.help}" for verb in VERBS]
+def help_lines(personal: bool = False) -> list[str]:
+    """One line per verb: usage and what it does; `personal`: where every command acts on
+    the user's own digest (a Slack DM), so worded for it and without `[--me]`."""
+    return [f"`{verb.usage_for(personal)}`  {verb.help_for(personal)}" for verb in VERBS]

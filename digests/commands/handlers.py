@@ -119,7 +119,7 @@ def handle(text: str, ctx: Context) -> Reply:
     try:
         command = parse(strip_unsafe(text))
     except ParseError as exc:
-        return _parse_error(exc)
+        return _parse_error(exc, parse_channel(ctx.channel).personal)
     if has_unsafe(text) and command.changes:
         # Told to the whole channel and stored: refuse rather than guess what was meant.
         return error(UNSAFE_CHANGE, "Please type it again without them.")
@@ -144,29 +144,52 @@ def handle(text: str, ctx: Context) -> Reply:
     return reply
 
 
-def _parse_error(exc: ParseError) -> Reply:
+def _parse_error(exc: ParseError, personal: bool = False) -> Reply:
+    """A command that does not parse; `personal`: typed where commands act on the user's
+    own digest (the help it lists is worded for that)."""
     if exc.verb is not None:
         return error(exc.message)
     lines = [f"Did you mean `{COMMAND} {exc.suggestion}`?"] if exc.suggestion else []
-    return error(exc.message, *lines, "Here is what I can do:", *help_lines())
+    return error(exc.message, *lines, "Here is what I can do:", *help_lines(personal))
+
+
+# `help` where every command acts on the user's own digest (the Slack DM with the app, or
+# any DM: bot.slack.app reads those as the user's personal reference).
+PERSONAL_INTRO = (
+    "Paperboy finds papers and sends you a personal digest of new ones (weekly, daily or on "
+    "weekdays) as a direct message, for the topics you follow. Here every command is about "
+    "your own digest, and only you see the answers. Commands:"
+)
+PERSONAL_HERE = "Here it acts on your personal digest; only you see the answer."
 
 
 def _help(command: Command, ctx: Context) -> Reply:
+    """The commands, or one command in full; worded for the user's own digest where the
+    commands act on it (`ctx.channel` a personal reference), for the channel elsewhere."""
     name = command.args.get("command", "").lower().removeprefix(COMMAND).strip()
+    personal = parse_channel(ctx.channel).personal
     if not name:
         return info(
-            "Paperboy finds papers and posts a digest of new ones (weekly, daily or on weekdays) "
-            "for this channel's topics. Commands:",
-            *help_lines(),
+            PERSONAL_INTRO
+            if personal
+            else "Paperboy finds papers and posts a digest of new ones (weekly, daily or on "
+            "weekdays) for this channel's topics. Commands:",
+            *help_lines(personal),
             f"Start with `{COMMAND} topics`, then `{COMMAND} subscribe offline-rl`.",
         )
     verb = VERBS_BY_NAME.get(name)
     if verb is None:
         close = difflib.get_close_matches(name, list(VERBS_BY_NAME), n=1, cutoff=0.6)
         lines = [f"Did you mean `{COMMAND} help {close[0]}`?"] if close else []
-        return error(f"There is no command {name[:40]!r}.", *lines, *help_lines())
-    lines = [f"`{verb.usage}`", verb.help]
-    lines += [f"  {param.name}: {param.help}" for param in verb.params]
+        return error(f"There is no command {name[:40]!r}.", *lines, *help_lines(personal))
+    lines = [f"`{verb.usage_for(personal)}`", verb.help_for(personal)]
+    lines += [f"  {param.name}: {param.help_for(personal)}" for param in verb.params]
+    if personal:
+        if verb.example:
+            lines.append(f"Example: `{COMMAND} {verb.example}`")
+        if verb.changes:
+            lines.append(PERSONAL_HERE)
+        return info(f"How to use `{verb.name}`:", *lines)
     if verb.personal:
         lines.append(
             f"  {ME_FLAG}: your own digest (it comes as a direct message) instead of the "
