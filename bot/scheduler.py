@@ -60,6 +60,7 @@ from db import outbox
 from db.transactions import write_transaction
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digests, schedule_of
+from digests.render.view import batch as render_batch
 from digests.schedule import Schedule
 from digests.timestamps import stamp
 
@@ -253,6 +254,12 @@ class DigestScheduler:
         fails no other. Unless that one fails on the database as the batch did ("database
         is locked"): that is no channel's doing, so every channel left fails with it, each
         retried with backoff (they are built together again then), as one build did."""
+        # The group's digests share their paper rows: each paper's view and platform
+        # pieces are made once for the whole group (`render_batch`).
+        with render_batch():
+            self._build_together(db, group, moment)
+
+    def _build_together(self, db: Database, group: list[_Build], moment: datetime) -> None:
         settings, catalog = self.services.settings, self.services.catalog
         by_channel = {build.channel: build for build in group}
         todo = list(group)

@@ -193,13 +193,15 @@ def paper_embed(paper: PaperView) -> dict[str, Any]:
     return embed
 
 
-def _embed_parts(paper: PaperView) -> tuple[dict[str, Any], str, str]:
-    """A paper's embed, its JSON text, and that text after the title (an embed's first
-    key, "" if not: then it is encoded afresh when numbered): remembered once per batch."""
+def _embed_parts(paper: PaperView) -> tuple[dict[str, Any], str, str, int]:
+    """A paper's embed, its JSON text, that text after the title (an embed's first key,
+    "" if not: then it is encoded afresh when numbered), and its size toward Discord's
+    6,000 (`limits.embed_size`, before numbering): remembered once per batch."""
     embed = paper_embed(paper)
     text = encoded(embed)
     start = f'{{"title": {encoded(embed["title"])}'
-    return embed, text, text[len(start) :] if text.startswith(start) else ""
+    rest = text[len(start) :] if text.startswith(start) else ""
+    return embed, text, rest, limits.embed_size(embed)
 
 
 def _fits(
@@ -211,11 +213,17 @@ def _fits(
 ) -> bool:
     """Whether `embed` may join `current`'s message. `numbered`: titles get their number
     after packing ("12. "), at most as wide as `last`'s, the digest's last number."""
-    if len(current) >= most:
+    reserve = len(f"{last}. ") if numbered else 0
+    sizes = [limits.embed_size(item) for item in current]
+    return _room(sizes, limits.embed_size(embed), most, reserve)
+
+
+def _room(sizes: list[int], size: int, most: int, reserve: int) -> bool:
+    """Whether an embed of `size` may join a message of embeds of `sizes` (at most `most`
+    embeds), each title to grow by `reserve` characters."""
+    if len(sizes) >= most:
         return False
-    used = sum(limits.embed_size(item) for item in current)
-    reserve = len(f"{last}. ") * (len(current) + 1) if numbered else 0
-    return used + limits.embed_size(embed) + reserve <= limits.DISCORD_EMBED_TOTAL
+    return sum(sizes) + size + reserve * (len(sizes) + 1) <= limits.DISCORD_EMBED_TOTAL
 
 
 def digest_messages(
@@ -236,18 +244,21 @@ def digest_messages(
     # Each paper's embed once per batch (`per_paper`), not once per channel.
     # With its JSON text, and that text after the title (numbered per message).
     parts = [per_paper("discord-embed", paper, _embed_parts) for paper in view.items]
-    embeds = [(fresh(embed), paper) for (embed, _, _), paper in zip(parts, view.items, strict=True)]
-    texts = {id(embed): part[1:] for (embed, _), part in zip(embeds, parts, strict=True)}
+    embeds = [(fresh(embed), paper) for (embed, *_), paper in zip(parts, view.items, strict=True)]
+    texts = {id(embed): part[1:3] for (embed, _), part in zip(embeds, parts, strict=True)}
+    sizes = {id(embed): part[3] for (embed, _), part in zip(embeds, parts, strict=True)}
     # A recorded digest's items have buttons: one action row each, 5 rows per message.
     rows = _item_rows(digest, view.items) if buttons else None
     most = limits.DISCORD_EMBEDS_PER_MESSAGE if rows is None else limits.DISCORD_ACTION_ROWS
     units = [
         (embed, paper, rows[index] if rows else None) for index, (embed, paper) in enumerate(embeds)
     ]
-    numbered = rows is not None
+    # Titles get their number after packing ("12. "), at most as wide as the last one's.
+    reserve = len(f"{len(units)}. ") if rows is not None else 0
 
     def fits(current: list[tuple[dict[str, Any], PaperView, Any]], unit: tuple[Any, ...]) -> bool:
-        return _fits([embed for embed, _, _ in current], unit[0], most, numbered, len(units))
+        # Sizes remembered with each embed (`_embed_parts`), not counted again per try.
+        return _room([sizes[id(e)] for e, _, _ in current], sizes[id(unit[0])], most, reserve)
 
     groups = pack(units, fits) or [[]]
     messages = []

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from typing import Any
 
@@ -75,6 +77,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
         autoescape=False,
+        # The templates ship with the package: checking each one's file for changes cost
+        # a stat() per render (40,000 in a batch of 10,000 digests).
+        auto_reload=False,
     )
     env.filters["wordwrap"] = cached_wordwrap
     return env
@@ -257,7 +262,20 @@ def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> 
     the same topics: a Slack section was a third of rendering 10,000 digests (its item
     template, links checked again, slack_sdk's validation). Bounded: emptied when full.
     Only dicts and lists are copied: a tuple (or NamedTuple) of parts is returned as it
-    is remembered, and its caller copies what it hands out to be changed."""
+    is remembered, and its caller copies what it hands out to be changed.
+
+    Inside `batch()`, remembered by the view object itself: the batch's views are shared
+    (`item_view`), so its key is one id, not every field's value."""
+    scope = _scope.get()
+    if scope is not None:
+        made = scope.items.get((kind, id(paper)))
+        if made is None:
+            made = scope.items[(kind, id(paper))] = (paper, _per_paper(kind, paper, make))
+        return fresh(made[1])
+    return fresh(_per_paper(kind, paper, make))
+
+
+def _per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> Any:
     key = (kind, *(tuple(v) if type(v) is list else v for v in vars(paper).values()))
     try:
         hash(key)
@@ -271,11 +289,60 @@ def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> 
             if len(_item_cache) >= ITEM_CACHE_SIZE:
                 _item_cache.clear()
             _item_cache[key] = found
-    return fresh(found)
+    return found
 
 
-def item_view(item: DigestItem, escape: Escape) -> PaperView:
-    return paper_view(item.paper, item.topics, escape, from_archive=item.from_archive)
+@dataclass
+class _Batch:
+    """What one `batch()` remembers, each entry holding the object whose id keys it (so
+    no other object can take that id while the batch lasts)."""
+
+    views: dict[tuple[Any, ...], tuple[dict[str, Any], PaperView]] = field(default_factory=dict)
+    items: dict[tuple[str, int], tuple[PaperView, Any]] = field(default_factory=dict)
+
+
+_scope: ContextVar[_Batch | None] = ContextVar("render_batch", default=None)
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    """Render a batch of digests, in this thread or task, taking every paper row the
+    digests carry (`DigestItem.paper`) as unchanging while it lasts: the digests built
+    together share their rows (`build_digests`), so each item's view, and each
+    platform's piece made from it (`per_paper`), is made once per paper, topics and
+    place, and found again by the row's identity, not by comparing every field's value
+    (that comparison was a third of rendering a digest). Changing a row inside the
+    scope would show its old text: the scheduler renders rows it just read and leaves
+    alone. Forgotten when the scope ends."""
+    token = _scope.set(_Batch())
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def item_view(item: DigestItem, escape: Escape, section: str | None = None) -> PaperView:
+    """The item's view, `section` (escaped) heading its topic group when it is the first;
+    inside `batch()`, one view object per paper, topics, archive mark and section."""
+    scope = _scope.get()
+    if scope is None:
+        return _item_view(item, escape, section)
+    key = (
+        escape,
+        id(item.paper),
+        item.from_archive,
+        section,
+        *(topic_label(topic) for topic in item.topics),
+    )
+    found = scope.views.get(key)
+    if found is None:
+        found = scope.views[key] = (item.paper, _item_view(item, escape, section))
+    return found[1]
+
+
+def _item_view(item: DigestItem, escape: Escape, section: str | None) -> PaperView:
+    view = paper_view(item.paper, item.topics, escape, from_archive=item.from_archive)
+    return view if section is None else replace(view, section=section)
 
 
 @dataclass(frozen=True)
@@ -331,26 +398,24 @@ def grouped(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
     best first within a group. Each paper still appears once, listing all its topics."""
     order = {topic.id: index for index, topic in enumerate(digest.topics)}
 
-    def key(item: DigestItem) -> tuple[int, bool, float]:
-        return shown_key(order, (topic.id for topic in item.topics), item.from_archive, item.score)
-
-    result: list[tuple[Topic | None, DigestItem]] = []
-    for item in sorted(digest.items, key=key):
-        index = key(item)[0]  # its first topic's place
-        topic = digest.topics[index] if index < len(digest.topics) else None
-        result.append((topic, item))
-    return result
+    keyed = sorted(
+        (
+            (shown_key(order, (t.id for t in item.topics), item.from_archive, item.score), n)
+            for n, item in enumerate(digest.items)
+        )
+    )  # by key, then recorded order: a stable sort of the items
+    topics = digest.topics
+    return [(topics[key[0]] if key[0] < len(topics) else None, digest.items[n]) for key, n in keyed]
 
 
 def digest_view(digest: Digest, escape: Escape) -> DigestView:
     papers = []
     previous: Topic | None = None
     for number, (topic, item) in enumerate(grouped(digest)):
-        view = item_view(item, escape)
-        if topic is not None and (number == 0 or topic != previous):
-            view = replace(view, section=escape(topic_label(topic)))
+        first = topic is not None and (number == 0 or topic != previous)
+        section = escape(topic_label(topic)) if first and topic is not None else None
         previous = topic
-        papers.append(view)
+        papers.append(item_view(item, escape, section))
     return DigestView(
         channel=escape(digest.channel),
         week_label=digest.period_label,

@@ -1,0 +1,148 @@
+"""Rendering a batch of digests inside `digests.render.view.batch()` (the scope the
+scheduler renders a group of digests in): each item's view and each platform's piece is
+made once per paper, topics, archive mark and section, found again by the row's
+identity; the output is byte for byte what rendering each digest afresh gives. And the
+plain-dict Slack blocks of a digest's header and footer are slack_sdk's own."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import (
+    ContextBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+import bot.scheduler as scheduler_module
+from bot.local import LocalPoster
+from bot.scheduler import DigestScheduler
+from bot.services import Services
+from digests.digest import Digest
+from digests.render import limits, view
+from digests.render import slack as slack_render
+from tests.fakes.clock import Clock
+from tests.test_render_cache import channel_digests, rendered, uncached
+from tests.test_scheduler_batch import CHANNELS, DUE, clock, fire_all, services
+
+__all__ = ["channel_digests", "clock", "services"]  # fixtures shared with those files
+
+
+def recorded(digests: list[Digest]) -> list[Digest]:
+    """The previews as recorded digests (ids given): every item gets its buttons."""
+    return [replace(d, recorded=True, digest_id=n) for n, d in enumerate(digests, start=1)]
+
+
+def test_a_batch_renders_byte_for_byte_what_each_digest_renders_alone(
+    channel_digests: list[Digest],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The digests share paper rows under other topics, archive marks and places in their
+    # topic groups (so other sections): a key that forgot one of these would show one
+    # digest's item in another's.
+    # Without its first item, a digest's second item heads its group (a section).
+    shifted = [replace(d, channel=f"{d.channel}-b", items=d.items[1:]) for d in channel_digests]
+    # The same rows under the same topics, archive marks the other way round.
+    flipped = [
+        replace(
+            d,
+            channel=f"{d.channel}-c",
+            items=tuple(replace(i, from_archive=not i.from_archive) for i in d.items),
+        )
+        for d in channel_digests
+    ]
+    digests = channel_digests + recorded(channel_digests) + shifted + flipped
+    with monkeypatch.context() as patch:
+        uncached(patch)
+        alone = rendered(digests)
+    view.shown_cache_clear()
+    with view.batch():
+        first = rendered(digests)
+        again = rendered(digests)  # every view and piece found again
+    assert first == again == alone
+    assert rendered(digests) == alone  # after the batch, as before it
+
+
+def test_a_batch_makes_each_item_view_and_piece_once(
+    channel_digests: list[Digest],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    digests = recorded(channel_digests)
+    views: list[str] = []
+    real = view._item_view
+
+    def counting(item: Any, escape: Any, section: Any) -> view.PaperView:
+        views.append(str(item.paper["id"]))
+        return real(item, escape, section)
+
+    monkeypatch.setattr(view, "_item_view", counting)
+    view.shown_cache_clear()
+    with view.batch():
+        rendered(digests)
+        made = len(views)
+        assert made > 0
+        rendered(digests)
+        assert len(views) == made  # the second time, no view made afresh
+        first = view.digest_view(digests[0], slack_render.slack_escape).items
+        second = view.digest_view(digests[0], slack_render.slack_escape).items
+        assert all(a is b for a, b in zip(first, second, strict=True))
+    rendered(digests)
+    assert len(views) > made  # outside a batch, views are made per digest
+
+
+def test_a_digest_in_a_batch_is_rendered_from_its_own_rows(
+    channel_digests: list[Digest],
+) -> None:
+    """Two rows with equal ids but other text (another batch's row for the paper) are
+    two views: identity, not the id, keys the batch."""
+    base = recorded(channel_digests)[0]
+    item = base.items[0]
+    renamed = replace(item, paper={**item.paper, "title": "A Title Changed Since"})
+    other = replace(base, channel="local:other", items=(renamed, *base.items[1:]))
+    with view.batch():
+        text = rendered([base, other])
+    assert "A Title Changed Since" in text
+    assert text == rendered([base, other])
+
+
+async def test_the_scheduler_renders_a_group_of_digests_in_one_batch(
+    services: Services,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scopes: list[Any] = []
+    real = scheduler_module.platform_messages
+
+    def spy(digest: Digest, platform: str, empty: str) -> Any:
+        scopes.append(view._scope.get())
+        return real(digest, platform, empty)
+
+    monkeypatch.setattr(scheduler_module, "platform_messages", spy)
+    clock.now = DUE
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}
+    )
+    await fire_all(scheduler)
+    assert len(scopes) == len(CHANNELS)
+    assert scopes[0] is not None
+    assert all(scope is scopes[0] for scope in scopes)  # one batch for the group
+    assert view._scope.get() is None
+
+
+@pytest.mark.parametrize("size", [1, 80, limits.SLACK_HEADER_TEXT])
+def test_a_digests_plain_slack_blocks_are_slack_sdks_own(size: int) -> None:
+    text = ("Paperboy & <friends> *bold* " * 200)[:size]
+    long = ("x " * 2000)[: limits.SLACK_SECTION_TEXT]
+    pairs = [
+        (slack_render.header_block(text), HeaderBlock(text=PlainTextObject(text=text))),
+        (slack_render.section_block(long), SectionBlock(text=MarkdownTextObject(text=long))),
+        (slack_render.context_block(text), ContextBlock(elements=[MarkdownTextObject(text=text)])),
+    ]
+    for plain, sdk in pairs:
+        assert json.dumps(plain) == json.dumps(sdk.to_dict())  # key order too: same bytes
+    assert slack_render.DIVIDER == {"type": "divider"}
