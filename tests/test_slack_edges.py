@@ -162,3 +162,12 @@ async def test_a_guests_click_over_socket_mode(
         assert await eventually(lambda: updates(fake_slack))
     assert votes(services) == [(paper, GUEST, 1)]
     assert fake_slack.responses == []
+
+
+def test_the_manifest_lets_papers_be_typed_in_the_apps_dm() -> None:
+    """A read-only Messages tab has no message box, so no `/papers` there either."""
+    manifest = Path(__file__).resolve().parent.parent / "deploy" / "slack-manifest.yml"
+    features = manifest.read_text().split("features:", 1)[1].split("oauth_config:", 1)[0]
+    assert "messages_tab_enabled: true" in features
+    assert "messages_tab_read_only_enabled: false" in features
+    assert "messages_tab_read_only_enabled: true" not in features
