@@ -26,6 +26,7 @@ from bot.slack.poster import SlackPoster
 from db import open_db
 from db.app_state import get_state
 from db.channels import get_channel
+from digests.actions import VOTE_UP, custom_id
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
@@ -35,6 +36,16 @@ from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.slack_helpers import BOT_TOKEN
 from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+from tests.test_discord_buttons import (
+    ALICE,
+    BOB,
+    click,
+    delivered,
+    labels,
+    paper_of,
+    refused,
+    stored,
+)
 from tests.test_discord_delivery import subscribe
 
 # --- a message discord.py refuses before sending ----------------------------------------
@@ -260,3 +271,45 @@ async def test_discord_opens_take_a_turn_of_the_global_limit(
     assert sorted(m["channel_id"] for m in fake_discord.created) == sorted(
         fake_discord.dms.values()
     )
+
+
+# --- Discord: a digest clicked from a thread started on it --------------------------------
+#
+# A thread started from a message has that message's id, and the message stays in the
+# parent channel; inside the thread, Discord shows it at the top (the starter message). A
+# click there may carry the thread as its channel (a thread channel object with
+# `parent_id`): taken as a click in the parent channel only when the message clicked is the
+# thread's starter and the thread's parent is the digest's channel.
+
+
+async def test_a_click_from_a_thread_started_on_the_digest_counts_for_its_channel(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    digest_id, message = await delivered(bot, fake_discord)
+    paper = paper_of(message)
+    up = custom_id(VOTE_UP, digest_id, paper)
+    callback, line = await click(
+        bot, fake_discord, message, up, user_id=ALICE, thread=message["id"]
+    )
+    assert callback["type"] == 7 and "more papers like this" in line["content"]
+    assert stored(bot) == ([(CHANNEL, "offline-rl", paper, ALICE, 1)], [])
+    assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 1"
+    # and from the channel itself, as before: the counts add up
+    await click(bot, fake_discord, message, up, user_id=BOB)
+    assert labels(fake_discord.messages[message["id"]])[0] == "1. 👍 More like this · 2"
+
+
+async def test_thread_clicks_that_are_not_on_the_digests_own_message_change_nothing(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """A thread whose parent is another channel (though started from a message of this
+    id), or a thread of the digest's channel that was not started from this message: the
+    click is refused as another channel's, as any click elsewhere is."""
+    digest_id, message = await delivered(bot, fake_discord)
+    up = custom_id(VOTE_UP, digest_id, paper_of(message))
+    elsewhere = await refused(
+        bot, fake_discord, message, up, thread=message["id"], thread_parent="333333333333333333"
+    )
+    assert elsewhere == "That button belongs to another channel's digest."
+    other_thread = await refused(bot, fake_discord, message, up, thread="444444444444444444")
+    assert other_thread == "That button belongs to another channel's digest."

@@ -16,7 +16,8 @@ then gets an ephemeral line ("👍 Noted: more papers like this for offline-rl."
 "🔖 Saved to your list."). A refused click (a forged custom_id, a digest of another
 channel, a paper not in it) changes nothing and gets only an ephemeral one-line reason.
 A click in a direct message with the bot is on the clicker's personal digest
-(`click_channel`).
+(`click_channel`); one from within a thread on the message the thread was started from is
+on the thread's parent channel, where that message is.
 
 A component interaction that no `DigestButton` takes (a custom_id of no known shape, or
 one not on the message clicked) is answered by `answer_stray` with an ephemeral line,
@@ -135,9 +136,34 @@ def takes(interaction: discord.Interaction[Any]) -> bool:
 def click_channel(interaction: discord.Interaction[Any]) -> str:
     """The channel reference a click belongs to: the server channel it happened in, or,
     in a direct message with the bot (no server), the clicker's own personal digest
-    (`discord:@USER`, issue 13): nobody else can click in that DM."""
+    (`discord:@USER`, issue 13): nobody else can click in that DM. A click from within a
+    thread on the message the thread was started from belongs to the thread's parent
+    (`_starter_parent`)."""
     key = key_of(interaction) if interaction.guild_id is None else None
-    return (key and personal_channel(key)) or channel_of(interaction)
+    return (
+        (key and personal_channel(key)) or _starter_parent(interaction) or channel_of(interaction)
+    )
+
+
+def _starter_parent(interaction: discord.Interaction[Any]) -> str | None:
+    """The parent channel of the thread a click came from, when the message clicked is
+    that thread's starter; else None.
+
+    A thread started from a message has the message's id, and the message stays in the
+    parent channel (Discord shows it at the top of the thread). A click on it there may
+    carry the thread as its channel: a thread channel object with `parent_id`, which
+    discord.py makes a `Thread` (it needs `parent_id` to). Not confirmed against Discord:
+    its docs do not say which channel such a click carries. So only the thread's own
+    starter message counts, as a click in the parent channel (where that message is);
+    any other message clicked in a thread keeps the thread's id, and `apply_action`
+    refuses it as another channel's digest, as before."""
+    channel = interaction.channel
+    message = interaction.message
+    if not isinstance(channel, discord.Thread) or message is None or interaction.guild_id is None:
+        return None
+    if message.id != channel.id or not channel.parent_id:
+        return None
+    return f"discord:{interaction.guild_id}/{channel.parent_id}"
 
 
 async def answer_stray(interaction: discord.Interaction[Any]) -> None:

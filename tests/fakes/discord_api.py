@@ -301,11 +301,18 @@ class FakeDiscord:
         channel_id: str | None = None,
         component_type: int = 2,
         dm: bool = False,
+        thread: str | None = None,
+        thread_parent: str | None = None,
     ) -> dict[str, Any]:
         """The INTERACTION_CREATE payload of a click on `message`'s button `custom_id`
         (a message of `messages`, or any message dict; `channel_id`: where the click
         happened, the message's channel by default). `dm`: in the user's direct messages
-        with the bot, as Discord sends it there (no guild, `user` instead of `member`)."""
+        with the bot, as Discord sends it there (no guild, `user` instead of `member`).
+        `thread`: clicked from within that public thread (its id; a thread started from a
+        message has that message's id), whose parent is `thread_parent` (the message's
+        channel by default): `channel_id` and `channel` are the thread's, a thread channel
+        object with `parent_id` and `thread_metadata` as discord.py reads it; the message
+        keeps its own `channel_id`."""
         number = next(_interaction_ids)
         token = f"component-token-{number}"
         self._clicked[token] = str(message["id"])
@@ -337,6 +344,16 @@ class FakeDiscord:
             "context": 0,
             "data": {"custom_id": custom_id, "component_type": component_type},
         }  # fmt: skip
+        if thread is not None:
+            parent = thread_parent or str(message["channel_id"])
+            payload["channel_id"] = thread
+            payload["channel"] = {"id": thread, "type": 11, "guild_id": guild_id, "name": "papers talk",
+                                  "parent_id": parent, "owner_id": user_id, "message_count": 1,
+                                  "member_count": 1, "flags": 0, "rate_limit_per_user": 0,
+                                  "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                                      "archive_timestamp": "2026-11-30T09:05:00+00:00",
+                                                      "locked": False}}  # fmt: skip
+            payload["message"]["channel_id"] = str(message["channel_id"])
         if dm:
             user = payload.pop("member")["user"]
             del payload["guild_id"]
