@@ -62,7 +62,7 @@ from digests.learning import learn
 from digests.matching import Matcher, PaperText, Term, score
 from digests.schedule import Schedule, parse_cadence, period_label, week_start
 from digests.timestamps import stamp
-from digests.topics import Catalog, Topic, custom_topic
+from digests.topics import Catalog, Topic, stored_custom_topic
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def subscribed_topics(db: Database, channel: str, catalog: Catalog) -> list[Topi
     topics = []
     for row in channel_store.active_subscriptions(db, channel):
         if row["custom_text"]:
-            topics.append(custom_topic(row["custom_text"]))
+            topics.append(stored_custom_topic(row["custom_text"]))
         elif (topic := catalog.get(row["topic_id"])) is not None:
             topics.append(topic)
         else:

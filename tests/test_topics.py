@@ -159,3 +159,25 @@ def test_adversarial_robustness_names_the_word_forms_the_stemmer_keeps_apart() -
     ]:
         paper = PaperText(title=normalise(title), keywords=" ", abstract=normalise(abstract))
         assert topic.score(paper) >= catalog.threshold, title
+
+
+def test_channels_following_one_text_share_one_topic_made_once(
+    seeded_db: Database, catalog: Catalog
+) -> None:
+    """A batch reads every channel's free-text subscriptions: a text is made into a
+    topic once (`stored_custom_topic`), the same topic `custom_topic` makes."""
+    from db.channels import add_subscription
+    from digests.digest import subscribed_topics
+    from digests.topics import custom_slug
+
+    text = "diffusion policy for robot arms"
+    for channel in ("local:a", "local:b"):
+        seeded_db["channels"].insert(
+            {"id": channel, "platform": "local", "created_at": "2026-01-01T00:00:00+00:00"},
+            alter=False,
+        )
+        add_subscription(seeded_db, channel, custom_slug(text), text, "tester", "2026-01-01")
+    [first] = subscribed_topics(seeded_db, "local:a", catalog)
+    [second] = subscribed_topics(seeded_db, "local:b", catalog)
+    assert first is second
+    assert first == custom_topic(text)
