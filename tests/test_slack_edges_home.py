@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.runner import components
+from bot.send import send_digest
 from bot.slack import home
 from bot.slack.client import make_client
 from bot.slack.home import HomeRefreshingPoster
-from bot.send import send_digest
 from db import home as home_store
 from db import open_db
 from db.channels import add_subscription
@@ -54,9 +54,7 @@ def published_to(fake: FakeSlack, user: str) -> list[dict[str, Any]]:
 async def test_a_delivered_personal_digest_republishes_the_home_of_its_user(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> None:
-    services = make_services(
-        tmp_path, seed_paths, catalog, fake_slack, SLACK_APP_TOKEN=APP_TOKEN
-    )
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack, SLACK_APP_TOKEN=APP_TOKEN)
     http = await start_http(services, fake_slack)
     try:
         assert await post_event(http, home_opened(ME)) == 200  # only I opened my Home
