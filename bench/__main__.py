@@ -34,6 +34,7 @@ SCALE_BENCHES = {
     "lookup": "p50/p95/p99 of lookups vs plain FTS5 bm25 and a brute-force scan",
     "digest": "10,000 channels' digests vs the naive per-channel loop",
     "delivery": "outbox throughput against a rate-limited fake platform",
+    "outbox_prune": "a week's outbox at 10,000 channels: bytes before/after pruning, time",
     "commands": "/papers latency through the Slack HTTP endpoint, 50 concurrent",
     "startup": "`paperboy find` as a whole process vs `python -c pass`",
 }
