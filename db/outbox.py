@@ -392,23 +392,34 @@ def prune_sent(
         if not ids:
             break
         marks = ", ".join("?" for _ in ids)
-        with write_transaction(db):
-            # The rows as they will be, apart (a temporary table: this connection's own).
-            db.execute(
-                "create temp table if not exists outbox_pruning as "
-                f"select {names} from main.outbox where 0"
-            )
-            db.execute("delete from temp.outbox_pruning")
-            db.execute(
-                f"insert into temp.outbox_pruning select {emptied} from main.outbox "
-                f"where id in ({marks}) and {_PRUNABLE}",
-                [PRUNED_PAYLOAD, *ids, before],
-            )
-            db.execute("delete from main.outbox where id in (select id from temp.outbox_pruning)")
-            cursor = db.execute(
-                f"insert into main.outbox ({names}) select {names} from temp.outbox_pruning"
-            )
-            db.execute("delete from temp.outbox_pruning")
+        # No foreign key checks while the rows are written back, unchanged but for the
+        # payload: a row whose channel or digest is missing (written with the checks off,
+        # say by an old migration) would be refused, and every prune would stop at that
+        # batch, day after day. (A no-op inside a caller's transaction: checks stay on.)
+        checks = db.execute("PRAGMA foreign_keys").fetchone()[0]
+        db.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with write_transaction(db):
+                # The rows as they will be, apart (a temporary table: this connection's).
+                db.execute(
+                    "create temp table if not exists outbox_pruning as "
+                    f"select {names} from main.outbox where 0"
+                )
+                db.execute("delete from temp.outbox_pruning")
+                db.execute(
+                    f"insert into temp.outbox_pruning select {emptied} from main.outbox "
+                    f"where id in ({marks}) and {_PRUNABLE}",
+                    [PRUNED_PAYLOAD, *ids, before],
+                )
+                db.execute(
+                    "delete from main.outbox where id in (select id from temp.outbox_pruning)"
+                )
+                cursor = db.execute(
+                    f"insert into main.outbox ({names}) select {names} from temp.outbox_pruning"
+                )
+                db.execute("delete from temp.outbox_pruning")
+        finally:
+            db.execute(f"PRAGMA foreign_keys = {'ON' if checks else 'OFF'}")
         total += cursor.rowcount
         after = ids[-1]
         if len(ids) < batch:

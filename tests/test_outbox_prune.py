@@ -194,6 +194,19 @@ def test_a_prune_gives_back_the_pages_not_only_the_bytes(db: Database) -> None:
     assert outbox.claimed_paper_ids(db, CHANNEL) == {f"p{week}" for week in range(1, 61)}
 
 
+def test_a_row_whose_digest_is_missing_is_pruned_too(db: Database) -> None:
+    """A row the foreign keys would refuse today (its digest gone, written with the checks
+    off) is rewritten as it was: the prune neither stops at it nor drops it."""
+    send(db, queue(db, "2026-W40", 1, OLD), 1, OLD)
+    db.execute("PRAGMA foreign_keys = OFF")
+    db.execute("update outbox set digest_id = 999")
+    db.execute("PRAGMA foreign_keys = ON")
+    assert outbox.prune_sent(db, CUT) == 1
+    [row] = db.query("select digest_id, payload, paper_ids from outbox")
+    assert row == {"digest_id": 999, "payload": "{}", "paper_ids": '["2026-W40-p1"]'}
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
 async def test_a_later_part_still_threads_under_a_pruned_part_one(db: Database) -> None:
     """Part 1 went out 40 days ago, then the channel was paused (its part 2 held) and is
     resumed today: part 2 goes out under part 1's platform id, part 1's payload pruned."""
