@@ -313,6 +313,38 @@ async def test_the_scheduler_prunes_with_the_setting_and_zero_keeps_everything(
     assert [r["week"] for r in rows(db).values() if r["payload"] == "{}"] == ["2026-W48"]
 
 
+async def test_a_stop_ends_the_schedulers_prune_between_batches(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The prune runs in a thread the exit may abandon: it looks at the scheduler's stop
+    between batches, and a halted scheduler starts none."""
+    services = services_for(tmp_path, seed_paths, catalog, clock)
+    db = services.db()
+    for week in (40, 41, 42):
+        send(db, queue(db, f"2026-W{week}", 1, OLD), 1, OLD)
+    scheduler = DigestScheduler(services, {})
+    real = outbox.prune_sent
+
+    def one_a_batch(database: Database, before: str, **kwargs: Any) -> int:
+        stop = kwargs["stop"]
+
+        def halting() -> bool:  # the stop comes after the first batch
+            query = "select count(*) from outbox where payload = '{}'"
+            if database.execute(query).fetchone()[0]:
+                scheduler.halt()
+            return bool(stop())
+
+        return real(database, before, batch=1, stop=halting)
+
+    monkeypatch.setattr(outbox, "prune_sent", one_a_batch)
+    assert await scheduler.prune_outbox() == 1
+    assert await scheduler.prune_outbox() == 0  # halted: none starts
+
+
 async def test_the_running_scheduler_prunes_once_a_day(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, clock: Clock
 ) -> None:
