@@ -94,9 +94,12 @@ async def test_a_guest_of_a_shared_channel_votes_and_saves(
     assert await click(http, shaped(click_payload(fake_slack, ts, SAVE), shape)) == 200
     await settle(http)
     assert "Saved" in fake_slack.responses[-1]["text"]
-    # Saved under the digest's workspace, where the guest's clicks are counted too.
-    rows = saved.saved_papers(open_db(services.db_path), f"slack:{TEAM}/{GUEST}")
-    assert [row["id"] for row in rows] == [paper]
+    # The guest's own list: in their workspace, or the digest's when the payload names
+    # only their org (an Enterprise org's user.team_id).
+    owner = TEAM if shape == "org user" else OTHER_TEAM
+    db = open_db(services.db_path)
+    assert [row["id"] for row in saved.saved_papers(db, f"slack:{owner}/{GUEST}")] == [paper]
+    assert db.execute("select count(*) from saved").fetchone()[0] == 1
 
 
 @pytest.mark.parametrize("shape", SHAPES)

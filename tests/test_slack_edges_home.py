@@ -161,3 +161,22 @@ async def test_refreshes_waiting_for_one_user_are_taken_together(
     again = home.refresh_home(services, client, TEAM, ME)  # a later change: a new one
     assert again is not None and await again
     assert len(published_to(fake_slack, ME)) == 2
+
+
+async def test_a_slack_connect_guests_save_shows_in_their_own_workspaces_home(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    """A guest's Home comes from their own workspace (app_home_opened's team_id); so does
+    the list their save goes to, and the refresh that follows."""
+    _, http, _, ts = env
+    guest, their_team = "U0009", "T0009"
+    assert await post_event(http, home_opened(guest, team=their_team)) == 200
+    assert await eventually(lambda: published_to(fake_slack, guest))
+    await settle(http)
+    paper = paper_of(item_blocks(fake_slack, ts)[0])
+    payload = click_payload(fake_slack, ts, SAVE, user=guest)
+    payload["user"]["team_id"] = their_team  # team.id stays the installing workspace's
+    assert await click(http, payload) == 200
+    await settle(http)
+    await refreshed()
+    assert [unsave_values(view) for view in published_to(fake_slack, guest)] == [[], [paper]]

@@ -80,6 +80,7 @@ NOT_UPDATED = " (The message could not show the new count; your vote counts.)"
 RESPONSE_TIMEOUT = 10.0
 MAX_ACTIONS = 5  # a click sends one; Slack never sends many
 _ID = re.compile(r"[A-Z0-9]{2,32}", re.ASCII)  # team, user and channel ids
+_WORKSPACE = re.compile(r"T[A-Z0-9]{2,31}", re.ASCII)  # a workspace's id, not an org's
 _TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
 MAX_ACTION_ID = 255
 
@@ -129,6 +130,17 @@ def team_of(payload: dict[str, Any]) -> str | None:
     if isinstance(user, dict) and _id(user.get("team_id")):
         return str(user["team_id"])
     return None
+
+
+def own_team(payload: dict[str, Any]) -> str | None:
+    """The clicker's own workspace: `user.team_id` when it is a workspace's id (T...);
+    None when it names an Enterprise org (E...: Slack gives the org's id there for an
+    org's members) or nothing. A saved paper goes to this workspace's list of the user
+    (`slack:TEAM/USER`): a Slack Connect guest's Home and events come from their own
+    workspace, not the one the app is installed in."""
+    user = payload.get("user")
+    team = user.get("team_id") if isinstance(user, dict) else None
+    return team if isinstance(team, str) and _WORKSPACE.fullmatch(team) else None
 
 
 def ephemeral(payload: dict[str, Any]) -> bool:
@@ -232,8 +244,9 @@ async def _item_click(
     channel_id = str(payload["channel"]["id"])
     message_ts = str(payload["container"]["message_ts"])
     channel = click_channel(team, channel_id, user)
+    own = own_team(payload)
     try:
-        key = user_key("slack", team, user)
+        key = user_key("slack", own or team, user)
     except ValueError:
         key = None
     if channel is None or key is None:
@@ -245,8 +258,8 @@ async def _item_click(
     found = message.get("blocks") if isinstance(message, dict) else None
     blocks = [block for block in found or () if isinstance(block, dict)]
     action_id, value = action["action_id"], action.get("value")
-    work = (services, channel, channel_id, user, key, action_id, value)
-    result, applied = await run_in(services, executor, _apply, *work)
+    work = (services, channel, channel_id, user, own, key, action_id, value)
+    result, applied, owner = await run_in(services, executor, _apply, *work)
     updated = True
     if on_message and blocks and result.changed and not result.error and action_id != SAVE:
         # The vote is committed. Clicks on one message update it one at a time, each
@@ -261,22 +274,21 @@ async def _item_click(
                 updated = await _show_counts(services, client, payload, applied, value, blocks)
                 message_state.stale = message_state.stale or not updated  # the next tries
     if action_id == SAVE and result.changed and not result.error:
-        _refresh_home(services, client, applied, user)
+        _refresh_home(services, client, owner, user)
     if result.error or action_id == SAVE or not result.changed or not on_message:
         await respond(services, payload, result.text)
     elif not updated:
         await respond(services, payload, result.text + NOT_UPDATED)
 
 
-def _refresh_home(services: Services, client: AsyncWebClient, channel: str, user: str) -> None:
-    """A save shows in the clicker's Home (its saved papers) in the digest's workspace,
+def _refresh_home(services: Services, client: AsyncWebClient, key: str, user: str) -> None:
+    """A save shows in the Home of the list's owner (`key`: `slack:TEAM/USER`),
     re-published now if they opened it before (`bot.slack.home.refresh_home`)."""
     # Imported here: bot.slack.home registers its buttons with this module on import.
     from bot.slack.home import refresh_home
 
-    team = parse_channel(channel).team
-    if team is not None:
-        refresh_home(services, client, team, user)
+    team = key.removeprefix("slack:").split("/", 1)[0]
+    refresh_home(services, client, team, user)
 
 
 async def _show_counts(
@@ -353,20 +365,22 @@ def _apply(
     channel: str,
     channel_id: str,
     user: str,
+    own: str | None,
     key: str,
     action_id: str,
     value: object,
-) -> tuple[ActionResult, str]:
-    """The click (committed when this returns: the change lane settles after COMMIT), and
-    the channel it was applied to: the digest's, when it is this conversation's
-    (`conversation_digest`), else `channel`, which `apply_action` refuses. A save goes
-    to the clicker's list in the digest's workspace, as their Home there shows it."""
+) -> tuple[ActionResult, str, str]:
+    """The click (committed when this returns: the change lane settles after COMMIT), the
+    channel it was applied to: the digest's, when it is this conversation's
+    (`conversation_digest`), else `channel`, which `apply_action` refuses; and the saved
+    list's key: the clicker's own workspace's (`own`, see `own_team`), else, when the
+    payload names none, the digest's."""
     db = services.db()
     found = conversation_digest(db, value, channel_id, user)
     if found is not None and found != channel:
         log.info("a click in %s from another team's payload: the digest is %s's", channel_id, found)
         channel = found
-        key = user_key("slack", parse_channel(found).team, user)
+        key = user_key("slack", own or parse_channel(found).team, user)
     result = apply_action(
         db,
         channel=channel,
@@ -376,7 +390,7 @@ def _apply(
         value=value,
         now=services.clock(),
     )
-    return result, channel
+    return result, channel, key
 
 
 def _fresh(
