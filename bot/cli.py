@@ -764,7 +764,8 @@ def prune(days: int | None, dry_run: bool, db_path: Path | None) -> None:
         messages = f"{pruned:,} message{'s' if pruned != 1 else ''}"
     echo(
         f"Emptied the payloads of {messages} {cut}: {_megabytes(size)} free for "
-        "the database to reuse (the file keeps its size; README: reclaiming disk space)."
+        'the database to reuse (the file keeps its size: README, "Disk space", says how to '
+        "shrink it)."
     )
 
 
