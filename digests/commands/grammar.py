@@ -169,6 +169,32 @@ class ParseError(ValueError):
         self.suggestion = suggestion
 
 
+# `--me` as typed: any case, and with the dashes autocorrect makes of `--` (an em or en
+# dash: macOS and iOS "smart punctuation"), or one hyphen. A word of its own, outside quotes.
+_ME_WORD = re.compile(r"[-\u2010-\u2015\u2212]{1,2}me", re.IGNORECASE)
+# The command's words: a quoted text (closed) is one word, kept whole.
+_WORDS = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")
+
+
+def is_me_flag(word: str) -> bool:
+    """Whether the word is the `--me` flag as people type it (`--ME`, `—me`)."""
+    return _ME_WORD.fullmatch(word) is not None
+
+
+def _take_me(text: str) -> tuple[str, bool]:
+    """The command without its `--me` flags, and whether it had one. The flag may come
+    anywhere outside quotes, once or more: before the verb, after it or at the end
+    (`subscribe offline-rl --me` must not follow the free text "offline-rl --me" in the
+    channel), or between arguments (`feedback reset --me offline-rl`); inside quotes it
+    is part of the text. Typed as `—me` (autocorrect), read as `--me`: left in, the
+    channel would follow the free text "offline-rl —me" instead."""
+    words = [match.group() for match in _WORDS.finditer(text)]
+    kept = [word for word in words if not is_me_flag(word)]
+    if len(kept) == len(words):
+        return text, False
+    return " ".join(kept), True
+
+
 def _split(text: str) -> list[str]:
     try:
         return shlex.split(text)
@@ -184,6 +210,9 @@ def parse(text: str) -> Command:
     text = re.sub(rf"^{re.escape(COMMAND)}\b\s*", "", text)
     if not text:
         return Command(VERBS_BY_NAME["help"])
+    text, me = _take_me(text)
+    if not text:  # `/papers --me`
+        return Command(VERBS_BY_NAME["help"])
     name, _, rest = text.partition(" ")
     verb = VERBS_BY_NAME.get(name.lower())
     if verb is None:
@@ -193,17 +222,9 @@ def parse(text: str) -> Command:
             suggestion=close[0] if close else None,
         )
     rest = rest.strip()
-    # `--me` first or last (`subscribe offline-rl --me` must not follow the free text
-    # "offline-rl --me" in the channel); inside quotes it is part of the text.
-    me = False
-    first, _, after = rest.partition(" ")
-    before, _, last = rest.rpartition(" ")
-    if ME_FLAG in (first.lower(), last.lower()):
-        if not verb.personal:
-            personal = ", ".join(v.name for v in VERBS if v.personal)
-            raise ParseError(f"`{verb.name}` has no {ME_FLAG}; only {personal} do.", verb)
-        me = True
-        rest = after.strip() if first.lower() == ME_FLAG else before.strip()
+    if me and not verb.personal:
+        personal = ", ".join(v.name for v in VERBS if v.personal)
+        raise ParseError(f"`{verb.name}` has no {ME_FLAG}; only {personal} do.", verb)
     args: dict[str, str] = {}
     quoted = False
     if verb.params and verb.params[-1].rest:

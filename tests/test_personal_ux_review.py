@@ -1,0 +1,128 @@
+"""Personal digests' user experience (issue 13), hostile review of the s19 build.
+
+- `--me` as people type it: `—me` (macOS/iOS autocorrect turns `--` into an em dash),
+  `--ME`, twice, before the verb or between arguments (`feedback reset --me x`). Only
+  `--me` first or last was read: `subscribe offline-rl —me` by a manager subscribed the
+  *channel* to the free text "offline-rl —me", posted for everyone, and by anyone else was
+  refused as a channel change; `subscribe diffusion --me policy` followed the free text
+  "diffusion --me policy" in the channel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.services import Services
+from config.settings import load_settings
+from db import open_db
+from db.channels import active_subscriptions, get_channel
+from digests.commands import handle
+from digests.commands.grammar import parse
+from digests.ingest import ingest_files
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN, start_http
+from tests.test_personal_delivery import post
+
+ALICE = "slack:T0001/@U0001"
+ALICE_KEY = "slack:T0001/U0001"
+CHANNEL = "slack:T0001/C0001"
+
+
+@pytest.fixture
+def services(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> Services:
+    """Slack on the fake; only admins may change a channel (U0001 is none)."""
+    db_path = tmp_path / "paperboy.db"
+    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
+    settings = load_settings(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_API_URL": fake_slack.api_url,
+            "PAPERBOY_SLACK_MANAGERS": "admins",
+        },
+        dotenv=None,
+    )
+    return Services(db_path, settings, catalog, clock=lambda: NOW)
+
+
+def _topics(services: Services, channel: str) -> list[str]:
+    return [str(row["topic_id"]) for row in active_subscriptions(services.db(), channel)]
+
+
+def _texts(services: Services, channel: str) -> list[Any]:
+    return [row["custom_text"] for row in active_subscriptions(services.db(), channel)]
+
+
+# --- `--me` as typed -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("subscribe offline-rl —me", "offline-rl"),  # em dash: autocorrect's `--`
+        ("subscribe —me offline-rl", "offline-rl"),
+        ("subscribe offline-rl –me", "offline-rl"),  # en dash
+        ("subscribe offline-rl --ME", "offline-rl"),
+        ("subscribe --me offline-rl --me", "offline-rl"),  # twice
+        ("--me subscribe offline-rl", "offline-rl"),  # before the verb
+        ("/papers  —Me   subscribe   offline-rl", "offline-rl"),
+    ],
+)
+def test_me_as_people_type_it_is_the_flag(text: str, topic: str) -> None:
+    command = parse(text)
+    assert command.me and command.verb.name == "subscribe"
+    assert command.args == {"topic": topic}, text
+
+
+def test_me_between_arguments_is_the_flag_and_inside_quotes_is_text() -> None:
+    middle = parse("subscribe diffusion --me policy")
+    assert middle.me and middle.args == {"topic": "diffusion policy"}
+    timed = parse("schedule monday --me 09:00")
+    assert timed.me and timed.args == {"weekday": "monday", "time": "09:00"}
+    quoted = parse('subscribe "diffusion --me policy"')
+    assert not quoted.me and quoted.args == {"topic": "diffusion --me policy"}
+    assert not parse('subscribe "—me"').me
+    # words that only end in "me" are words
+    assert not parse("subscribe self-me").me and not parse("subscribe meme").me
+
+
+async def test_an_autocorrected_me_in_a_channel_changes_only_ones_own_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """U0001 is no admin: `—me` was read as a channel change and refused (after asking
+    Slack who they are); a manager's was the channel's, told to everyone."""
+    http = await start_http(services, fake_slack)
+    try:
+        mine = await post(http, fake_slack, "subscribe offline-rl —me")
+        middle = await post(http, fake_slack, "subscribe diffusion --me policy")
+        timed = await post(http, fake_slack, "schedule daily —me 07:30 UTC")
+        services.settings = dataclasses.replace(services.settings, slack_managers="anyone")
+        managers = await post(http, fake_slack, "subscribe rlhf —me")
+    finally:
+        await http.close()
+    for answer in (mine, middle, timed, managers):
+        assert answer["response_type"] == "ephemeral", answer
+        assert not answer["text"].startswith("Sorry"), answer["text"]
+    assert mine["text"].startswith("You now follow Offline RL"), mine["text"]
+    assert managers["text"].startswith("You now follow RLHF"), managers["text"]
+    assert timed["text"].startswith("Your personal digest now comes daily"), timed["text"]
+    topics = _topics(services, ALICE)
+    assert topics[0] == "offline-rl" and topics[2] == "rlhf" and len(topics) == 3
+    assert _texts(services, ALICE) == [None, "diffusion policy", None]
+    assert get_channel(services.db(), CHANNEL) is None  # the channel: untouched
+    assert not [call for call in fake_slack.calls if call.method == "users.info"]
+
+
+def test_an_autocorrected_me_on_a_verb_without_it_is_refused(services: Services) -> None:
+    """`sources` has no `--me`: with `—me` it says so, rather than reading the flag as an
+    argument ("takes no arguments")."""
+    reply = handle("sources —me", services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert reply.error and reply.text.startswith("`sources` has no --me"), reply.text
