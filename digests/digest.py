@@ -377,18 +377,20 @@ class _Window:
         only the papers the original reaches the threshold for, so feedback never makes a
         topic take a paper its own terms do not (and costs a few hundred papers' scoring
         per refined topic, not the window's: refined terms hold common words)."""
-        # Each membership test hashes a tuple of ~60 terms (not cached): 30,000 topics a
-        # batch, so no test of `origin` at all when there is no feedback.
-        plain: Iterable[Topic] = topics
+        # Each membership test hashes a tuple of ~60 terms (a Python call per term, not
+        # cached): each distinct topic object is tested once (30,000 topics a batch, a
+        # few hundred objects and one per refined topic), and `origin` not at all when
+        # there is no feedback.
+        plain: list[Topic] = list({id(topic): topic for topic in topics}.values())
         refined: dict[tuple[Term, ...], Topic] = {}
         if origin:
-            plain = []
-            for topic in topics:
+            kept = []
+            for topic in plain:
                 if topic.terms not in origin:
-                    plain.append(topic)
+                    kept.append(topic)
                 elif topic.terms not in self.hits:
                     refined[topic.terms] = topic
-            plain.extend(origin[terms] for terms in refined)
+            plain = kept + [origin[terms] for terms in refined]
         self._score_plain({t.terms: t for t in plain if t.terms not in self.hits})
         origin = origin or {}
         # Refined topics of one original score the same papers: each paper's words are
@@ -423,21 +425,26 @@ class _Window:
                 by_first.setdefault(first[0], []).append(index)
             else:
                 plan.append((terms, by_first, frozenset(by_first)))
-        found: dict[tuple[Term, ...], list[tuple[str, float]]] = {terms: [] for terms in topics}
+        # Found pairs by the plan's position, not keyed by the terms: a key hashes
+        # every term (~60), for each paper and topic.
+        found: list[list[tuple[str, float]]] = [[] for _ in plan]
         for paper_id in paper_ids:
             text = self.texts[paper_id]
             having = frozenset(
                 (*text.title.split(), *text.keywords.split(), *text.abstract.split())
             )
-            for terms, lead, firsts in plan:
+            for (terms, lead, firsts), pairs in zip(plan, found, strict=True):
                 if lead is None:
                     value = score(text, terms)
                 else:
                     indices = sorted(i for word in firsts & having for i in lead[word])
                     value = score(text, tuple(terms[i] for i in indices))
                 if value >= self.threshold:
-                    found[terms].append((paper_id, value))
-        return found
+                    pairs.append((paper_id, value))
+        result: dict[tuple[Term, ...], list[tuple[str, float]]] = {terms: [] for terms in topics}
+        for (terms, _, _), pairs in zip(plan, found, strict=True):
+            result[terms].extend(pairs)
+        return result
 
     def _score_plain(self, missing: dict[tuple[Term, ...], Topic]) -> None:
         if not missing:
