@@ -11,12 +11,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.discordbot.client import PaperboyClient
 from bot.services import Services
 from config.settings import load_settings
 from db import open_db
@@ -26,9 +28,11 @@ from digests.commands.grammar import parse
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
+from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, start_http
-from tests.test_personal_delivery import post
+from tests.test_personal_delivery import DISCORD_ME, post
 
 ALICE = "slack:T0001/@U0001"
 ALICE_KEY = "slack:T0001/U0001"
@@ -126,3 +130,27 @@ def test_an_autocorrected_me_on_a_verb_without_it_is_refused(services: Services)
     argument ("takes no arguments")."""
     reply = handle("sources —me", services.context(CHANNEL, "@alice", ALICE_KEY))
     assert reply.error and reply.text.startswith("`sources` has no --me"), reply.text
+
+
+# --- Discord: an option's value is never the flag ----------------------------------------
+
+
+@pytest.mark.parametrize("value", ["--me", "—me"])
+async def test_discord_an_option_typed_as_me_is_its_value_not_the_flag(
+    bot: PaperboyClient, fake_discord: FakeDiscord, value: str
+) -> None:
+    """A manager who types `--me` into `schedule`'s timezone (the `me` option is false)
+    had the text `schedule monday 09:00 --me` run: their own digest was rescheduled,
+    instead of "not a timezone"."""
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction(
+            "schedule",
+            {"weekday": "monday", "time": "09:00", "timezone": value},
+            permissions=MANAGE_CHANNELS,
+        ),
+    )
+    answer = json.dumps(fake_discord.callbacks()[-1]["data"], ensure_ascii=False)
+    assert "timezone" in answer.lower() and "Your personal digest" not in answer, answer
+    assert get_channel(bot.services.db(), DISCORD_ME) is None

@@ -21,7 +21,7 @@ from db.channels import active_subscriptions, custom_texts
 from digests.actions import user_key
 from digests.channels import personal_channel
 from digests.commands import handle
-from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, ParseError, Verb, parse
+from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, ParseError, Verb, is_me_flag, parse
 from digests.commands.replies import Reply, error
 from digests.render import discord as discord_render
 from digests.safe_text import has_unsafe
@@ -88,9 +88,11 @@ def _describe(name: str) -> dict[str, str]:
 
 
 def _quoted(text: str) -> str:
-    """Free text as the grammar expects it: quoted when it has spaces or quotes."""
+    """Free text as the grammar expects it: quoted when it has spaces or quotes, or is a
+    word the grammar reads as `--me` (a value typed as `--me` or `—me` into an option is
+    that option's value, never the flag: the `me` option is the flag)."""
     text = " ".join(text.split())
-    if any(char.isspace() for char in text) or '"' in text:
+    if any(char.isspace() for char in text) or '"' in text or is_me_flag(text):
         return '"' + text.replace('"', "'") + '"'
     return text
 
@@ -336,7 +338,7 @@ class PapersGroup(app_commands.Group):
         me: bool = False,
     ) -> None:
         await self.run(
-            interaction, "schedule", weekday, _quoted(time), _quoted(timezone or ""), me=me
+            interaction, "schedule", _quoted(weekday), _quoted(time), _quoted(timezone or ""), me=me
         )
 
     @app_commands.command(name="backlog", description=_verb("backlog").help)
@@ -344,7 +346,7 @@ class PapersGroup(app_commands.Group):
     @app_commands.choices(state=ON_OFF_CHOICES)
     @app_commands.checks.has_permissions(manage_channels=True)
     async def backlog(self, interaction: discord.Interaction[Any], state: str) -> None:
-        await self.run(interaction, "backlog", state)
+        await self.run(interaction, "backlog", _quoted(state))
 
     @app_commands.command(name="resume", description=_verb("resume").help)
     @app_commands.describe(me=ME_HELP)
@@ -376,7 +378,7 @@ class PapersGroup(app_commands.Group):
             # The grammar reads a lone word as the action: it said "`1` is not one of reset".
             await send_reply(interaction, error(FEEDBACK_TOPIC_ALONE.format(topic=topic[:60])))
             return
-        await self.run(interaction, "feedback", action or "", _quoted(topic or ""))
+        await self.run(interaction, "feedback", _quoted(action or ""), _quoted(topic or ""))
 
     @app_commands.command(name="saved", description=_verb("saved").help)
     @app_commands.describe(**_describe("saved"))
