@@ -154,3 +154,22 @@ async def test_discord_an_option_typed_as_me_is_its_value_not_the_flag(
     answer = json.dumps(fake_discord.callbacks()[-1]["data"], ensure_ascii=False)
     assert "timezone" in answer.lower() and "Your personal digest" not in answer, answer
     assert get_channel(bot.services.db(), DISCORD_ME) is None
+
+
+# --- the DM: a command with a pasted invisible character ---------------------------------
+
+
+async def test_in_the_dm_a_pasted_zero_width_space_still_means_ones_own_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """`handle` drops invisible characters before parsing, `as_personal` did not: `li​st`
+    (a zero-width space inside) got no `--me` and ran as the channel's `list` on the
+    personal digest, which said "This channel follows 0 topics"."""
+    http = await start_http(services, fake_slack)
+    try:
+        await post(http, fake_slack, "subscribe --me robotics")
+        listed = await post(http, fake_slack, "li\u200bst", channel="D0000DM01")
+    finally:
+        await http.close()
+    assert listed["text"].startswith("Your personal digest follows 1 topic"), listed["text"]
+    assert "channel" not in json.dumps(listed).lower()

@@ -10,6 +10,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from digests.safe_text import strip_unsafe
+
 log = logging.getLogger(__name__)
 
 COMMAND = "/papers"
@@ -297,9 +299,11 @@ def _count(params: list[Param]) -> str:
 def as_personal(text: str) -> str:
     """The command with `--me` when its verb takes it and it has none; anything else
     (another verb, text that does not parse) unchanged. For a command typed where only
-    the user's own digest makes sense: their direct message with the app."""
+    the user's own digest makes sense: their direct message with the app. Read as
+    `handle` reads it, without invisible characters (a zero-width space pasted into
+    `list` must not leave it the channel's `list`, which says "This channel follows")."""
     try:
-        command = parse(text)
+        command = parse(strip_unsafe(text))
     except ParseError:
         return text
     if not command.verb.personal or command.me:
