@@ -205,9 +205,10 @@ def rate_limit_opens(fake: FakeSlack, times: int, retry_after: int) -> None:
 async def test_a_429_on_opening_is_waited_out_and_is_no_blocked_dm(
     db: Database, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
-    """Four 429s in a row (the client's own three retries, then one for the poster): the
-    open is tried again after Retry-After, the digest goes out, the user's digest is not
-    paused, and posting is not slowed: the 429 was conversations.open's, not the posts'."""
+    """Four 429s in a row (the poster's own three retries of an open, then the delivery's;
+    Slack's client leaves them to the poster): the open is tried again after Retry-After,
+    the digest goes out, the user's digest is not paused, and posting is not slowed: the
+    429 was conversations.open's, not the posts'."""
     rate_limit_opens(fake_slack, 4, retry_after=7)
     queue(db, PERSONAL[:1], 1, slack_payload)
     poster = slack_dm_poster(fake_slack, time, db)

@@ -9,9 +9,12 @@ message twice in one attempt. So Paperboy replaces the defaults:
   `MAX_RATE_LIMIT_RETRIES` times): Slack refused those calls, so a retry cannot repeat
   one. A longer Retry-After is not waited out here at all (it used to be waited out 60 s
   at a time, three times: three minutes for `digest --send`, and for a delivery slot, to
-  get the same 429); the error goes to the caller. `chat.postMessage` is never retried
-  here: its 429 goes to the poster, whose rate limiter pauses every channel's posts (a
-  retry from here would skip it and hit the same limit again);
+  get the same 429); the error goes to the caller. `chat.postMessage` and
+  `conversations.open` are never retried here (`PACED_METHODS`): their 429s go to the
+  poster, whose limiters pause every channel's posts, or every DM open (`bot.dm`). A
+  retry from here would skip them: the other sends went on into the same limit
+  meanwhile (a conversations.open was waited out here up to 3 times 60 s, unknown to
+  the opens' limiter, inside the 300 s a send may take);
 - a broken connection is retried at once only for calls that post nothing (`auth.test`,
   `users.info`, `apps.connections.open`...). A post whose answer was lost is the outbox's
   business: it counts as a failed attempt, retried with backoff, and each attempt sends
@@ -40,6 +43,11 @@ MAX_WAIT_SECONDS = 60.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
+# Calls whose 429s the posters' limiters wait out (`bot.ratelimits`, `bot.dm`), for every
+# send through them: never retried by `RetryAfterHandler`.
+PACED_METHODS = frozenset({"chat.postMessage", "conversations.open"})
+
+
 class RetryAfterHandler(AsyncRetryHandler):
     """On HTTP 429 with a Retry-After of at most `MAX_WAIT_SECONDS`, wait, then try
     again; a longer one is left to the caller."""
@@ -58,8 +66,8 @@ class RetryAfterHandler(AsyncRetryHandler):
     ) -> bool:
         if response is None or response.status_code != 429:
             return False
-        if _method(request) == "chat.postMessage":
-            return False  # the poster's limiter waits, for every channel (module docstring)
+        if _method(request) in PACED_METHODS:
+            return False  # the poster's limiters wait, for every send (module docstring)
         return _retry_after(response) <= MAX_WAIT_SECONDS
 
     async def prepare_for_next_attempt_async(

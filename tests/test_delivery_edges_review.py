@@ -1,0 +1,68 @@
+"""Review of the delivery edge cases of issue 13 (tests/test_delivery_edges.py): what the
+first round left open.
+
+- Slack's client does not wait out a 429 on `conversations.open` by itself: it goes to the
+  poster's opens limiter (`bot.dm`), which pauses every open, as chat.postMessage's 429s
+  go to the posting limiter. Before, the client's retry handler slept through it (up to 3
+  times 60 s) unknown to the limiter, and the other deliveries' opens went on into the
+  same limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from sqlite_utils import Database
+
+from bot.slack.client import make_client
+from db import open_db
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import BOT_TOKEN
+from tests.test_delivery_edges import PERSONAL, opens, rate_limit_opens, slack_dm_poster
+from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_db(tmp_path / "outbox.db")
+
+
+@pytest.fixture
+def time() -> VirtualTime:
+    return VirtualTime()
+
+
+# --- conversations.open's 429s are the opens limiter's, not the client's -----------------
+
+
+async def test_the_slack_client_leaves_a_429_on_conversations_open_to_its_caller(
+    fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    rate_limit_opens(fake_slack, 1, retry_after=5)
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=time.sleep)
+    with pytest.raises(SlackApiError) as raised:
+        await client.conversations_open(users="U0001")
+    assert raised.value.response.status_code == 429
+    assert len(opens(fake_slack)) == 1  # not sent again by the client
+
+
+async def test_a_429_on_one_open_holds_every_open_for_its_retry_after(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Two users' first personal digests; Slack answers the first open 429 with a
+    Retry-After of 30 s. No open goes out during those 30 s (the second user's turn came
+    1.2 s later: it used to go out then, into the limit, while the client slept through
+    the first), both digests are posted once, no attempt is counted."""
+    fake_slack.clock = time.monotonic
+    rate_limit_opens(fake_slack, 1, retry_after=30)
+    queue(db, PERSONAL[:2], 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    results = await deliver_all(db, poster, PERSONAL[:2], time)
+    assert [r.state for r in results] == ["done", "done"] and states(db) == {"sent": 2}
+    first, *later = opens(fake_slack)
+    assert later and all(call.at >= first.at + 30 for call in later)
+    assert len(fake_slack.accepted()) == 2
+    assert [row["attempts"] for row in db.query("select attempts from outbox")] == [1, 1]
+    assert poster.limits.rate == 5.0  # posting untouched
