@@ -10,14 +10,17 @@ first round left open.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from slack_sdk.errors import SlackApiError
 from sqlite_utils import Database
 
+from bot.delivery import deliver_channel
 from bot.slack.client import make_client
 from db import open_db
+from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
 from tests.test_delivery_edges import PERSONAL, opens, rate_limit_opens, slack_dm_poster
@@ -66,3 +69,31 @@ async def test_a_429_on_one_open_holds_every_open_for_its_retry_after(
     assert len(fake_slack.accepted()) == 2
     assert [row["attempts"] for row in db.query("select attempts from outbox")] == [1, 1]
     assert poster.limits.rate == 5.0  # posting untouched
+
+
+async def test_opens_further_off_than_a_minute_wait_in_the_outbox_not_in_the_send(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """70 users' first personal digests at once: Tier 3 opens (1.2 s apart) for all of
+    them take 84 s. No send waits more than a minute for its open (the wait is inside the
+    send, within its timeout and its claim): the ones whose turn is further off wait in the
+    outbox instead, no attempt counted, no open made, and go out at the next delivery,
+    each once."""
+    users = [f"slack:T0001/@U{n:04d}" for n in range(1, 71)]
+    fake_slack.clock = time.monotonic
+    queue(db, users, 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    results = await deliver_all(db, poster, users, time)
+    waiting = [r.channel for r in results if r.state == "retrying"]
+    assert waiting and {r.state for r in results} == {"done", "retrying"}
+    assert len(opens(fake_slack)) == len(fake_slack.accepted()) == 70 - len(waiting)
+    rows = list(db.query("select * from outbox where state = 'pending'"))
+    assert sorted(row["channel"] for row in rows) == sorted(waiting)
+    assert {row["attempts"] for row in rows} == {0}
+    # later, those go out too, each once
+    later = NOW + timedelta(minutes=5)
+    again = await time.run([deliver_channel(db, poster, c, later) for c in waiting])
+    assert {r.state for r in again} == {"done"} and states(db) == {"sent": 70}
+    assert sorted(call.args["users"] for call in opens(fake_slack)) == [
+        u.split("@")[1] for u in users
+    ]
