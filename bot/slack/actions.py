@@ -6,11 +6,12 @@ once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
 - applies a 👍, 👎 or 🔖 on a digest item (`digests.actions.apply_action`, in the
   caller's writer thread: the HTTP endpoint's `ChangeWriter` lane), for the channel of the
   message the button sits on (`slack:TEAM/CHANNEL`; in a direct message, the clicking
-  user's personal digest `slack:TEAM/@USER`), so a button of another channel's digest,
-  or a forged value, changes nothing and gets a clear error. The conversation decides,
-  not the team ids of the payload (`conversation_digest`): in a channel shared between
-  workspaces (Slack Connect) or an org-wide install, `team` can be null or another
-  workspace than the one the digest was subscribed from;
+  user's personal digest `slack:TEAM/@USER`; on an ephemeral message, also the clicker's
+  own personal digest, shown to them alone by a command anywhere), so a button of another
+  channel's digest, or a forged value, changes nothing and gets a clear error. The
+  conversation decides, not the team ids of the payload (`conversation_digest`): in a
+  channel shared between workspaces (Slack Connect) or an org-wide install, `team` can
+  be null or another workspace than the one the digest was subscribed from;
 - after a vote that changed something, updates the message (`chat.update`) so its
   items' vote buttons show the counts ("👍 3"): the message's own blocks from the
   payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>...")
@@ -258,7 +259,7 @@ async def _item_click(
     found = message.get("blocks") if isinstance(message, dict) else None
     blocks = [block for block in found or () if isinstance(block, dict)]
     action_id, value = action["action_id"], action.get("value")
-    work = (services, channel, channel_id, user, own, key, action_id, value)
+    work = (services, channel, channel_id, user, own, key, action_id, value, not on_message)
     result, applied, owner = await run_in(services, executor, _apply, *work)
     updated = True
     if on_message and blocks and result.changed and not result.error and action_id != SAVE:
@@ -327,13 +328,17 @@ def _item_of(block: dict[str, Any]) -> str | None:
     return item_paper(block.get("block_id")) if block.get("type") == "actions" else None
 
 
-def conversation_digest(db: Database, value: object, channel_id: str, user: str) -> str | None:
+def conversation_digest(
+    db: Database, value: object, channel_id: str, user: str, ephemeral: bool = False
+) -> str | None:
     """The reference of the digest a button's `value` names, when that digest is this
     conversation's: a channel digest whose Slack channel id is `channel_id` (the channel
     of the message clicked, which Slack signs), or, in a direct message (ids starting with
-    D), the clicking user's own personal digest. None otherwise (a malformed value, no
-    such digest, another channel's or user's): the click then keeps the reference made
-    from the payload, and `apply_action` refuses it with its usual line.
+    D), the clicking user's own personal digest; on an `ephemeral` message (shown to the
+    clicker alone: `/papers digest --me` in a channel, `/papers digest` in a group DM),
+    also the clicker's own personal digest, wherever it is shown. None otherwise (a
+    malformed value, no such digest, another channel's or user's): the click then keeps
+    the reference made from the payload, and `apply_action` refuses it with its usual line.
 
     Why not the payload's team: Slack names the workspace of a click with `team.id`, the
     workspace the app is installed in, and the clicker's own with `user.team_id`; in a
@@ -355,8 +360,9 @@ def conversation_digest(db: Database, value: object, channel_id: str, user: str)
         return None
     if ref.platform != "slack":
         return None
-    if channel_id.startswith("D"):
-        return str(ref) if ref.user == user else None
+    if channel_id.startswith("D") or (ephemeral and ref.personal):
+        # Only the clicker sees it: their own digest's buttons, never another user's.
+        return str(ref) if ref.personal and ref.user == user else None
     return str(ref) if not ref.personal and ref.name == channel_id else None
 
 
@@ -369,6 +375,7 @@ def _apply(
     key: str,
     action_id: str,
     value: object,
+    ephemeral: bool = False,
 ) -> tuple[ActionResult, str, str]:
     """The click (committed when this returns: the change lane settles after COMMIT), the
     channel it was applied to: the digest's, when it is this conversation's
@@ -376,9 +383,9 @@ def _apply(
     list's key: the clicker's own workspace's (`own`, see `own_team`), else, when the
     payload names none, the digest's."""
     db = services.db()
-    found = conversation_digest(db, value, channel_id, user)
+    found = conversation_digest(db, value, channel_id, user, ephemeral)
     if found is not None and found != channel:
-        log.info("a click in %s from another team's payload: the digest is %s's", channel_id, found)
+        log.info("a click in %s counts for %s, the digest shown there", channel_id, found)
         channel = found
         key = user_key("slack", own or parse_channel(found).team, user)
     result = apply_action(
