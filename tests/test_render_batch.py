@@ -146,3 +146,30 @@ def test_a_digests_plain_slack_blocks_are_slack_sdks_own(size: int) -> None:
     for plain, sdk in pairs:
         assert json.dumps(plain) == json.dumps(sdk.to_dict())  # key order too: same bytes
     assert slack_render.DIVIDER == {"type": "divider"}
+
+
+def test_a_batch_keeps_a_bounded_number_of_entries(
+    channel_digests: list[Digest],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows that are not shared (digests rebuilt one at a time after a batch failed,
+    recorded digests read again) make an entry per item, each keeping its row alive:
+    the scope keeps at most BATCH_KEPT of each kind, and renders the same."""
+    monkeypatch.setattr(view, "BATCH_KEPT", 5, raising=False)
+    digests = recorded(channel_digests)
+    assert sum(len(digest.items) for digest in digests) > 5
+
+    def own_rows(digest: Digest) -> Digest:  # each item's row read again: a new dict
+        return replace(digest, items=tuple(replace(i, paper=dict(i.paper)) for i in digest.items))
+
+    alone = [rendered([digest]) for digest in digests]
+    sizes: list[int] = []
+    texts = []
+    with view.batch():
+        scope = view._scope.get()
+        assert scope is not None
+        for digest in digests:
+            texts.append(rendered([own_rows(digest)]))
+            sizes += [len(scope.views), len(scope.items)]
+    assert texts == alone
+    assert 0 < max(sizes) <= 5
