@@ -22,12 +22,13 @@ from slack_sdk.models.blocks import (
 import bot.scheduler as scheduler_module
 from bot.local import LocalPoster
 from bot.scheduler import DigestScheduler
+from bot.send import platform_messages
 from bot.services import Services
 from digests.digest import Digest
 from digests.render import limits, view
 from digests.render import slack as slack_render
 from tests.fakes.clock import Clock
-from tests.test_render_cache import channel_digests, rendered, uncached
+from tests.test_render_cache import PLATFORMS, channel_digests, rendered, uncached
 from tests.test_scheduler_batch import CHANNELS, DUE, clock, fire_all, services
 
 __all__ = ["channel_digests", "clock", "services"]  # fixtures shared with those files
@@ -173,3 +174,31 @@ def test_a_batch_keeps_a_bounded_number_of_entries(
             sizes += [len(scope.views), len(scope.items)]
     assert texts == alone
     assert 0 < max(sizes) <= 5
+
+
+def test_a_batch_renders_each_platform_with_its_own_escaping(
+    channel_digests: list[Digest],
+) -> None:
+    """The scheduler's groups mix Slack, Discord and local channels over the same rows:
+    a row's view is one per escape function (Slack's entities, Discord's backslashes),
+    never one platform's text in another's message."""
+    hostile = "Fast & <Loose> *Attention* _under_ ~noise~ | `code` [x] @everyone"
+    digests = [
+        replace(
+            digest,
+            items=tuple(
+                replace(item, paper={**item.paper, "title": f"{hostile} {n}"})
+                for n, item in enumerate(digest.items)
+            ),
+        )
+        for digest in recorded(channel_digests)
+    ]
+    alone = rendered(digests)
+    assert "&amp;" in alone and "\\\\*Attention" in alone  # each escaping is there
+    with view.batch():
+        # One platform at a time, over the same rows: the first fills the scope.
+        each = [
+            [platform_messages(digest, platform, "post") for digest in digests]
+            for platform in PLATFORMS
+        ]
+    assert json.dumps([list(d) for d in zip(*each, strict=True)], sort_keys=True) == alone
