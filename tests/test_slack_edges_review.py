@@ -5,15 +5,25 @@ tests/test_slack_actions.py."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.services import Services
 from bot.slack import app as slack_app
+from bot.slack import home
+from bot.slack.client import make_client
 from db import feedback, open_db
+from db import home as home_store
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
 from digests.commands.replies import info
-from tests.fakes.slack_api import FakeSlack
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.rate_limits import RateLimits
+from tests.fakes.slack_api import Call, FakeSlack
+from tests.slack_helpers import BOT_TOKEN, make_services
 from tests.test_slack_actions import (
     CHANNEL_ID,
     TEAM,
@@ -98,3 +108,64 @@ async def test_my_digest_shown_to_me_alone_takes_my_clicks_wherever_it_is_shown(
     assert "another channel" in fake_slack.responses[-1]["text"]
     assert tables(services) == before
     assert votes(services) == [(paper, ME, 1)]
+
+
+# --- App Home refreshes: paced, stopped by a dead token, never failing a delivery -------
+
+TIER_4 = 100 / 60  # views.publish: "100+ per minute" (Slack's method reference)
+
+
+class FakeTime:
+    """A monotonic clock that only a sleep moves (at once, by the time asked)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+        await asyncio.sleep(0)
+
+
+def opened_homes(services: Services, users: list[str]) -> None:
+    db = open_db(services.db_path)
+    for user in users:
+        home_store.record_home_opened(db, f"slack:{TEAM}/{user}", NOW.isoformat())
+
+
+def calls_to(fake: FakeSlack, method: str) -> list[Call]:
+    return [call for call in fake.calls if call.method == method]
+
+
+async def test_a_storm_of_refreshes_keeps_under_views_publish_tier_4(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """30 users' personal digests delivered together, each of whom opened their Home:
+    30 refreshes at once. They went out 2 at a time with no spacing (10,000 digests:
+    10,000 views.publish at the speed of Slack's answers, far past Tier 4, and the Homes
+    users open themselves refused with them). Now each starts 60/REFRESHES_PER_MINUTE s
+    after the one before: no 429, each user's Home published once."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    users = [f"U{n:04d}" for n in range(100, 130)]
+    opened_homes(services, users)
+    clock = FakeTime()
+    fake_slack.clock = clock.monotonic
+    fake_slack.views_limits = RateLimits(
+        channel_rate=TIER_4, channel_burst=5, global_rate=TIER_4, global_burst=5,
+        clock=clock.monotonic,
+    )  # fmt: skip
+    loop = asyncio.get_running_loop()
+    home._pacing[loop] = home.RefreshPace(monotonic=clock.monotonic, sleep=clock.sleep)
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=clock.sleep)
+    tasks = [home.refresh_home(services, client, TEAM, user) for user in users]
+    assert all([await task for task in tasks if task is not None])
+    assert fake_slack.views_limited == []
+    published = calls_to(fake_slack, "views.publish")
+    assert sorted(call.args["user_id"] for call in published) == users
+    # Each refresh starts its turn 1.2 s after the one before; its publish lands after
+    # a users.info, so two may land together, but never faster than the pace overall.
+    span = published[-1].at - published[0].at
+    assert span >= (len(users) - 1 - home.REFRESHES_AT_ONCE) * 60 / home.REFRESHES_PER_MINUTE
+    assert home.REFRESHES_PER_MINUTE <= 100 / 2  # half of Tier 4 left to users' own Homes

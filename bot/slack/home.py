@@ -21,17 +21,22 @@ personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster) a
 they save a paper with a digest's 🔖 button. Only for users who have opened their Home
 before (`db.home.record_home_opened`, on `app_home_opened`: `home_tab_opened`), never for
 a channel's members; a refresh waiting for its turn takes the later ones for that user
-along (it reads the database when it starts), and at most `REFRESHES_AT_ONCE` run at once,
-beside the user's own openings and clicks.
+along (it reads the database when it starts). Refreshes are paced (`RefreshPace`): at most
+`REFRESHES_AT_ONCE` at once and `REFRESHES_PER_MINUTE` a minute, half of what Slack allows
+`views.publish` (Tier 4, "100+ per minute" per workspace), so 10,000 personal digests
+delivered together never make Slack refuse the Homes users open themselves (those are
+not paced); a backlog waits in order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
+import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
@@ -359,6 +364,13 @@ async def publish_home(
     One user's Homes are built and published one at a time, in the order asked: else a
     Home built before a click's change (the tab opened just before the click) could be
     published after the click's fresh one, and the unsaved paper would come back."""
+    return await _publish_in_order(services, client, team, user_id, notice) is None
+
+
+async def _publish_in_order(
+    services: Services, client: AsyncWebClient, team: str, user_id: str, notice: str | None
+) -> str | None:
+    """`_publish` after the user's publishes asked before (`publish_home`)."""
     lock = _publishing.setdefault((team, user_id), asyncio.Lock())
     async with lock:
         return await _publish(services, client, team, user_id, notice)
@@ -390,7 +402,38 @@ def _remember_opened(services: Services, team: str, user_id: str) -> None:
         log.info("%s opened the Home: it is re-published when it changes", key)
 
 
-REFRESHES_AT_ONCE = 2  # refreshes publishing at once (views.publish is Tier 4: 100+ a minute)
+REFRESHES_AT_ONCE = 2  # refreshes publishing at once
+# Each refresh calls users.info and views.publish, both Tier 4 on Slack ("100+ per minute",
+# per method and workspace), which the Homes users open and their Home buttons use too.
+REFRESHES_PER_MINUTE = 50.0
+
+
+class RefreshPace:
+    """When an event loop's Home refreshes may publish: `at_once` at most, their starts
+    `60 / per_minute` seconds apart at least, in the order they came. Times on
+    `monotonic`; tests pass a fake clock and a sleep that moves it."""
+
+    def __init__(
+        self,
+        per_minute: float = REFRESHES_PER_MINUTE,
+        at_once: int = REFRESHES_AT_ONCE,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.interval = 60.0 / per_minute
+        self.monotonic, self.sleep = monotonic, sleep
+        self.slots = asyncio.Semaphore(at_once)
+        self._turns = asyncio.Lock()
+        self._next = -math.inf
+
+    async def turn(self) -> None:
+        """Wait until the next refresh may start (one waits at a time: the order holds)."""
+        async with self._turns:
+            wait = self._next - self.monotonic()
+            if wait > 0:
+                await self.sleep(wait)
+            self._next = max(self.monotonic(), self._next) + self.interval
 
 
 def refresh_home(
@@ -427,8 +470,9 @@ async def _refresh(
             return False
         if not opened:
             return False
-        pace = _pacing.setdefault(key[0], asyncio.Semaphore(REFRESHES_AT_ONCE))
-        async with pace:
+        pace = _pacing.get(key[0]) or _pacing.setdefault(key[0], RefreshPace())
+        async with pace.slots:
+            await pace.turn()
             # From here on a change needs a new refresh: this one may have read before it.
             if _refreshes.get(key) is asyncio.current_task():
                 del _refreshes[key]
@@ -447,10 +491,10 @@ def _opened(services: Services, team: str, user_id: str) -> bool:
 
 
 # The refresh waiting to start for each (event loop, team, user); the refreshes running
-# (a task needs a reference while it runs); one pacing semaphore per event loop.
+# (a task needs a reference while it runs); one pace per event loop.
 _refreshes: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Task[bool]] = {}
 _running: set[asyncio.Task[bool]] = set()
-_pacing: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+_pacing: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RefreshPace] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -483,21 +527,24 @@ _publishing: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
 
 async def _publish(
     services: Services, client: AsyncWebClient, team: str, user_id: str, notice: str | None
-) -> bool:
+) -> str | None:
+    """Build and publish the Home: None when Slack took it, else why not (Slack's error
+    code, or the exception's name), logged here."""
     try:
         names = await legacy_names(client, user_id)
         view = await services.in_thread(_build, services, team, user_id, names, notice)
         await client.views_publish(user_id=user_id, view=view)
     except SlackApiError as exc:
-        log.warning("views.publish for %s failed: %s", user_id, error_code(exc))
-        return False
+        why = error_code(exc)
+        log.warning("views.publish for %s failed: %s", user_id, why)
+        return why
     except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:  # not a bug
         log.warning("views.publish for %s failed: %s", user_id, type(exc).__name__)
-        return False
-    except Exception:  # a bug: logged with its traceback, never shown to the user
+        return type(exc).__name__
+    except Exception as exc:  # a bug: logged with its traceback, never shown to the user
         log.exception("building the Home of %s/%s failed", team[:40], user_id[:40])
-        return False
-    return True
+        return type(exc).__name__
+    return None
 
 
 def _build(

@@ -10,7 +10,9 @@ it: HTTP 429, `{"ok": false, "error": "ratelimited"}` and `Retry-After` in whole
 `limited` lists the posts refused so; `accepted()` the ones that were posted. With
 `open_limits` (another `RateLimits`, one bucket: Slack limits each method apart),
 `conversations.open` is limited the same way (Tier 3, "50+ per minute"); `open_limited`
-lists the opens refused. Each call's `at` is `clock()` when it arrived.
+lists the opens refused. With `views_limits` (one bucket), `views.publish` is limited the
+same way (Tier 4, "100+ per minute"); `views_limited` lists the publishes refused. Each
+call's `at` is `clock()` when it arrived.
 
 Beyond posting (issue 13), the fake keeps what Slack would keep, and answers as Slack does:
 
@@ -84,6 +86,8 @@ class FakeSlack:
     limited: list[Call] = field(default_factory=list)  # posts refused by `limits`
     open_limits: RateLimits | None = None  # conversations.open's own limit
     open_limited: list[Call] = field(default_factory=list)  # opens refused by it
+    views_limits: RateLimits | None = None  # views.publish's own limit
+    views_limited: list[Call] = field(default_factory=list)  # publishes refused by it
     clock: Callable[[], float] = time.monotonic  # each call's `at`
     # (channel, ts) -> {"text", "blocks", "thread_ts"}: what a message shows now
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -177,6 +181,15 @@ class FakeSlack:
             verdict = self.open_limits.admit(method)
             if not verdict.ok:
                 self.open_limited.append(self.calls[-1])
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"},
+                    status=429,
+                    headers={"Retry-After": str(max(1, math.ceil(verdict.retry_after)))},
+                )
+        if method == "views.publish" and self.views_limits is not None:
+            verdict = self.views_limits.admit(method)
+            if not verdict.ok:
+                self.views_limited.append(self.calls[-1])
                 return web.json_response(
                     {"ok": False, "error": "ratelimited"},
                     status=429,
