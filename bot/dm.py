@@ -93,19 +93,23 @@ class DmChannels:
         channel's id, or a `TransientError` with `rate_limited` for a 429; any other error
         goes to the caller as it is) and remember its id.
 
-        Each call first takes a turn of `limits` (under `key`), one no further off than
-        its `max_wait`: the wait is inside a send, bounded by its timeout and its claim.
-        A 429 is told to `limits` (an open's pause, or a global one: its `scope`) and the
-        open tried again after it, up to `MAX_OPEN_RETRIES` times. Beyond, or when the turn
-        is further off, raises a rate-limited `TransientError` of the channel's scope (it
-        says nothing about posting): the delivery gives the attempt back and leaves the
-        message to the outbox. `post_turn` (the posting limits, the channel's key): once
-        opened, a turn of those is taken for the post, as above (the DM stays remembered
-        if that raises)."""
+        Each call first takes a turn of `limits` (under `key`): the waits for those turns
+        are inside a send, bounded by its timeout and its claim, so together they are no
+        longer than the limits' `max_wait` (one wait each, 4 x 60 s and a post's turn
+        could outlast the send's 300 s: a timeout, counted as an attempt). A 429 is told to
+        `limits` (an open's pause, or a global one: its `scope`) and the open tried again
+        after it, up to `MAX_OPEN_RETRIES` times. Beyond, or when the turn is further off
+        than what is left of `max_wait`, raises a rate-limited `TransientError` of the
+        channel's scope (it says nothing about posting): the delivery gives the attempt
+        back and sends it again after the wait, or leaves it to the outbox. `post_turn`
+        (the posting limits, the channel's key): once opened, a turn of those is taken for
+        the post, as above (the DM stays remembered if that raises)."""
         refused = 0
+        deadline = limits.monotonic() + limits.max_wait if limits is not None else 0.0
         while True:
             if limits is not None:
-                await _turn(limits, key, "opening DMs")
+                left = max(deadline - limits.monotonic(), 0.0)
+                await _turn(limits, key, "opening DMs", within=left)
             try:
                 channel_id = await open_dm()
             except TransientError as exc:
@@ -152,10 +156,11 @@ class DmChannels:
             log.warning("could not store the DM channel of %s: %s", reference, exc)
 
 
-async def _turn(limits: SendLimits, key: str, what: str) -> None:
-    """A turn of `limits` within its `max_wait`, or a rate-limited `TransientError`."""
+async def _turn(limits: SendLimits, key: str, what: str, within: float | None = None) -> None:
+    """A turn of `limits` within `within` seconds (default: its `max_wait`), or a
+    rate-limited `TransientError`."""
     try:
-        await limits.wait_turn(key, within=limits.max_wait)
+        await limits.wait_turn(key, within=limits.max_wait if within is None else within)
     except Throttled as exc:
         raise TransientError(
             f"{what} is rate limited for {exc.seconds:.0f} s",

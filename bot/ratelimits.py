@@ -151,13 +151,14 @@ class SendLimits:
     async def wait_turn(self, channel: str, *, within: float | None = None) -> None:
         """Wait until a message may go to `channel` now, and take that turn. Raises
         `Throttled` instead when a 429's pause has longer than `max_wait` to run, or (with
-        `within`) when the next platform-wide slot is further off than `within` seconds
-        (its turn not taken): for a wait made inside a send, which its timeout and claim
-        bound (`bot.dm`: opening a DM)."""
+        `within`) when that pause, or the next platform-wide slot, is further off than
+        `within` seconds (its turn not taken): for a wait made inside a send, which its
+        timeout and claim bound (`bot.dm`: opening a DM)."""
+        limit = self.max_wait if within is None else min(self.max_wait, within)
         while True:
             now = self.monotonic()
             ready = max(self._paused_until, self._channel_next.get(channel, -math.inf))
-            if ready - now > self.max_wait:
+            if ready - now > limit:
                 raise Throttled(ready - now)
             if ready > now:
                 await self.sleep(ready - now)

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from slack_sdk.errors import SlackApiError
 from sqlite_utils import Database
 
 from bot.delivery import deliver_channel
+from bot.dm import DmChannels
 from bot.slack.client import make_client
+from bot.slack.poster import SlackPoster
 from db import open_db
+from db.channels import get_channel
+from digests.channels import ChannelRef
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
@@ -97,3 +102,45 @@ async def test_opens_further_off_than_a_minute_wait_in_the_outbox_not_in_the_sen
     assert sorted(call.args["users"] for call in opens(fake_slack)) == [
         u.split("@")[1] for u in users
     ]
+
+
+class Timed(SlackPoster):
+    """A Slack poster that notes how long each send took, on the virtual clock."""
+
+    def __init__(self, time: VirtualTime, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.time = time
+        self.took: list[float] = []
+
+    async def send(
+        self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
+    ) -> str:
+        start = self.time.now
+        try:
+            return await super().send(channel, payload, thread_of)
+        finally:
+            self.took.append(self.time.now - start)
+
+
+async def test_a_send_waits_for_its_dm_open_a_minute_at_most_in_all(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Three 429s in a row on conversations.open, each with a Retry-After of 50 s: no send
+    waits more than a minute for its open, in all (it used to wait out each 429 in turn,
+    up to 3 x 60 s and a post's turn, past the send's 300 s timeout: a timeout is counted
+    as an attempt, 8 of them give the digest up). The delivery waits the rest out between
+    sends: the digest goes out once, one attempt counted, the user's digest not paused."""
+    rate_limit_opens(fake_slack, 3, retry_after=50)
+    queue(db, PERSONAL[:1], 1, slack_payload)
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=time.sleep)
+    poster = Timed(
+        time, client, rate=5.0, monotonic=time.monotonic, sleep=time.sleep,
+        dms=DmChannels(lambda: db),
+    )  # fmt: skip
+    [result] = await deliver_all(db, poster, PERSONAL[:1], time)
+    assert result.state == "done" and states(db) == {"sent": 1}
+    assert len(opens(fake_slack)) == 4 and len(fake_slack.accepted()) == 1
+    assert max(poster.took) <= 61
+    [row] = db.query("select attempts from outbox")
+    assert row["attempts"] == 1
+    assert not get_channel(db, PERSONAL[0])["paused"]  # type: ignore[index]
