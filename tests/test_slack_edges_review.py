@@ -6,6 +6,7 @@ tests/test_slack_actions.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,41 @@ async def test_a_storm_of_refreshes_keeps_under_views_publish_tier_4(
     span = published[-1].at - published[0].at
     assert span >= (len(users) - 1 - home.REFRESHES_AT_ONCE) * 60 / home.REFRESHES_PER_MINUTE
     assert home.REFRESHES_PER_MINUTE <= 100 / 2  # half of Tier 4 left to users' own Homes
+
+
+@pytest.mark.parametrize("error", ["token_revoked", "invalid_auth", "not_enabled"])
+async def test_refreshes_stop_once_slack_refuses_the_token(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+    error: str,
+) -> None:
+    """The app uninstalled (or its Home tab turned off) with refreshes waiting: each went
+    on calling users.info and views.publish, two warnings apiece. Now the first refusal
+    stops them (one warning), and a Home a user opens is still tried."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    users = [f"U{n:04d}" for n in range(100, 110)]
+    opened_homes(services, users)
+    for _ in users:
+        fake_slack.queue("views.publish", {"ok": False, "error": error})
+    clock = FakeTime()
+    loop = asyncio.get_running_loop()
+    pace = home.RefreshPace(at_once=1, monotonic=clock.monotonic, sleep=clock.sleep)
+    home._pacing[loop] = pace
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=clock.sleep)
+    with caplog.at_level(logging.WARNING, logger="bot.slack.home"):
+        tasks = [home.refresh_home(services, client, TEAM, user) for user in users]
+        assert [await task for task in tasks if task is not None] == [False] * len(users)
+    assert len(calls_to(fake_slack, "views.publish")) == 1
+    assert len(calls_to(fake_slack, "users.info")) == 1
+    assert pace.stopped == error
+    assert len([r for r in caplog.records if "refreshes stop" in r.getMessage()]) == 1
+    assert len(caplog.records) <= 2  # the failed publish, and the stop
+    # Nothing more goes to Slack for a later change; a Home opened by its user does.
+    again = home.refresh_home(services, client, TEAM, users[0])
+    assert again is not None and not await again
+    assert len(calls_to(fake_slack, "views.publish")) == 1
+    await home.publish_home(services, client, TEAM, users[0])
+    assert len(calls_to(fake_slack, "views.publish")) == 2

@@ -25,7 +25,8 @@ along (it reads the database when it starts). Refreshes are paced (`RefreshPace`
 `REFRESHES_AT_ONCE` at once and `REFRESHES_PER_MINUTE` a minute, half of what Slack allows
 `views.publish` (Tier 4, "100+ per minute" per workspace), so 10,000 personal digests
 delivered together never make Slack refuse the Homes users open themselves (those are
-not paced); a backlog waits in order.
+not paced); a backlog waits in order. After Slack refuses the app's token or its Home tab
+(`STOP_REFRESHING`: uninstalled, revoked, Home tab off), refreshes stop until a restart.
 """
 
 from __future__ import annotations
@@ -406,12 +407,26 @@ REFRESHES_AT_ONCE = 2  # refreshes publishing at once
 # Each refresh calls users.info and views.publish, both Tier 4 on Slack ("100+ per minute",
 # per method and workspace), which the Homes users open and their Home buttons use too.
 REFRESHES_PER_MINUTE = 50.0
+# Slack's answers that no later refresh can fare better with: the app's token is gone
+# (uninstalled, revoked, expired) or its Home tab is turned off.
+STOP_REFRESHING = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "team_access_not_granted",
+        "not_enabled",
+    }
+)
 
 
 class RefreshPace:
     """When an event loop's Home refreshes may publish: `at_once` at most, their starts
     `60 / per_minute` seconds apart at least, in the order they came. Times on
-    `monotonic`; tests pass a fake clock and a sleep that moves it."""
+    `monotonic`; tests pass a fake clock and a sleep that moves it. `stopped` is Slack's
+    answer (`STOP_REFRESHING`) after which no refresh calls Slack any more."""
 
     def __init__(
         self,
@@ -424,6 +439,7 @@ class RefreshPace:
         self.interval = 60.0 / per_minute
         self.monotonic, self.sleep = monotonic, sleep
         self.slots = asyncio.Semaphore(at_once)
+        self.stopped: str | None = None
         self._turns = asyncio.Lock()
         self._next = -math.inf
 
@@ -472,11 +488,22 @@ async def _refresh(
             return False
         pace = _pacing.get(key[0]) or _pacing.setdefault(key[0], RefreshPace())
         async with pace.slots:
-            await pace.turn()
+            if pace.stopped is None:
+                await pace.turn()
             # From here on a change needs a new refresh: this one may have read before it.
             if _refreshes.get(key) is asyncio.current_task():
                 del _refreshes[key]
-            return await publish_home(services, client, team, user_id)
+            if pace.stopped is not None:
+                return False  # said once, when it stopped
+            failure = await _publish_in_order(services, client, team, user_id, None)
+            if failure in STOP_REFRESHING and pace.stopped is None:
+                pace.stopped = failure
+                log.warning(
+                    "Home refreshes stop until a restart: Slack answered %s (the app's "
+                    "token or Home tab); Homes opened by users are still published",
+                    failure,
+                )
+            return failure is None
     finally:
         if _refreshes.get(key) is asyncio.current_task():
             del _refreshes[key]
