@@ -110,7 +110,9 @@ async def test_in_a_channel_a_command_without_me_is_still_the_channels(
         ("subscribe offline-rl --me", "subscribe offline-rl --me"),
         ("resume --me", "resume --me"),
         ("help", "help"),
-        ("backlog on", "backlog on"),
+        ("backlog on", "backlog --me on"),
+        ("feedback reset offline-rl", "feedback --me reset offline-rl"),
+        ("why p1", "why p1"),
         ("subscribe", "subscribe"),  # does not parse: handle() says why
         ("nonsense words", "nonsense words"),
     ],

@@ -184,8 +184,9 @@ async def test_status_of_ones_own_digest_names_it_in_words(
         assert "@U0001" not in said and "slack:T0001" not in said
         assert "Topics: Robotics" in said
         assert "messages_tab_disabled" in said and "resume --me" in said
-        # `backlog` has no --me: in a channel the hint would change the channel's backlog
-        assert "Backlog: off (only new papers)." in said and "backlog on" not in said
+        # in a channel, `backlog on` would change the channel's backlog: the hint has --me
+        assert "Backlog: off (only new papers; `/papers backlog --me on`" in said
+        assert "backlog on" not in said
     # the channel's own status is unchanged: its reference, its backlog hint, not paused
     said = _said(channel)
     assert "Status of slack:T0001/C0001:" in said and "backlog on" in said

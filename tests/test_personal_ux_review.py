@@ -21,6 +21,7 @@ import pytest
 from bot.discordbot.client import PaperboyClient
 from bot.services import Services
 from config.settings import load_settings
+from db import feedback as feedback_store
 from db import open_db
 from db.channels import active_subscriptions, get_channel
 from digests.commands import handle
@@ -32,7 +33,7 @@ from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, start_http
-from tests.test_personal_delivery import DISCORD_ME, post
+from tests.test_personal_delivery import DISCORD_ME, post, with_me
 
 ALICE = "slack:T0001/@U0001"
 ALICE_KEY = "slack:T0001/U0001"
@@ -173,3 +174,93 @@ async def test_in_the_dm_a_pasted_zero_width_space_still_means_ones_own_digest(
         await http.close()
     assert listed["text"].startswith("Your personal digest follows 1 topic"), listed["text"]
     assert "channel" not in json.dumps(listed).lower()
+
+
+# --- backlog and feedback take --me ------------------------------------------------------
+
+
+def _vote(services: Services, channel: str, paper: str, value: int) -> None:
+    feedback_store.record_vote(
+        services.db(), channel, "offline-rl", paper, "U0001", value, None, "2026-11-30T08:00"
+    )
+
+
+def _votes(services: Services, channel: str) -> int:
+    return len(feedback_store.channel_feedback(services.db(), channel))
+
+
+async def test_backlog_and_feedback_me_from_a_channel_are_ones_own(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """U0001 is no admin. Before, `backlog on --me` and `feedback reset --me` were "has no
+    --me": from a channel nobody could turn their own backlog on or see or clear their
+    own feedback (only in the DM with the app)."""
+    papers = [str(row["id"]) for row in services.db().query("select id from papers limit 2")]
+    http = await start_http(services, fake_slack)
+    try:
+        await post(http, fake_slack, "subscribe --me offline-rl")
+        for paper in papers:
+            _vote(services, ALICE, paper, 1)
+            _vote(services, CHANNEL, paper, -1)
+        backlog = await post(http, fake_slack, "backlog on --me")
+        shown = await post(http, fake_slack, "feedback --me")
+        channels = await post(http, fake_slack, "feedback reset offline-rl")  # not an admin
+        reset = await post(http, fake_slack, "feedback reset --me offline-rl")
+        status = await post(http, fake_slack, "status --me")
+    finally:
+        await http.close()
+    for answer in (backlog, shown, reset, status):
+        assert answer["response_type"] == "ephemeral", answer
+    assert backlog["text"].startswith("You turned the backlog on: older papers never sent to you")
+    assert (get_channel(services.db(), ALICE) or {}).get("backlog")
+    assert get_channel(services.db(), CHANNEL) is None  # the channel's backlog: untouched
+    said = json.dumps(shown, ensure_ascii=False)
+    assert shown["text"] == "Your feedback, on 1 topic:", shown["text"]
+    assert (
+        "👍 2 · 👎 0" in said
+        and "`/papers feedback reset --me &lt;topic&gt;` clears a topic's." in said
+    )
+    assert channels["text"].startswith("Sorry, only workspace admins")
+    assert reset["text"].startswith("You cleared your feedback on Offline RL (2 votes)")
+    assert _votes(services, ALICE) == 0 and _votes(services, CHANNEL) == 2
+    assert "`/papers backlog --me off` to stop" in json.dumps(status, ensure_ascii=False)
+
+
+async def test_discord_backlog_and_feedback_take_me_without_manage_channels(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """Discord has no DM commands: without `me` on backlog and feedback, a Discord user
+    could never turn their own backlog on nor clear their own feedback."""
+    db = bot.services.db()
+    paper = str(next(iter(db.query("select id from papers limit 1")))["id"])
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "offline-rl"})))
+    feedback_store.record_vote(db, DISCORD_ME, "offline-rl", paper, "u", 1, None, "2026")
+    await dispatch(bot, fake_discord, interaction("backlog", {"state": "on"}))
+    assert "Manage Channels" in fake_discord.callbacks()[-1]["data"]["content"]
+    await dispatch(bot, fake_discord, with_me(interaction("backlog", {"state": "on"})))
+    backlog = fake_discord.callbacks()[-1]["data"]
+    assert backlog["flags"] & 64 and "You turned the backlog on" in json.dumps(backlog)
+    assert (get_channel(db, DISCORD_ME) or {}).get("backlog")
+    reset = {"action": "reset", "topic": "offline-rl"}
+    await dispatch(bot, fake_discord, interaction("feedback", reset))
+    assert "Manage Channels" in fake_discord.callbacks()[-1]["data"]["content"]
+    assert len(feedback_store.channel_feedback(db, DISCORD_ME)) == 1
+    await dispatch(bot, fake_discord, with_me(interaction("feedback", reset)))
+    cleared = fake_discord.callbacks()[-1]["data"]
+    assert cleared["flags"] & 64 and "You cleared your feedback" in json.dumps(cleared)
+    assert feedback_store.channel_feedback(db, DISCORD_ME) == []
+
+
+def test_help_says_backlog_and_feedback_take_me(services: Services) -> None:
+    def said(text: str, channel: str) -> str:
+        reply = handle(text, services.context(channel, "@alice", ALICE_KEY))
+        return "\n".join([reply.text, *reply.lines])
+
+    feedback = said("help feedback", CHANNEL)
+    assert "`/papers feedback [--me] [reset] [topic]`" in feedback
+    assert "Without `--me`, `feedback reset` changes the channel's settings" in feedback
+    backlog = said("help backlog", CHANNEL)
+    assert "`/papers backlog [--me] <on|off>`" in backlog
+    assert "Without `--me`, this changes the channel's settings" in backlog
+    mine = said("help backlog", ALICE)  # the DM: no --me, no channel
+    assert "fill your personal digest's empty slots" in mine and "channel" not in mine

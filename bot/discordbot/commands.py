@@ -47,8 +47,8 @@ ON_OFF_CHOICES = [app_commands.Choice(name=name, value=name) for name in ("on", 
 
 
 FEEDBACK_TOPIC_ALONE = (
-    "`/papers feedback` shows all of this channel's feedback (leave topic empty); to clear "
-    "{topic}'s, choose action reset as well (Manage Channels)."
+    "`/papers feedback` shows all of {whose} feedback (leave topic empty); to clear "
+    "{topic}'s, choose action reset as well{who}."
 )
 RESET_CHOICES = [app_commands.Choice(name="reset", value="reset")]
 EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export")]
@@ -56,7 +56,10 @@ EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export
 
 def _manages_channels_for_reset(interaction: discord.Interaction[Any]) -> bool:
     """`feedback` reads, anyone may; `feedback reset` clears the channel's feedback: Manage
-    Channels, as `has_permissions` checks it."""
+    Channels, as `has_permissions` checks it; with `me` only the user's own, which anyone
+    may clear."""
+    if getattr(interaction.namespace, "me", False) is True:
+        return True
     action = getattr(interaction.namespace, "action", None)
     # As the grammar reads it (`RESET`, ` reset`): discord.py does not hold an option to
     # its choices, so the check must not rely on the exact spelling.
@@ -342,11 +345,13 @@ class PapersGroup(app_commands.Group):
         )
 
     @app_commands.command(name="backlog", description=_verb("backlog").help)
-    @app_commands.describe(**_describe("backlog"))
+    @app_commands.describe(**_describe("backlog"), me=ME_HELP)
     @app_commands.choices(state=ON_OFF_CHOICES)
-    @app_commands.checks.has_permissions(manage_channels=True)
-    async def backlog(self, interaction: discord.Interaction[Any], state: str) -> None:
-        await self.run(interaction, "backlog", _quoted(state))
+    @app_commands.check(_manages_channels_or_me)
+    async def backlog(
+        self, interaction: discord.Interaction[Any], state: str, me: bool = False
+    ) -> None:
+        await self.run(interaction, "backlog", _quoted(state), me=me)
 
     @app_commands.command(name="resume", description=_verb("resume").help)
     @app_commands.describe(me=ME_HELP)
@@ -365,7 +370,7 @@ class PapersGroup(app_commands.Group):
         await self.run(interaction, "why", _quoted(id))
 
     @app_commands.command(name="feedback", description=_verb("feedback").help)
-    @app_commands.describe(**_describe("feedback"))
+    @app_commands.describe(**_describe("feedback"), me=ME_HELP)
     @app_commands.choices(action=RESET_CHOICES)
     @app_commands.check(_manages_channels_for_reset)
     async def feedback(
@@ -373,12 +378,18 @@ class PapersGroup(app_commands.Group):
         interaction: discord.Interaction[Any],
         action: str | None = None,
         topic: app_commands.Range[str, 1, 100] | None = None,
+        me: bool = False,
     ) -> None:
         if topic and not action:
             # The grammar reads a lone word as the action: it said "`1` is not one of reset".
-            await send_reply(interaction, error(FEEDBACK_TOPIC_ALONE.format(topic=topic[:60])))
+            alone = FEEDBACK_TOPIC_ALONE.format(
+                topic=topic[:60],
+                whose="your own digest's" if me else "this channel's",
+                who="" if me else " (Manage Channels)",
+            )
+            await send_reply(interaction, error(alone))
             return
-        await self.run(interaction, "feedback", _quoted(action or ""), _quoted(topic or ""))
+        await self.run(interaction, "feedback", _quoted(action or ""), _quoted(topic or ""), me=me)
 
     @app_commands.command(name="saved", description=_verb("saved").help)
     @app_commands.describe(**_describe("saved"))

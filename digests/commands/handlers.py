@@ -198,13 +198,14 @@ def _help(command: Command, ctx: Context) -> Reply:
     if verb.example:
         lines.append(f"Example: `{COMMAND} {verb.example}`")
     marked = [choice for param in verb.params if param.changes for choice in param.choices]
+    # A personal verb's --me line says that one is only yours.
+    without = f"Without `{ME_FLAG}`, " if verb.personal else ""
     if marked:  # only a sub-word changes the channel (`feedback reset`)
         words = " or ".join(f"`{verb.name} {choice}`" for choice in marked)
-        lines.append(f"{words} changes the channel's settings, so the channel sees it.")
+        lines.append(f"{without}{words} changes the channel's settings, so the channel sees it.")
     elif verb.changes:
-        # A personal verb's --me line says that one is only yours.
-        without = f"Without `{ME_FLAG}`, this" if verb.personal else "This"
-        lines.append(f"{without} changes the channel's settings, so the channel sees it.")
+        this = "this" if verb.personal else "This"
+        lines.append(f"{without}{this} changes the channel's settings, so the channel sees it.")
     return info(f"How to use `{verb.name}`:", *lines)
 
 
@@ -415,16 +416,16 @@ def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
     return row, schedule
 
 
-def _backlog_line(row: dict[str, object], hint: bool = True) -> str:
-    """The backlog's state; with `hint`, the command that turns it over. A personal
-    digest's status goes without: `backlog` has no `--me`, so shown to `status --me` in a
-    channel the command would change the channel's (in the DM with the app it is the
-    user's own)."""
+def _backlog_line(row: dict[str, object], me: bool = False) -> str:
+    """The backlog's state and the command that turns it over; `me`: a personal digest's,
+    whose command has `--me` (shown to `status --me` in a channel, `backlog on` would
+    change the channel's)."""
+    flag = f" {ME_FLAG}" if me else ""
     if row.get("backlog"):
-        how = f"; `{COMMAND} backlog off` to stop" if hint else ""
-        return f"Backlog: on (older papers fill empty slots{how})."
-    how = f"; `{COMMAND} backlog on` to add older ones" if hint else ""
-    return f"Backlog: off (only new papers{how})."
+        return (
+            f"Backlog: on (older papers fill empty slots; `{COMMAND} backlog{flag} off` to stop)."
+        )
+    return f"Backlog: off (only new papers; `{COMMAND} backlog{flag} on` to add older ones)."
 
 
 def _list(command: Command, ctx: Context) -> Reply:
@@ -501,9 +502,10 @@ def _backlog(command: Command, ctx: Context) -> Reply:
         return info(f"The backlog is already {'on' if on else 'off'} {where.place}.")
     channel_store.set_backlog(ctx.db, ctx.channel, on)
     if on:
+        sent = "to you" if parse_channel(ctx.channel).personal else "here"
         text = (
-            f"{where.actor} turned the backlog on: older papers never sent here fill the slots "
-            "that new papers leave empty, marked “from the archive”."
+            f"{where.actor} turned the backlog on: older papers never sent {sent} fill the "
+            "slots that new papers leave empty, marked “from the archive”."
         )
     else:
         text = f"{where.actor} turned the backlog off: digests hold only papers new since the last."
@@ -534,7 +536,7 @@ def _status(command: Command, ctx: Context) -> Reply:
         + (", ".join(_topic_label(row, ctx.catalog) for row in active) if active else "none yet")
     )
     lines.append(_schedule_line(schedule, ctx.now))
-    lines.append(_backlog_line(channel, hint=not personal))
+    lines.append(_backlog_line(channel, me=personal))
     last = digest_store.last_digest(ctx.db, ctx.channel)
     if last:
         lines.append(

@@ -5,8 +5,10 @@ export`) and `bibtex`.
 digest: answers say so, `digests.wording`); `saved` is about the asking user, found by
 `Context.user_key` (the platform's own user id, never the display name): without a key
 (an adapter that cannot tell who asks) it says so and reads nothing. Every answer is
-ephemeral except a reset, which the channel sees. Bad input (an unknown id, a topic the
-channel does not follow, no user key) gets a clear message and changes nothing.
+ephemeral except a channel's reset, which the channel sees (`feedback --me` and its
+reset, on the user's own digest, answer only them: `digests.commands.personal`). Bad
+input (an unknown id, a topic the channel does not follow, no user key) gets a clear
+message and changes nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from db import feedback as feedback_store
 from db import saved as saved_store
 from db.papers import aliases_of
 from digests import bibtex
-from digests.commands.grammar import COMMAND, Command
+from digests.channels import parse_channel
+from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.handlers import (
     Context,
     _following,
@@ -106,7 +109,8 @@ def _feedback(command: Command, ctx: Context) -> Reply:
             lines.append(f"  and {len(ranked) - FEEDBACK_PAPERS_SHOWN} more")
     lines.append(
         f"`{COMMAND} why <id>` shows how feedback moved a paper; "
-        f"`{COMMAND} feedback reset <topic>` clears a topic's (managers)."
+        f"`{_reset_usage(ctx)}` clears a topic's"
+        + ("." if parse_channel(ctx.channel).personal else " (managers).")
     )
     return info(f"{here(ctx.channel).owner} feedback, on {_count(len(by_topic), 'topic')}:", *lines)
 
@@ -136,6 +140,13 @@ def _custom_text(topic_id: str, ctx: Context) -> str | None:
     return next((t for t in texts if custom_slug(t) == topic_id), None)
 
 
+def _reset_usage(ctx: Context) -> str:
+    """`feedback reset`'s usage: with `--me` for the user's own digest, which it then
+    clears from any channel (in a channel, without it, the channel's)."""
+    me = f" {ME_FLAG}" if parse_channel(ctx.channel).personal else ""
+    return f"{COMMAND} feedback reset{me} <topic>"
+
+
 def _feedback_reset(command: Command, ctx: Context) -> Reply:
     text = command.args.get("topic", "").strip()
     where = here(ctx.channel, ctx.user)
@@ -145,7 +156,7 @@ def _feedback_reset(command: Command, ctx: Context) -> Reply:
             _subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, 1)
         ]
         return error(
-            f"Which topic's feedback? Usage: `{COMMAND} feedback reset <topic>`.",
+            f"Which topic's feedback? Usage: `{_reset_usage(ctx)}`.",
             *([f"{where.subject} follows:", *following] if following else []),
         )
     match = _match_subscription(text, active, ctx.catalog)

@@ -29,8 +29,10 @@ from digests.commands.handlers import (
     _subscription_line,
     _topic_label,
 )
+from digests.commands.handlers import _backlog as _channel_backlog
 from digests.commands.handlers import _digest as _channel_digest
 from digests.commands.handlers import _status as _channel_status
+from digests.commands.interactive import _feedback as _channel_feedback
 from digests.commands.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
 
@@ -175,6 +177,25 @@ def _status(command: Command, ctx: Context) -> Reply:
     return _channel_status(command, own)
 
 
+def _backlog(command: Command, ctx: Context) -> Reply:
+    """The backlog of the user's own digest (`backlog --me on`), as `backlog` turns a
+    channel's: from any channel, and from Discord, which has no DM commands. Only the
+    user is told (`here()` words it "You turned the backlog on")."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return dataclasses.replace(_channel_backlog(command, own), ephemeral=True)
+
+
+def _feedback(command: Command, ctx: Context) -> Reply:
+    """The 👍/👎 of the user's own digest (`feedback --me`), and `feedback reset --me
+    <topic>`, which clears only theirs: anyone may, only they are told."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return dataclasses.replace(_channel_feedback(command, own), ephemeral=True)
+
+
 PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "subscribe": _subscribe,
     "unsubscribe": _unsubscribe,
@@ -183,5 +204,7 @@ PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "digest": _digest,
     "status": _status,
     "resume": _resume,
+    "backlog": _backlog,
+    "feedback": _feedback,
 }
 assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
