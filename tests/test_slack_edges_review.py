@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
+from bot.dm import DmChannels
 from bot.services import Services
 from bot.slack import app as slack_app
 from bot.slack import home
 from bot.slack.client import make_client
+from bot.slack.home import HomeRefreshingPoster
 from db import feedback, open_db
 from db import home as home_store
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP
+from digests.channels import parse_channel
 from digests.commands.replies import info
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -208,3 +211,31 @@ async def test_refreshes_stop_once_slack_refuses_the_token(
     assert len(calls_to(fake_slack, "views.publish")) == 1
     await home.publish_home(services, client, TEAM, users[0])
     assert len(calls_to(fake_slack, "views.publish")) == 2
+
+
+async def test_a_refresh_that_cannot_start_never_fails_the_delivery(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The message is posted when the refresh starts: a send that raised then would be
+    retried by the outbox, and the digest posted twice."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug in the refresh")
+
+    monkeypatch.setattr(home, "refresh_home", broken)
+    db = open_db(services.db_path)
+    poster = HomeRefreshingPoster(
+        make_client(BOT_TOKEN, fake_slack.api_url), services=services, dms=DmChannels(lambda: db)
+    )
+    with caplog.at_level(logging.ERROR, logger="bot.slack.home"):
+        sent = await poster.send(parse_channel(MINE), {"text": "Your digest"}, None)
+    assert sent and len(fake_slack.posted()) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        f"could not start the Home refresh of {MINE}"
+    ]

@@ -541,8 +541,13 @@ class HomeRefreshingPoster(SlackPoster):
     ) -> str:
         sent = await super().send(channel, payload, thread_of)
         if channel.personal and thread_of is None and channel.team and channel.user:
-            # The first part: the Home shows the digest from the database, whole.
-            refresh_home(self.services, self.client, channel.team, channel.user)
+            # The first part: the Home shows the digest from the database, whole. The
+            # message is posted: a failure here must not fail the send (the outbox would
+            # post it again).
+            try:
+                refresh_home(self.services, self.client, channel.team, channel.user)
+            except Exception:
+                log.exception("could not start the Home refresh of %s", channel)
         return sent
 
 
