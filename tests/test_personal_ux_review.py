@@ -249,6 +249,10 @@ async def test_discord_backlog_and_feedback_take_me_without_manage_channels(
     cleared = fake_discord.callbacks()[-1]["data"]
     assert cleared["flags"] & 64 and "You cleared your feedback" in json.dumps(cleared)
     assert feedback_store.channel_feedback(db, DISCORD_ME) == []
+    # a topic without `action: reset`: how to reset one's own, no Manage Channels
+    await dispatch(bot, fake_discord, with_me(interaction("feedback", {"topic": "rlhf"})))
+    alone = fake_discord.callbacks()[-1]["data"]["content"]
+    assert "shows all of your own digest's feedback" in alone and "Manage" not in alone, alone
 
 
 def test_help_says_backlog_and_feedback_take_me(services: Services) -> None:
