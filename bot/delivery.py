@@ -121,7 +121,9 @@ def message_key(message: dict[str, Any]) -> str:
 
 class Poster(Protocol):
     """Sends messages to one platform. A poster may also have `limits: SendLimits`, which
-    `deliver_channel` waits on before each message (see the module docstring)."""
+    `deliver_channel` waits on before each message (see the module docstring), and
+    `ready_in(channel) -> float`, seconds before a send could start: beyond the limits'
+    `max_wait`, the message waits in the outbox as for a long 429 (a DM to open)."""
 
     platform: str
 
@@ -263,6 +265,7 @@ async def deliver_channel(
     if not messages:
         return ChannelResult(channel, state="nothing")
     limits: SendLimits | None = getattr(poster, "limits", None)
+    ready_in: Callable[[ChannelRef], float] | None = getattr(poster, "ready_in", None)
     if limits is not None and rate is not None:
         limits.configure(rate)
     clock = clock or (lambda: now)
@@ -282,6 +285,11 @@ async def deliver_channel(
                 return ChannelResult(channel, sent, "retrying" if sent else "nothing", "stopping")
             if limits is not None:
                 try:
+                    # A send that could not start within the limits' wait (a DM to open,
+                    # its opens' turn further off) takes no posting turn to give back.
+                    ahead = ready_in(ref) if ready_in is not None else 0.0
+                    if ahead > limits.max_wait:
+                        raise Throttled(ahead)
                     await limits.wait_turn(ref.name)
                 except Throttled as exc:
                     outbox.defer(db, message["id"], stamp(clock() + timedelta(seconds=exc.seconds)))

@@ -135,6 +135,17 @@ class DmChannels:
                 await _turn(*post_turn, "posting")
             return channel_id
 
+    def open_delay(self, reference: str, limits: SendLimits | None, key: str = OPENING) -> float:
+        """Seconds before a send to `reference` could open its DM (0: its DM is known, or
+        an open may go now): the posters' `ready_in`, which the delivery asks before it
+        takes a posting turn. A send whose open is further off than the limits' `max_wait`
+        would take that turn, and its claim, only to give both back (`opened`): with
+        thousands of first personal digests waiting for Tier 3 opens, those wasted turns
+        held every channel's posts back."""
+        if limits is None or self.get(reference) is not None:
+            return 0.0
+        return limits.delay(key)
+
     def put(self, reference: str, channel_id: str) -> None:
         with self._lock:
             if self._known.get(reference) == channel_id:

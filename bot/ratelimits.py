@@ -148,6 +148,15 @@ class SendLimits:
                 self.rate = min(cap, self.rate + regained)
         self._adjusted = now
 
+    def delay(self, channel: str) -> float:
+        """Seconds before `wait_turn(channel)` would give a turn now (0: at once), taking
+        none: a 429's pause, the channel's spacing and the next platform-wide slot."""
+        now = self.monotonic()
+        ready = max(self._paused_until, self._channel_next.get(channel, -math.inf))
+        if self.rate is not None:
+            ready = max(ready, self._next_slot)
+        return max(ready - now, 0.0)
+
     async def wait_turn(self, channel: str, *, within: float | None = None) -> None:
         """Wait until a message may go to `channel` now, and take that turn. Raises
         `Throttled` instead when a 429's pause has longer than `max_wait` to run, or (with

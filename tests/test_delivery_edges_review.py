@@ -25,6 +25,7 @@ from bot.slack.poster import SlackPoster
 from db import open_db
 from db.channels import get_channel
 from digests.channels import ChannelRef
+from digests.timestamps import stamp
 from tests.conftest import NOW
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
@@ -144,3 +145,31 @@ async def test_a_send_waits_for_its_dm_open_a_minute_at_most_in_all(
     [row] = db.query("select attempts from outbox")
     assert row["attempts"] == 1
     assert not get_channel(db, PERSONAL[0])["paused"]  # type: ignore[index]
+
+
+async def test_personal_digests_waiting_for_their_opens_hold_no_channel_back(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """Opens paused for 2 minutes (a 429 on the first): 25 more first personal digests
+    due, then a channel's. The personal ones wait in the outbox at once, no posting turn
+    taken, no attempt counted, no open tried; the channel's digest is posted at once.
+    (Each used to take a posting turn, 0.2 s apart at 5 a second, before finding its
+    open too far off: the channel waited 5 s behind them; with thousands of first
+    personal digests, every channel's posts were held back for as long as their opens
+    took, 20 minutes for 1,000.)"""
+    fake_slack.clock = time.monotonic
+    rate_limit_opens(fake_slack, 1, retry_after=120)
+    users = [f"slack:T0001/@U{n:04d}" for n in range(1, 27)]
+    queue(db, [*users, "slack:T0001/C0001"], 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    [first] = await deliver_all(db, poster, users[:1], time)
+    assert first.state == "retrying"
+    start = time.now
+    *personal, channel = await deliver_all(db, poster, [*users[1:], "slack:T0001/C0001"], time)
+    assert channel.state == "done" and {r.state for r in personal} == {"retrying"}
+    [post] = fake_slack.accepted()
+    assert post["channel"] == "C0001" and time.now - start < 1
+    assert len(opens(fake_slack)) == 1  # the first, refused
+    rows = list(db.query("select * from outbox where state = 'pending'"))
+    assert len(rows) == 26 and {row["attempts"] for row in rows} == {0}
+    assert min(row["next_attempt_at"] for row in rows) >= stamp(NOW + timedelta(seconds=100))

@@ -137,6 +137,10 @@ class DiscordPoster:
             with contextlib.suppress(Throttled):
                 await self.limits.wait_turn(channel.group(1))
 
+    def ready_in(self, channel: ChannelRef) -> float:
+        """Seconds before a send to `channel` could start (a DM to open: `bot.dm`)."""
+        return self.dms.open_delay(str(channel), self.opening) if channel.personal else 0.0
+
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
     ) -> str:

@@ -106,6 +106,10 @@ class SlackPoster:
         # conversations.open has a limit of its own (Tier 3), apart from posting: `bot.dm`.
         self.opening = SendLimits(SLACK_OPENS_PER_SECOND, monotonic=monotonic, sleep=sleep)
 
+    def ready_in(self, channel: ChannelRef) -> float:
+        """Seconds before a send to `channel` could start (a DM to open: `bot.dm`)."""
+        return self.dms.open_delay(str(channel), self.opening) if channel.personal else 0.0
+
     async def send(
         self, channel: ChannelRef, payload: dict[str, Any], thread_of: str | None
     ) -> str:
