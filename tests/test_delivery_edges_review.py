@@ -10,6 +10,7 @@ first round left open.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ from slack_sdk.errors import SlackApiError
 from sqlite_utils import Database
 
 from bot.delivery import deliver_channel
+from bot.discordbot.client import PaperboyClient
+from bot.discordbot.poster import DiscordPoster
 from bot.dm import DmChannels
+from bot.send import send_digest
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
 from db import open_db
@@ -27,10 +31,21 @@ from db.channels import get_channel
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
+from tests.discord_helpers import CHANNEL
+from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
-from tests.test_delivery_edges import PERSONAL, opens, rate_limit_opens, slack_dm_poster
+from tests.test_delivery_edges import (
+    PERSONAL,
+    Reshaping,
+    deliver_with,
+    eleven_embeds,
+    opens,
+    rate_limit_opens,
+    slack_dm_poster,
+)
 from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+from tests.test_discord_delivery import subscribe
 
 
 @pytest.fixture
@@ -173,3 +188,42 @@ async def test_personal_digests_waiting_for_their_opens_hold_no_channel_back(
     rows = list(db.query("select * from outbox where state = 'pending'"))
     assert len(rows) == 26 and {row["attempts"] for row in rows} == {0}
     assert min(row["next_attempt_at"] for row in rows) >= stamp(NOW + timedelta(seconds=100))
+
+
+# --- a digest discord.py refused: its papers go in the next digest, once ------------------
+
+
+def _paper_ids(db: Database, state: str) -> list[str]:
+    rows = db.query(
+        "select paper_ids from outbox where channel = ? and state = ?", [CHANNEL, state]
+    )
+    return [paper for row in rows for paper in json.loads(row["paper_ids"])]
+
+
+async def test_a_refused_discord_digests_papers_go_out_in_the_next_digest_once(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """A digest discord.py refuses before sending (11 embeds) is given up; next week's
+    digest picks its papers again and posts them, and the week after does not repeat
+    them. (test_delivery_edges' 'the channel goes on' delivered again at the same time:
+    the same digest, reused, 'nothing' to send: it could not fail.)"""
+    await subscribe(bot, fake_discord, "robotics")
+    db = open_db(bot.services.db_path)
+    _, refused = await deliver_with(bot, Reshaping(bot, eleven_embeds))
+    assert refused.state == "failed"
+    lost = _paper_ids(db, "failed")
+    assert lost and fake_discord.created == []
+
+    async def week(n: int) -> Any:
+        return await send_digest(
+            db, DiscordPoster(bot), CHANNEL, NOW + timedelta(days=7 * n),
+            catalog=bot.services.catalog, settings=bot.services.settings,
+        )  # fmt: skip
+
+    _, second = await week(1)
+    assert second.state == "done" and second.sent >= 1
+    sent = _paper_ids(db, "sent")
+    assert set(lost) <= set(sent) and len(sent) == len(set(sent))
+    await week(2)
+    again = _paper_ids(db, "sent")
+    assert all(again.count(paper) == 1 for paper in lost)  # never twice
