@@ -227,3 +227,55 @@ async def test_a_refused_discord_digests_papers_go_out_in_the_next_digest_once(
     await week(2)
     again = _paper_ids(db, "sent")
     assert all(again.count(paper) == 1 for paper in lost)  # never twice
+
+
+# --- guards: these pass on the code before this review too --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "at_least", "at_most"),
+    [("soon", 0, 60), ("1e12", 3500, 3700), ("-5", 0, 60)],
+)
+async def test_an_opens_429_with_a_strange_retry_after_is_bounded(
+    db: Database,
+    fake_slack: FakeSlack,
+    time: VirtualTime,
+    retry_after: str,
+    at_least: float,
+    at_most: float,
+) -> None:
+    """Retry-After unreadable (1 s), negative (0) or huge (an hour at most): four 429s on
+    conversations.open leave the digest pending for about that long, no attempt counted,
+    not paused; it is never given up for them."""
+    for _ in range(16):
+        fake_slack.queue(
+            "conversations.open",
+            {"ok": False, "error": "ratelimited"},
+            status=429,
+            headers={"Retry-After": retry_after},
+        )
+    queue(db, PERSONAL[:1], 1, slack_payload)
+    poster = slack_dm_poster(fake_slack, time, db)
+    [result] = await deliver_all(db, poster, PERSONAL[:1], time)
+    assert result.state == "retrying"
+    [row] = db.query("select * from outbox")
+    assert row["state"] == "pending" and row["attempts"] == 0
+    assert stamp(NOW + timedelta(seconds=at_least)) <= row["next_attempt_at"]
+    assert row["next_attempt_at"] <= stamp(NOW + timedelta(seconds=at_most))
+    assert not get_channel(db, PERSONAL[0])["paused"]  # type: ignore[index]
+
+
+async def test_a_dm_opened_whose_post_failed_is_not_opened_again_after_a_restart(
+    db: Database, fake_slack: FakeSlack, time: VirtualTime
+) -> None:
+    """conversations.open answered, then chat.postMessage failed (500): the DM's id is
+    kept, and the next process posts to it without opening it again, once."""
+    fake_slack.queue("chat.postMessage", {"ok": False, "error": "internal_error"}, status=500)
+    queue(db, PERSONAL[:1], 1, slack_payload)
+    [first] = await deliver_all(db, slack_dm_poster(fake_slack, time, db), PERSONAL[:1], time)
+    assert first.state == "retrying" and len(opens(fake_slack)) == 1
+    restarted = slack_dm_poster(fake_slack, time, db)  # a new process: empty memory
+    later = NOW + timedelta(hours=2)
+    [again] = await time.run([deliver_channel(db, restarted, PERSONAL[0], later)])
+    assert again.state == "done" and states(db) == {"sent": 1}
+    assert len(opens(fake_slack)) == 1 and len(fake_slack.messages) == 1  # posted once
