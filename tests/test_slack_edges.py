@@ -94,9 +94,10 @@ async def test_a_guest_of_a_shared_channel_votes_and_saves(
     assert await click(http, shaped(click_payload(fake_slack, ts, SAVE), shape)) == 200
     await settle(http)
     assert "Saved" in fake_slack.responses[-1]["text"]
-    # The guest's own list: in their workspace, or the digest's when the payload names
-    # only their org (an Enterprise org's user.team_id).
-    owner = TEAM if shape == "org user" else OTHER_TEAM
+    # The guest's own list: in their workspace; in an org (an org-wide install), the
+    # digest's: there user.team_id is the org's id, or one workspace of the org whichever
+    # the member clicks in (bolt-js#1875; tests/test_slack_edges_review.py).
+    owner = TEAM if shape in ("org install", "org user") else OTHER_TEAM
     db = open_db(services.db_path)
     assert [row["id"] for row in saved.saved_papers(db, f"slack:{owner}/{GUEST}")] == [paper]
     assert db.execute("select count(*) from saved").fetchone()[0] == 1

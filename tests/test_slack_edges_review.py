@@ -6,6 +6,7 @@ tests/test_slack_actions.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,16 @@ from tests.conftest import NOW
 from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.slack_helpers import BOT_TOKEN, make_services
+from tests.test_personal_ux import slash
 from tests.test_slack_actions import (
     CHANNEL_ID,
     TEAM,
     Env,
     click,
+    click_payload,
     env,
+    item_blocks,
+    paper_of,
     record_digest,
     settle,
     updates,
@@ -239,3 +244,33 @@ async def test_a_refresh_that_cannot_start_never_fails_the_delivery(
     assert [r.getMessage() for r in caplog.records] == [
         f"could not start the Home refresh of {MINE}"
     ]
+
+
+# --- a save goes to the list the clicker sees in the workspace they clicked in ----------
+
+
+async def test_an_org_members_save_is_in_their_papers_saved_where_they_clicked(
+    env: Env, fake_slack: FakeSlack
+) -> None:
+    """In an Enterprise org, `user.team_id` need not be the workspace of the click: a
+    member of three workspaces got the same team_id from all three (slackapi/bolt-js#1875),
+    while `team.id` is the click's workspace. 1ff6604 put a save under `user.team_id`
+    (`slack:T0003/U0001`), so `/papers saved` typed in the workspace of the digest, and
+    the Home opened there (both `slack:T0001/U0001`), did not show it. In an org the list
+    is the workspace's the click came from; outside one, a Slack Connect guest's own."""
+    services, http, _, ts = env
+    payload = click_payload(fake_slack, ts, SAVE)
+    payload["user"]["team_id"] = "T0003"  # another workspace of the same org
+    payload["enterprise"] = {"id": "E0001", "name": "Org"}
+    paper = paper_of(item_blocks(fake_slack, ts)[0])
+    assert await click(http, payload) == 200
+    await settle(http)
+    assert "Saved" in fake_slack.responses[-1]["text"]
+    answer = await slash(http, fake_slack, "saved", channel=CHANNEL_ID, name="papers")
+    shown = json.dumps(answer, ensure_ascii=False) + json.dumps(fake_slack.responses[-1:])
+    title = str(
+        open_db(services.db_path)
+        .execute("select title from papers where id = ?", [paper])
+        .fetchone()[0]
+    )
+    assert title[:40] in shown, shown[:300]

@@ -134,11 +134,19 @@ def team_of(payload: dict[str, Any]) -> str | None:
 
 
 def own_team(payload: dict[str, Any]) -> str | None:
-    """The clicker's own workspace: `user.team_id` when it is a workspace's id (T...);
-    None when it names an Enterprise org (E...: Slack gives the org's id there for an
-    org's members) or nothing. A saved paper goes to this workspace's list of the user
-    (`slack:TEAM/USER`): a Slack Connect guest's Home and events come from their own
-    workspace, not the one the app is installed in."""
+    """The clicker's own workspace: `user.team_id` when it is a workspace's id (T...)
+    and the click comes from no Enterprise org; else None (the click's workspace then
+    decides). A saved paper goes to this workspace's list of the user (`slack:TEAM/USER`):
+    a Slack Connect guest's Home and events come from their own workspace, not the one
+    the app is installed in. In an org (`enterprise` set, or an org-wide install),
+    `user.team_id` is the org's id (E...) or one workspace of the org whichever the
+    member clicks in (slackapi/bolt-js#1875: a member of three workspaces got the same
+    team_id from all three), not the workspace whose `/papers saved` and Home they use."""
+    enterprise = payload.get("enterprise")
+    if payload.get("is_enterprise_install") is True or (
+        isinstance(enterprise, dict) and enterprise.get("id")
+    ):
+        return None
     user = payload.get("user")
     team = user.get("team_id") if isinstance(user, dict) else None
     return team if isinstance(team, str) and _WORKSPACE.fullmatch(team) else None
