@@ -6,6 +6,7 @@ plain-dict Slack blocks of a digest's header and footer are slack_sdk's own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from typing import Any
@@ -25,9 +26,12 @@ from bot.scheduler import DigestScheduler
 from bot.send import platform_messages
 from bot.services import Services
 from digests.digest import Digest
+from digests.render import discord as discord_render
 from digests.render import limits, view
 from digests.render import slack as slack_render
+from digests.topics import Topic
 from tests.fakes.clock import Clock
+from tests.test_render import make_digest, paper
 from tests.test_render_cache import PLATFORMS, channel_digests, rendered, uncached
 from tests.test_scheduler_batch import CHANNELS, DUE, clock, fire_all, services
 
@@ -202,3 +206,29 @@ def test_a_batch_renders_each_platform_with_its_own_escaping(
             for platform in PLATFORMS
         ]
     assert json.dumps([list(d) for d in zip(*each, strict=True)], sort_keys=True) == alone
+
+
+@pytest.mark.parametrize("in_batch", [False, True])
+def test_a_recorded_discord_digest_leaves_room_for_its_numbers(
+    monkeypatch: pytest.MonkeyPatch, in_batch: bool
+) -> None:
+    """A recorded digest's embed titles are numbered ("1. ") after packing: its packing
+    (sizes remembered with each embed since 858cc12, no longer `_fits`) keeps room for
+    that. Two embeds that fit one message unnumbered do not once numbered."""
+    topic = Topic("t-a", "Attention", "", ())
+    rows = [paper("Attention is all you need, again.", title=f"Paper {n}") for n in (1, 2)]
+    preview = make_digest(rows, [topic])
+    digest = replace(preview, recorded=True, digest_id=7)
+    sizes = [
+        limits.embed_size(e) for m in discord_render.digest_messages(preview) for e in m.embeds
+    ]
+    assert len(sizes) == 2
+    monkeypatch.setattr(limits, "DISCORD_EMBED_TOTAL", sum(sizes) + len("1. ") + len("2. ") - 1)
+    with view.batch() if in_batch else contextlib.nullcontext():
+        assert len(discord_render.digest_messages(preview)) == 1  # unnumbered: one message
+        messages = discord_render.digest_messages(digest)
+    assert [e["title"] for m in messages for e in m.embeds] == ["1. Paper 1", "2. Paper 2"]
+    assert [len(m.embeds) for m in messages] == [1, 1]
+    for message in messages:
+        total = sum(limits.embed_size(e) for e in message.embeds)
+        assert total <= limits.DISCORD_EMBED_TOTAL
