@@ -6,6 +6,7 @@ plain-dict Slack blocks of a digest's header and footer are slack_sdk's own."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from dataclasses import replace
@@ -232,3 +233,36 @@ def test_a_recorded_discord_digest_leaves_room_for_its_numbers(
     for message in messages:
         total = sum(limits.embed_size(e) for e in message.embeds)
         assert total <= limits.DISCORD_EMBED_TOTAL
+
+
+async def test_a_batch_in_a_worker_thread_is_that_threads_own(
+    channel_digests: list[Digest],
+) -> None:
+    """The scheduler renders each group in a worker thread of its own (BUILD_THREADS at
+    once, `in_daemon_thread`): each batch's scope is its thread's, none is seen by the
+    event loop or by another thread, and none is left behind."""
+    import threading
+
+    from bot.services import in_daemon_thread
+
+    both = threading.Barrier(2, timeout=30)
+
+    def work(digests: list[Digest]) -> tuple[int, str, int | None]:
+        with view.batch():
+            scope = view._scope.get()
+            assert scope is not None
+            text = rendered(digests)
+            both.wait()  # the two batches are open at once
+            seen = id(view._scope.get())
+        assert view._scope.get() is None
+        return seen, text, id(scope)
+
+    async def run() -> list[tuple[int, str, int | None]]:
+        first = in_daemon_thread(work, channel_digests)
+        second = in_daemon_thread(work, recorded(channel_digests))
+        return list(await asyncio.gather(first, second))
+
+    (seen_a, text_a, scope_a), (seen_b, text_b, scope_b) = await run()
+    assert seen_a == scope_a and seen_b == scope_b and scope_a != scope_b
+    assert view._scope.get() is None
+    assert text_a == rendered(channel_digests) and text_b == rendered(recorded(channel_digests))
