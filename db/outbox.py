@@ -380,6 +380,11 @@ def prune_sent(
     columns = [str(row[1]) for row in db.execute("PRAGMA table_info(outbox)")]
     names = ", ".join(f'"{name}"' for name in columns)
     emptied = ", ".join("?" if name == "payload" else f'"{name}"' for name in columns)
+    # The rows as they will be, apart: a temporary table (this connection's), made anew
+    # from the columns just read. One left by an earlier prune on this connection may
+    # have fewer (a migration since), and every batch would fail on it.
+    db.execute("drop table if exists temp.outbox_pruning")
+    db.execute(f"create temp table outbox_pruning as select {names} from main.outbox where 0")
     total, after = 0, 0
     while not stop():
         ids = [
@@ -400,11 +405,6 @@ def prune_sent(
         db.execute("PRAGMA foreign_keys = OFF")
         try:
             with write_transaction(db):
-                # The rows as they will be, apart (a temporary table: this connection's).
-                db.execute(
-                    "create temp table if not exists outbox_pruning as "
-                    f"select {names} from main.outbox where 0"
-                )
                 db.execute("delete from temp.outbox_pruning")
                 db.execute(
                     f"insert into temp.outbox_pruning select {emptied} from main.outbox "
