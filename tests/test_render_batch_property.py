@@ -15,11 +15,19 @@ from typing import Any
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from slack_sdk.models.blocks import (
+    ContextBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
 
 from bot.send import platform_messages
 from digests.digest import Digest, DigestItem
 from digests.render import discord as discord_render
 from digests.render import limits, view
+from digests.render import slack as slack_render
 from digests.topics import Topic
 from tests.test_render import paper
 from tests.test_render_cache import PLATFORMS
@@ -115,3 +123,41 @@ def test_discord_messages_of_a_batch_keep_to_discords_limits(digests: list[Diges
                 assert all(
                     len(embed["title"]) <= limits.DISCORD_EMBED_TITLE for embed in message.embeds
                 )
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    st.text(min_size=1, max_size=limits.SLACK_HEADER_TEXT),
+    st.text(min_size=1, max_size=limits.SLACK_SECTION_TEXT),
+)
+def test_the_plain_slack_blocks_are_slack_sdks_for_any_text(header: str, text: str) -> None:
+    """A digest's header, intro and footer blocks are plain dicts (858cc12), not slack_sdk
+    blocks validated per digest: the same JSON, key order included, for any text within
+    the limits `clamp` keeps them to (whitespace, quotes, any character). Not for "":
+    slack_sdk leaves an empty text out, a plain dict sends it empty, and Slack refuses
+    both; their templates never make one (test below)."""
+    pairs = [
+        (slack_render.header_block(header), HeaderBlock(text=PlainTextObject(text=header))),
+        (slack_render.section_block(text), SectionBlock(text=MarkdownTextObject(text=text))),
+        (slack_render.context_block(text), ContextBlock(elements=[MarkdownTextObject(text=text)])),
+    ]
+    for plain, sdk in pairs:
+        assert json.dumps(plain, ensure_ascii=False) == json.dumps(
+            sdk.to_dict(), ensure_ascii=False
+        )
+
+
+@hypothesis_settings(max_examples=100, deadline=None)
+@given(batches())
+def test_a_digests_plain_slack_blocks_are_never_empty(digests: list[Digest]) -> None:
+    """The header, intro and footer texts `digest_messages` makes plain blocks of: never
+    empty (where slack_sdk's blocks and the plain dicts would differ), within limits."""
+    for digest in digests:
+        for message in slack_render.digest_messages(digest, "post"):
+            for block in message.blocks:
+                if block["type"] == "header":
+                    assert 0 < len(block["text"]["text"]) <= limits.SLACK_HEADER_TEXT
+                elif block["type"] == "context":
+                    assert all(element["text"] for element in block["elements"])
+                elif block["type"] == "section":
+                    assert 0 < len(block["text"]["text"]) <= limits.SLACK_SECTION_TEXT
