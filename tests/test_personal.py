@@ -135,13 +135,13 @@ def test_me_inside_quotes_is_text() -> None:
     assert not command.me and command.args == {"topic": "offline --me"}
 
 
-@pytest.mark.parametrize("text", ["topics --me", "why --me p1", "find --me x", "sources --me"])
+@pytest.mark.parametrize("text", ["topics --me", "bibtex --me p1", "find --me x", "sources --me"])
 def test_me_on_a_verb_without_it_is_a_clear_error(text: str) -> None:
     with pytest.raises(ParseError) as caught:
         parse(text)
     assert "has no --me" in caught.value.message
     assert (
-        "subscribe, unsubscribe, list, schedule, backlog, digest, status, resume, feedback"
+        "subscribe, unsubscribe, list, schedule, backlog, digest, status, resume, why, feedback"
         in caught.value.message
     )
 

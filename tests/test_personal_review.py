@@ -112,7 +112,8 @@ async def test_in_a_channel_a_command_without_me_is_still_the_channels(
         ("help", "help"),
         ("backlog on", "backlog --me on"),
         ("feedback reset offline-rl", "feedback --me reset offline-rl"),
-        ("why p1", "why p1"),
+        ("why p1", "why --me p1"),
+        ("bibtex p1", "bibtex p1"),
         ("subscribe", "subscribe"),  # does not parse: handle() says why
         ("nonsense words", "nonsense words"),
     ],

@@ -268,3 +268,35 @@ def test_help_says_backlog_and_feedback_take_me(services: Services) -> None:
     assert "Without `--me`, this changes the channel's settings" in backlog
     mine = said("help backlog", ALICE)  # the DM: no --me, no channel
     assert "fill your personal digest's empty slots" in mine and "channel" not in mine
+
+
+# --- why takes --me ------------------------------------------------------------------------
+
+
+async def test_why_me_explains_a_paper_for_ones_own_digest(
+    services: Services, fake_slack: FakeSlack
+) -> None:
+    """`why` had no --me: asked from a channel about a paper of one's personal digest,
+    it explained the channel's topics ("This channel follows no topics")."""
+    paper = str(next(iter(services.db().query("select id from papers limit 1")))["id"])
+    http = await start_http(services, fake_slack)
+    try:
+        await post(http, fake_slack, "subscribe --me robotics")
+        mine = await post(http, fake_slack, f"why --me {paper}")
+        channels = await post(http, fake_slack, f"why {paper}")
+    finally:
+        await http.close()
+    said = json.dumps(mine, ensure_ascii=False)
+    assert mine["response_type"] == "ephemeral"
+    assert "It has not been in your digests." in said and "your topics" in said, said[:400]
+    assert "channel" not in said.lower()
+    assert "This channel follows no topics" in json.dumps(channels, ensure_ascii=False)
+
+
+async def test_discord_why_takes_me(bot: PaperboyClient, fake_discord: FakeDiscord) -> None:
+    paper = str(next(iter(bot.services.db().query("select id from papers limit 1")))["id"])
+    await dispatch(bot, fake_discord, with_me(interaction("subscribe", {"topic": "robotics"})))
+    await dispatch(bot, fake_discord, with_me(interaction("why", {"id": paper})))
+    answer = fake_discord.callbacks()[-1]["data"]
+    said = json.dumps(answer, ensure_ascii=False)
+    assert answer["flags"] & 64 and "It has not been in your digests." in said, said[:400]

@@ -363,11 +363,14 @@ class PapersGroup(app_commands.Group):
     # of feedback is a change: Manage Channels, `_manages_channels_for_reset`) ---------
 
     @app_commands.command(name="why", description=_verb("why").help)
-    @app_commands.describe(**_describe("why"))
+    @app_commands.describe(**_describe("why"), me=ME_HELP)
     async def why(
-        self, interaction: discord.Interaction[Any], id: app_commands.Range[str, 1, 64]
+        self,
+        interaction: discord.Interaction[Any],
+        id: app_commands.Range[str, 1, 64],
+        me: bool = False,
     ) -> None:
-        await self.run(interaction, "why", _quoted(id))
+        await self.run(interaction, "why", _quoted(id), me=me)
 
     @app_commands.command(name="feedback", description=_verb("feedback").help)
     @app_commands.describe(**_describe("feedback"), me=ME_HELP)

@@ -122,6 +122,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
     Verb("why", "Explain why a paper was picked for this channel: topic, terms, feedback.",
          (Param("id", "A paper id from a digest or find"),), "why p380c62ca5bf30379",
+         personal=True,
          mine="Explain why a paper was picked for you: topic, terms, feedback."),
     Verb("feedback", "Show this channel's 👍/👎 per topic; reset clears a topic's feedback.",
          (Param("action", "reset: clear a topic's feedback (changes the channel)",

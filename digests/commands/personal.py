@@ -33,6 +33,7 @@ from digests.commands.handlers import _backlog as _channel_backlog
 from digests.commands.handlers import _digest as _channel_digest
 from digests.commands.handlers import _status as _channel_status
 from digests.commands.interactive import _feedback as _channel_feedback
+from digests.commands.interactive import _why as _channel_why
 from digests.commands.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
 
@@ -196,6 +197,15 @@ def _feedback(command: Command, ctx: Context) -> Reply:
     return dataclasses.replace(_channel_feedback(command, own), ephemeral=True)
 
 
+def _why(command: Command, ctx: Context) -> Reply:
+    """Why a paper was picked for the user's own digest (`why --me <id>`), from any
+    channel: its digest, its topics' scores, the user's own 👍/👎."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return dataclasses.replace(_channel_why(command, own), ephemeral=True)
+
+
 PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "subscribe": _subscribe,
     "unsubscribe": _unsubscribe,
@@ -206,5 +216,6 @@ PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
     "resume": _resume,
     "backlog": _backlog,
     "feedback": _feedback,
+    "why": _why,
 }
 assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
