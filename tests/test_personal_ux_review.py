@@ -300,3 +300,27 @@ async def test_discord_why_takes_me(bot: PaperboyClient, fake_discord: FakeDisco
     answer = fake_discord.callbacks()[-1]["data"]
     said = json.dumps(answer, ensure_ascii=False)
     assert answer["flags"] & 64 and "It has not been in your digests." in said, said[:400]
+
+
+# --- a bad schedule stores nothing ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "channel"),
+    [
+        ("schedule monday 09:00 Mars/Base", CHANNEL),
+        ("schedule monday 25:00", CHANNEL),
+        ("schedule someday 09:00", CHANNEL),
+        ("schedule --me monday 09:00 Mars/Base", ALICE),
+        ("schedule --me daily 7:61pm", ALICE),
+    ],
+)
+def test_a_refused_schedule_makes_no_channel_row(
+    services: Services, text: str, channel: str
+) -> None:
+    """`schedule` made the channel's (or the personal digest's) row, with the default
+    schedule, before it read its arguments: a refused command left a stored digest
+    behind (seen through Discord: a timezone typed as `--me`)."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert reply.error, reply.text
+    assert get_channel(services.db(), channel) is None

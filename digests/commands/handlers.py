@@ -447,19 +447,18 @@ def _list(command: Command, ctx: Context) -> Reply:
 
 def _store_schedule(command: Command, ctx: Context) -> Schedule | Reply:
     """`schedule`'s arguments stored for `ctx.channel` (the channel's or, for `--me`, the
-    user's own): the schedule it now has, or the error (nothing stored). No timezone given:
-    the current one stays."""
-    current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    user's own): the schedule it now has, or the error (nothing stored, not even a new
+    channel's row: the arguments are checked before it is made). No timezone given: the
+    current one stays."""
     try:
         cadence, weekday = parse_when(command.args["weekday"])
         clock = parse_time(command.args["time"])
-        timezone = (
-            parse_timezone(command.args["timezone"])
-            if "timezone" in command.args
-            else current.timezone
-        )
+        given = command.args.get("timezone")
+        zone = parse_timezone(given) if given is not None else None
     except ScheduleError as exc:
         return error(str(exc))
+    current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    timezone = zone if zone is not None else current.timezone
     channel_store.set_schedule(
         ctx.db, ctx.channel, weekday, clock, timezone, ctx.user, ctx.stamp, cadence=cadence
     )
