@@ -31,7 +31,7 @@ from db.channels import get_channel
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
-from tests.discord_helpers import CHANNEL
+from tests.discord_helpers import CHANNEL, logged_in, make_services
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
@@ -279,3 +279,33 @@ async def test_a_dm_opened_whose_post_failed_is_not_opened_again_after_a_restart
     [again] = await time.run([deliver_channel(db, restarted, PERSONAL[0], later)])
     assert again.state == "done" and states(db) == {"sent": 1}
     assert len(opens(fake_slack)) == 1 and len(fake_slack.messages) == 1  # posted once
+
+
+async def test_discord_personal_digests_waiting_for_opens_hold_no_channel_back(
+    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Database, time: VirtualTime
+) -> None:
+    """Discord answers a DM open 429 for 2 minutes (beyond discord.py's 30 s: the opens
+    pause): 10 more first personal digests, then a channel's, at 1 post a second. The
+    personal ones wait in the outbox without a posting turn; the channel posts at once
+    (it waited 10 s behind their turns before)."""
+    bot = await logged_in(make_services(tmp_path, [], catalog, fake_discord), fake_discord)
+    try:
+        fake_discord.queue_rate_limit("/users/@me/channels", retry_after=120)
+        users = [f"discord:@{500000000000000001 + n}" for n in range(11)]
+        channel = "discord:111111111111111111/222222222222222222"
+        queue(db, [*users, channel], 1, lambda c, part: {"content": f"{c} part {part}"})
+        poster = DiscordPoster(
+            bot, rate=1.0, monotonic=time.monotonic, sleep=time.sleep, dms=DmChannels(lambda: db)
+        )
+        [first] = await deliver_all(db, poster, users[:1], time)
+        assert first.state == "retrying"
+        start = time.now
+        *personal, posted = await deliver_all(db, poster, [*users[1:], channel], time)
+    finally:
+        await bot.close()
+    assert posted.state == "done" and {r.state for r in personal} == {"retrying"}
+    assert time.now - start < 2
+    assert len(fake_discord.made("POST", "/users/@me/channels")) == 1
+    assert [m["channel_id"] for m in fake_discord.created] == ["222222222222222222"]
+    rows = list(db.query("select attempts from outbox where state = 'pending'"))
+    assert len(rows) == 11 and {row["attempts"] for row in rows} == {0}
