@@ -324,3 +324,23 @@ def test_a_refused_schedule_makes_no_channel_row(
     reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
     assert reply.error, reply.text
     assert get_channel(services.db(), channel) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "channel"),
+    [
+        ("backlog off", CHANNEL),
+        ("resume", CHANNEL),
+        ("backlog --me off", ALICE),
+        ("resume --me", ALICE),
+    ],
+)
+def test_a_change_that_changes_nothing_makes_no_row(
+    services: Services, text: str, channel: str
+) -> None:
+    """`backlog off` and `resume` where nothing is stored ("already off", "not paused")
+    made the channel's row (a stored channel with the default schedule) all the same."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error and not reply.changed, reply.text
+    assert "already off" in reply.text or "not paused" in reply.text, reply.text
+    assert get_channel(services.db(), channel) is None

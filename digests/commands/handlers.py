@@ -495,10 +495,12 @@ def _digest(command: Command, ctx: Context) -> Reply:
 
 def _backlog(command: Command, ctx: Context) -> Reply:
     on = command.args["state"].lower() == "on"
-    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    # Read, not made: `backlog off` where nothing is stored yet changes nothing.
+    channel = channel_store.get_channel(ctx.db, ctx.channel) or {}
     where = here(ctx.channel, ctx.user)
     if bool(channel.get("backlog")) == on:
         return info(f"The backlog is already {'on' if on else 'off'} {where.place}.")
+    ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
     channel_store.set_backlog(ctx.db, ctx.channel, on)
     if on:
         sent = "to you" if parse_channel(ctx.channel).personal else "here"
@@ -586,7 +588,7 @@ def _delivery_line(ctx: Context) -> str:
 
 
 def _resume(command: Command, ctx: Context) -> Reply:
-    channel = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    channel = channel_store.get_channel(ctx.db, ctx.channel) or {}  # read, not made
     if not channel.get("paused"):
         return info("Delivery to this channel is not paused.")
     held = int(
