@@ -5,13 +5,18 @@ delete would set off."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from sqlite_utils import Database
 
+from bot.scheduler import DigestScheduler
 from db import open_db, outbox
-from tests.test_outbox_prune import CUT, OLD, queue, send
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.clock import Clock
+from tests.test_outbox_prune import CUT, OLD, queue, send, services_for
 
 
 @pytest.fixture
@@ -161,3 +166,35 @@ def test_the_check_above_finds_what_it_looks_for(db: Database) -> None:
     send(db, queue(db, "2026-W40", 1, OLD), 1, OLD)
     assert outbox.prune_sent(db, CUT) == 1
     assert db.execute("select count(*) from clicks").fetchone()[0] == 1
+
+
+# --- the scheduler's daily run ------------------------------------------------------------
+
+
+async def test_a_busy_database_stops_the_daily_prune_with_one_warning(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another writer holds the lock past the busy timeout: that day's prune ends with one
+    warning line (no traceback, nothing raised to the job), and the next run goes on."""
+    services = services_for(tmp_path, seed_paths, catalog, Clock(NOW))
+    db = services.db()
+    send(db, queue(db, "2026-W40", 1, OLD), 1, OLD)
+    monkeypatch.setattr("db.connection.BUSY_TIMEOUT_MS", 50)  # the prune thread's connection
+    scheduler = DigestScheduler(services, {})
+    holder = open_db(tmp_path / "paperboy.db")
+    holder.conn.execute("BEGIN IMMEDIATE")
+    try:
+        with caplog.at_level(logging.WARNING, logger="bot.scheduler"):
+            assert await scheduler.prune_outbox() == 0
+    finally:
+        holder.conn.rollback()
+    lines = [r for r in caplog.records if r.name == "bot.scheduler"]
+    assert [(r.levelname, r.getMessage()) for r in lines] == [
+        ("WARNING", "outbox prune: stopped this time (database is locked); the next one goes on")
+    ]
+    assert not any(r.exc_info for r in lines)
+    assert await scheduler.prune_outbox() == 1
