@@ -274,3 +274,26 @@ async def test_an_org_members_save_is_in_their_papers_saved_where_they_clicked(
         .fetchone()[0]
     )
     assert title[:40] in shown, shown[:300]
+
+
+async def test_a_long_429_holds_the_refreshes_instead_of_losing_each(
+    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
+) -> None:
+    """A 429 whose Retry-After (120 s) is longer than the client waits out: the refresh
+    fails. The next ones went on 1.2 s apart into the same limit, each refused and lost;
+    now they wait RATE_LIMITED_PAUSE first."""
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    users = ["U0100", "U0101", "U0102"]
+    opened_homes(services, users)
+    fake_slack.queue(
+        "views.publish", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "120"}
+    )
+    clock = FakeTime()
+    fake_slack.clock = clock.monotonic
+    loop = asyncio.get_running_loop()
+    home._pacing[loop] = home.RefreshPace(at_once=1, monotonic=clock.monotonic, sleep=clock.sleep)
+    client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=clock.sleep)
+    tasks = [home.refresh_home(services, client, TEAM, user) for user in users]
+    assert [await task for task in tasks if task is not None] == [False, True, True]
+    first, second, _ = calls_to(fake_slack, "views.publish")
+    assert second.at - first.at >= home.RATE_LIMITED_PAUSE

@@ -407,6 +407,10 @@ REFRESHES_AT_ONCE = 2  # refreshes publishing at once
 # Each refresh calls users.info and views.publish, both Tier 4 on Slack ("100+ per minute",
 # per method and workspace), which the Homes users open and their Home buttons use too.
 REFRESHES_PER_MINUTE = 50.0
+# A refresh refused with a 429 the client did not wait out (Retry-After over its 60 s, or
+# still refused after its retries) holds the next ones this long: each would be refused
+# too, and lost.
+RATE_LIMITED_PAUSE = 60.0
 # Slack's answers that no later refresh can fare better with: the app's token is gone
 # (uninstalled, revoked, expired) or its Home tab is turned off.
 STOP_REFRESHING = frozenset(
@@ -450,6 +454,10 @@ class RefreshPace:
             if wait > 0:
                 await self.sleep(wait)
             self._next = max(self.monotonic(), self._next) + self.interval
+
+    def hold(self, seconds: float) -> None:
+        """No refresh starts within `seconds` from now."""
+        self._next = max(self._next, self.monotonic() + seconds)
 
 
 def refresh_home(
@@ -496,6 +504,8 @@ async def _refresh(
             if pace.stopped is not None:
                 return False  # said once, when it stopped
             failure = await _publish_in_order(services, client, team, user_id, None)
+            if failure == "ratelimited":
+                pace.hold(RATE_LIMITED_PAUSE)
             if failure in STOP_REFRESHING and pace.stopped is None:
                 pace.stopped = failure
                 log.warning(
