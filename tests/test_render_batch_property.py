@@ -161,3 +161,34 @@ def test_a_digests_plain_slack_blocks_are_never_empty(digests: list[Digest]) -> 
                     assert all(element["text"] for element in block["elements"])
                 elif block["type"] == "section":
                     assert 0 < len(block["text"]["text"]) <= limits.SLACK_SECTION_TEXT
+
+
+def grouped_before(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
+    """`view.grouped` as it was before 858cc12 (a key computed twice per item)."""
+    order = {topic.id: index for index, topic in enumerate(digest.topics)}
+
+    def key(item: DigestItem) -> tuple[int, bool, float]:
+        return view.shown_key(
+            order, (topic.id for topic in item.topics), item.from_archive, item.score
+        )
+
+    result: list[tuple[Topic | None, DigestItem]] = []
+    for item in sorted(digest.items, key=key):
+        index = key(item)[0]
+        result.append((digest.topics[index] if index < len(digest.topics) else None, item))
+    return result
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(batches(), st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e-300]), min_size=14))
+def test_grouped_orders_items_as_before(digests: list[Digest], scores: list[float]) -> None:
+    """Ties (equal scores, equal topics, -0.0 and 0.0) keep the recorded order."""
+    for digest in digests:
+        items = tuple(
+            DigestItem(i.paper, i.topics, score, i.from_archive)
+            for i, score in zip(digest.items, scores, strict=False)
+        )
+        tied = Digest(digest.channel, digest.week, digest.topics, items, digest.built_at, False)
+        assert [(t, id(i)) for t, i in view.grouped(tied)] == [
+            (t, id(i)) for t, i in grouped_before(tied)
+        ]
