@@ -170,6 +170,11 @@ def latex_text(text: str, protect: bool = True) -> str:
             out.append(_TEXT_ESCAPED[token])
         elif token == "\\":  # a lone backslash at the end: it would escape the closing brace
             out.append(r"\textbackslash{}")
+        elif token == "\\\\" and tokens[index + 1 : index + 2] != [" "]:
+            # A line break (`\\`) before a brace or the value's end: bibtexparser reads its
+            # second backslash as escaping the brace (`{a \\}` never closes); a space after
+            # it keeps the break and parts the two.
+            out.append("\\\\ ")
         elif token[1:] in _UNSAFE_COMMANDS and token.startswith("\\"):
             out.append(r"\textbackslash{}" + token[1:])
         elif in_math and token == "^" and index and tokens[index - 1] == "^":

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import bibtexparser
+import pytest
 from bibtexparser import middlewares
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -286,3 +287,14 @@ def test_findings_and_submissions_are_not_the_main_conference() -> None:
         assert made.kind == "misc" and "booktitle" not in dict(made.fields), venue
     assert entry(paper(venue="ACL 2024")).kind == "inproceedings"  # the main one is unchanged
     assert "Annual Meeting" in dict(entry(paper(venue="ACL 2024")).fields)["booktitle"]
+
+
+@pytest.mark.parametrize("title", ["\\\\", "a \\\\", "{\\\\}", "A {B \\\\}", "$x \\\\$"])
+def test_a_line_break_before_a_brace_still_closes_the_entry(title: str) -> None:
+    # bibtexparser reads `\\}` as a backslash and an escaped brace (hypothesis found a
+    # title of two backslashes that left the entry open, swallowing the next one).
+    text = bibtex([paper(title=title), paper(id="p0000000000000001")])
+    library = parse(text)
+    assert len(library.entries) == 2
+    assert not library.failed_blocks
+    assert "\\\\" in fields_of(library)[0]["title"]  # the break is kept
