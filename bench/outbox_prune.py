@@ -15,7 +15,15 @@ Then, on fresh copies, interleaved, `--runs` times each:
   Monday: the daily run's scan while the week is younger than PAPERBOY_OUTBOX_KEEP_DAYS);
 - reference, `one_statement`: the same rows emptied by one plain `update` in one
   transaction (what a prune without batches, and emptying rows in place, would do),
-  after the same empty scan.
+  after the same empty scan;
+- reference, `zeroing`: the prune's own batches with SQLite's `secure_delete` on (as
+  before the review of 2026-11-30: Debian's SQLite has it on, and every freed payload page
+  was overwritten with zeros; `prune_sent` now lowers it to FAST).
+
+`--reader` holds a read transaction on another connection through each run (a search
+index rebuild does): no checkpoint can restart the `-wal`, which grows by all that is
+written. Each run also reports the bytes the process wrote (prune and a final
+checkpoint, from /proc/self/io; null elsewhere) and the `-wal`'s size when it ended.
 
 Figures: seconds and CPU seconds of each (median), the longest time the write lock was held
 (a batch's transaction; the reference's one transaction), the outbox's bytes before and
@@ -127,7 +135,19 @@ class LockTimer:
             self.held.append(time.perf_counter() - start)
 
 
-def one_run(source: Path, folder: Path, kind: str, cut: str, early: str) -> dict[str, Any]:
+def written_bytes() -> int | None:
+    """The bytes this process has had written to disk so far (Linux), else None."""
+    try:
+        with open("/proc/self/io") as io:
+            fields = dict(line.split(": ") for line in io.read().splitlines())
+        return int(fields["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def one_run(
+    source: Path, folder: Path, kind: str, cut: str, early: str, reader: bool = False
+) -> dict[str, Any]:
     from db import open_db, outbox
 
     copy = copy_db(source, folder / f"{kind}.db")
@@ -139,10 +159,21 @@ def one_run(source: Path, folder: Path, kind: str, cut: str, early: str) -> dict
         timer = LockTimer()
         real = outbox.write_transaction
         outbox.write_transaction = timer  # type: ignore[assignment]
+        snapshot = sqlite3.connect(copy, isolation_level=None) if reader else None
+        if snapshot is not None:
+            snapshot.execute("BEGIN")
+            snapshot.execute("select count(*) from outbox").fetchone()
         try:
+            written = written_bytes()
             start, cpu = time.perf_counter(), time.process_time()
             if kind == "prune":
                 emptied = outbox.prune_sent(db, cut)
+            elif kind == "zeroing":  # the prune's batches with secure_delete on
+                names, values = outbox._working_table(db)
+                db.execute("PRAGMA secure_delete = ON")
+                emptied = outbox._prune_batches(
+                    db, cut, outbox.PRUNE_BATCH, lambda: False, names, values
+                )
             else:  # the reference: the same rows, one statement, one transaction
                 with timer(db):
                     emptied = db.execute(
@@ -151,9 +182,13 @@ def one_run(source: Path, folder: Path, kind: str, cut: str, early: str) -> dict
                         [cut],
                     ).rowcount
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            wal = Path(f"{copy}-wal").stat().st_size
         finally:
             outbox.write_transaction = real  # type: ignore[assignment]
+            if snapshot is not None:
+                snapshot.close()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        after = written_bytes()
         db.close()
         result = {
             "seconds": seconds,
@@ -162,6 +197,8 @@ def one_run(source: Path, folder: Path, kind: str, cut: str, early: str) -> dict
             "transactions": len(timer.held),
             "longest_lock_seconds": max(timer.held),
             "empty_scan_seconds": scan,
+            "written_bytes": None if written is None or after is None else after - written,
+            "wal_bytes": wal,
         }
         result["after"] = sizes(copy)
         return result
@@ -194,6 +231,9 @@ def main() -> int:
     parser.add_argument("--papers", type=int, default=100_000)
     parser.add_argument("--channels", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3, help="of each, interleaved")
+    parser.add_argument(
+        "--reader", action="store_true", help="hold a read transaction through each run"
+    )
     parser.add_argument("--queue", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.queue:
@@ -210,18 +250,32 @@ def main() -> int:
     source = filled(args.papers, args.channels)
     before = sizes(source)
     cut, early = stamp(NOW + timedelta(days=1)), stamp(NOW - timedelta(days=1))
-    runs: dict[str, list[dict[str, Any]]] = {"prune": [], "one_statement": []}
+    runs: dict[str, list[dict[str, Any]]] = {"prune": [], "zeroing": [], "one_statement": []}
     with tempfile.TemporaryDirectory(dir=cache_dir()) as name:
         folder = Path(name)
         for index in range(args.runs):
-            order = ["prune", "one_statement"] if index % 2 == 0 else ["one_statement", "prune"]
+            order = list(runs) if index % 2 == 0 else list(reversed(runs))
             for kind in order:
-                runs[kind].append(one_run(source, folder, kind, cut, early))
+                runs[kind].append(one_run(source, folder, kind, cut, early, args.reader))
                 log.info("%s: %s", kind, runs[kind][-1])
         vacuum = vacuumed(source, folder, cut)
 
-    def median(kind: str, key: str) -> float:
-        return round(float(statistics.median(run[key] for run in runs[kind])), 3)
+    def median(kind: str, key: str) -> float | None:
+        values = [run[key] for run in runs[kind]]
+        if None in values:
+            return None
+        return round(float(statistics.median(values)), 3)
+
+    def figures(kind: str) -> dict[str, Any]:
+        keys = ("seconds", "cpu_seconds", "longest_lock_seconds", "empty_scan_seconds")
+        return {
+            "emptied": runs[kind][0]["emptied"],
+            "transactions": runs[kind][0]["transactions"],
+            **{key: median(kind, key) for key in keys},
+            "written_mb": _mb(median(kind, "written_bytes")),
+            "wal_mb": _mb(median(kind, "wal_bytes")),
+            "all": [round(run["seconds"], 3) for run in runs[kind]],
+        }
 
     pruned, reference = runs["prune"], runs["one_statement"]
     print(
@@ -231,36 +285,43 @@ def main() -> int:
                 "papers": args.papers,
                 "channels": args.channels,
                 "runs": args.runs,
+                "reader": args.reader,
+                "secure_delete_default": _secure_delete(),
                 "load": round(os.getloadavg()[0], 2),
                 "before": before,
                 "after": pruned[0]["after"],
                 "after_vacuum": vacuum,
-                "prune": {
-                    "emptied": pruned[0]["emptied"],
-                    "transactions": pruned[0]["transactions"],
-                    "seconds": median("prune", "seconds"),
-                    "cpu_seconds": median("prune", "cpu_seconds"),
-                    "longest_lock_seconds": median("prune", "longest_lock_seconds"),
-                    "empty_scan_seconds": median("prune", "empty_scan_seconds"),
-                    "all": [round(run["seconds"], 3) for run in pruned],
+                "prune": figures("prune"),
+                "zeroing": {
+                    "what": "the prune's batches with secure_delete on (before 2026-11-30)",
+                    **figures("zeroing"),
                 },
                 "reference": {
                     "what": "one update statement in one transaction, the same rows",
-                    "emptied": reference[0]["emptied"],
                     "after": reference[0]["after"],
-                    "seconds": median("one_statement", "seconds"),
-                    "cpu_seconds": median("one_statement", "cpu_seconds"),
-                    "longest_lock_seconds": median("one_statement", "longest_lock_seconds"),
-                    "empty_scan_seconds": median("one_statement", "empty_scan_seconds"),
-                    "all": [round(run["seconds"], 3) for run in reference],
+                    **figures("one_statement"),
                 },
                 "prune_over_reference": round(
-                    median("prune", "seconds") / median("one_statement", "seconds"), 2
+                    (median("prune", "seconds") or 0) / (median("one_statement", "seconds") or 1),
+                    2,
+                ),
+                "prune_over_zeroing": round(
+                    (median("prune", "seconds") or 0) / (median("zeroing", "seconds") or 1), 2
                 ),
             }
         )
     )
     return 0
+
+
+def _mb(value: float | None) -> float | None:
+    return None if value is None else round(value / 1e6, 1)
+
+
+def _secure_delete() -> int:
+    """This SQLite's `secure_delete` for a new connection (1: on, 0: off)."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+        return int(conn.execute("PRAGMA secure_delete").fetchone()[0])
 
 
 if __name__ == "__main__":
