@@ -464,16 +464,18 @@ def _verb_of(command: str) -> str | None:
 def _chat_database(command: str, db_path: Path | None) -> Database:
     """A change (`subscribe` …) may create the database, as a new user's first step may be
     to subscribe a channel; `help` (and a command that does not parse) needs none; any
-    other command needs an existing one."""
+    other command needs an existing one, which it only reads (so a read-only one will
+    do). Whether the command changes anything is the parsed command's `changes`, not its
+    verb's: `feedback` reads, only `feedback reset` changes."""
     from digests.commands import ParseError, parse
 
     try:
-        verb = parse(strip_unsafe(command)).verb
+        parsed = parse(strip_unsafe(command))
     except ParseError:
-        verb = None
-    if (verb is None or verb.name == "help") and not database_path(db_path).is_file():
+        parsed = None
+    if (parsed is None or parsed.verb.name == "help") and not database_path(db_path).is_file():
         return open_db(":memory:")
-    return open_database(db_path, create=verb is not None and verb.changes)
+    return open_database(db_path, create=parsed is not None and parsed.changes)
 
 
 def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
@@ -652,7 +654,7 @@ def status(channel: str | None, db_path: Path | None) -> None:
     db = open_database(db_path)
     if channel:
         ctx = _context(db, channel, _user(), settings)
-        echo(reply_text(handle("status", ctx)))
+        echo("\n".join(_operator_status(reply_text(handle("status", ctx)), ctx.channel)))
         for line in _build_failures(db, ctx.channel):
             echo(line)
         return
@@ -681,10 +683,20 @@ def status(channel: str | None, db_path: Path | None) -> None:
     if not rows:
         echo('No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"')
     for row in rows:
-        lines = reply_text(
-            handle("status", _context(db, row["id"], _user(), settings))
-        ).splitlines()
+        lines = _operator_status(
+            reply_text(handle("status", _context(db, row["id"], _user(), settings))), row["id"]
+        )
         echo("\n" + "\n".join(lines[0:1] + lines[2:] + _build_failures(db, row["id"])))
+
+
+def _operator_status(text: str, channel: str) -> list[str]:
+    """`/papers status`'s lines for the operator. A personal digest's answer is worded for
+    its owner ("Status of your personal digest"): on the command line, where every user's
+    digest is listed, its heading names it instead (`slack:T0123/@U0456`)."""
+    lines = text.splitlines()
+    if lines and parse_channel(channel).personal:
+        lines[0] = f"Status of {channel} (a personal digest, sent by direct message):"
+    return lines
 
 
 def _source_lines(db: Database, settings: Settings) -> list[str]:

@@ -1,0 +1,122 @@
+"""Found walking through the README as a team admin and a user (session 19, issue 13's
+personal digests, feedback and saved papers): each test fails on the code or README
+before its fix."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cli import _paperboy_process
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_chat_feedback_reads_and_needs_an_existing_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`feedback` only reads (`feedback reset` changes): like every lookup it answers
+    "no database at PATH" and creates nothing. It created an empty database, because the
+    chat command asked the verb (`feedback`, a changing verb) rather than the command."""
+    db = tmp_path / "typo" / "paperboy.db"
+    shown = run("chat", "--channel", "local:lab", "feedback", "--db", str(db))
+    assert shown.exit_code == 2, shown.output
+    assert shown.output.startswith(f"error: no database at {db};")
+    assert not db.parent.exists()
+
+
+def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  # type: ignore[no-untyped-def]
+    """README: "`chat` lookups also work on a database that is read-only for you".
+    `feedback` was refused there ("is read-only for you, and this command needs to change
+    it"); `feedback reset` still is. As root (which ignores permissions) it runs as
+    `nobody`, as tests/test_cli.py does."""
+    folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
+    folder.chmod(0o755)
+    db = folder / "ro.db"
+    try:
+        _paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
+        _paperboy_process("chat", "--channel", "local:lab", "subscribe rlhf", "--db", str(db))
+        db.chmod(0o444)
+        folder.chmod(0o555)
+
+        def paperboy(*args: str) -> tuple[int, str]:
+            if os.geteuid() != 0:
+                result = run(*args)
+                return result.exit_code, result.output
+            done = _paperboy_process(*args, user=65534, env={"PATH": "/usr/bin:/bin"})
+            return done.returncode, done.stdout + done.stderr
+
+        if os.geteuid() == 0 and paperboy("--help")[0] != 0:
+            pytest.skip("cannot run paperboy as nobody here")
+        code, output = paperboy("chat", "--channel", "local:lab", "feedback", "--db", str(db))
+        assert code == 0 and "No 👍/👎 in this channel yet" in output, output
+        code, output = paperboy(
+            "chat", "--channel", "local:lab", "feedback reset rlhf", "--db", str(db)
+        )
+        assert code == 2 and "is read-only for you, and this command needs to change it" in output
+        assert "Traceback" not in output
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_operator_status_names_each_personal_digest(run, tmp_path: Path, settings: Any) -> None:  # type: ignore[no-untyped-def]
+    """`paperboy status` lists every channel, personal digests included. Each of those
+    was headed "Status of your personal digest, delivered to you by DM:" (the wording
+    `/papers status --me` gives its owner), so an operator could not tell whose it was."""
+    from db.channels import add_subscription
+    from db.connection import open_db
+    from digests.digest import ensure_channel
+    from tests.conftest import NOW
+
+    path = tmp_path / "p.db"
+    assert run("chat", "--channel", "local:lab", "subscribe rlhf", "--db", str(path)).exit_code == 0
+    db = open_db(path)
+    for personal in ("slack:T0001/@U0001", "discord:@123456789012"):
+        ensure_channel(db, personal, settings, NOW)
+        add_subscription(db, personal, "offline-rl", None, "someone", "2026-11-30T09:00:00Z")
+    db.close()
+
+    everything = run("status", "--db", str(path))
+    assert everything.exit_code == 0, everything.output
+    assert "your personal digest" not in everything.output
+    for personal in ("slack:T0001/@U0001", "discord:@123456789012"):
+        assert f"Status of {personal} (a personal digest, sent by direct message):" in (
+            everything.output
+        )
+    assert "Status of local:lab:" in everything.output
+
+    one = run("status", "--channel", "slack:T0001/@U0001", "--db", str(path))
+    assert one.exit_code == 0, one.output
+    assert one.output.startswith(
+        "Status of slack:T0001/@U0001 (a personal digest, sent by direct message):\n"
+    )
+    assert "Topics: Offline RL" in one.output
+
+
+def _manifest_bot_scopes() -> list[str]:
+    text = (ROOT / "deploy" / "slack-manifest.yml").read_text(encoding="utf-8")
+    block = text.split("  scopes:\n    bot:\n", 1)[1]
+    scopes = []
+    for line in block.splitlines():
+        found = re.fullmatch(r"      - ([a-z:.]+)(?: #.*)?", line)
+        if found is None:
+            break
+        scopes.append(found.group(1))
+    return scopes
+
+
+def test_add_to_slack_names_every_scope_of_the_manifest() -> None:
+    """Step 1 of "Add to Slack" lists the bot scopes the manifest asks for; it left out
+    `im:write` (personal digests' conversations.open), which an app created before them
+    must add."""
+    scopes = _manifest_bot_scopes()
+    assert "commands" in scopes and "im:write" in scopes  # the manifest was read
+    step = README.split("## Add to Slack", 1)[1].split("2. **Make an app-level token.**", 1)[0]
+    for scope in scopes:
+        assert f"`{scope}`" in step, scope
