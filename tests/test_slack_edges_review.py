@@ -294,6 +294,7 @@ async def test_a_long_429_holds_the_refreshes_instead_of_losing_each(
     home._pacing[loop] = home.RefreshPace(at_once=1, monotonic=clock.monotonic, sleep=clock.sleep)
     client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=clock.sleep)
     tasks = [home.refresh_home(services, client, TEAM, user) for user in users]
-    assert [await task for task in tasks if task is not None] == [False, True, True]
+    # Which user's refresh starts first (and meets the 429) is the tasks' order: not fixed.
+    assert sorted([await task for task in tasks if task is not None]) == [False, True, True]
     first, second, _ = calls_to(fake_slack, "views.publish")
     assert second.at - first.at >= home.RATE_LIMITED_PAUSE
