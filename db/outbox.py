@@ -427,7 +427,6 @@ def _prune_batches(
         ]
         if not ids:
             break
-        marks = ", ".join("?" for _ in ids)
         # No foreign key checks while the rows are written back, unchanged but for the
         # payload: a row whose channel or digest is missing (written with the checks off,
         # say by an old migration) would be refused, and every prune would stop at that
@@ -437,10 +436,13 @@ def _prune_batches(
         try:
             with write_transaction(db):
                 db.execute("delete from temp.outbox_pruning")
+                # The batch as its id range, checked again: not one parameter an id (SQLite
+                # before 3.32 allows 999 a statement). A row of the range prunable now is one
+                # of `ids`, or one sent since with an older stamp (a clock behind): old too.
                 db.execute(
                     f"insert into temp.outbox_pruning select {emptied} from main.outbox "
-                    f"where id in ({marks}) and {_PRUNABLE}",
-                    [PRUNED_PAYLOAD, *ids, before],
+                    f"where id between ? and ? and {_PRUNABLE}",
+                    [PRUNED_PAYLOAD, ids[0], ids[-1], before],
                 )
                 db.execute(
                     "delete from main.outbox where id in (select id from temp.outbox_pruning)"

@@ -242,3 +242,25 @@ def test_a_prune_writes_its_rows_not_zeros_over_every_freed_payload_page(
         reader.close()
     assert written < 40  # with zeros over the 120 freed overflow pages: 126 frames
     assert db.execute("PRAGMA secure_delete").fetchone()[0] == setting
+
+
+def test_a_batch_binds_few_parameters_as_sqlite_before_3_32_allows(db: Database) -> None:
+    """SQLite before 3.32 (Ubuntu 20.04 has 3.31) allows 999 bound parameters per
+    statement (db/papers.py keeps to 900). A batch named its 1,000 ids one parameter each:
+    there, every batch failed with "too many SQL variables", and the daily run logged a
+    warning and pruned nothing, day after day."""
+    db.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    digest = queue(db, "2026-W40", 1, OLD)
+    db.conn.executemany(
+        "insert into outbox (channel, digest_id, part, payload, paper_ids, state, attempts, "
+        "created_at, sent_at, platform_id) values (?, ?, ?, '{\"text\": \"x\"}', '[]', "
+        "'sent', 1, ?, ?, ?)",
+        [
+            (CHANNEL, digest, part, stamp(OLD), stamp(OLD), f"ts-{part}")
+            for part in range(2, outbox.PRUNE_BATCH + 2)
+        ],
+    )
+    db.conn.commit()
+    send(db, digest, 1, OLD)
+    assert outbox.prune_sent(db, CUT) == outbox.PRUNE_BATCH + 1
+    assert outbox.prunable(db, CUT) == (0, 0)
