@@ -120,3 +120,17 @@ def test_add_to_slack_names_every_scope_of_the_manifest() -> None:
     step = README.split("## Add to Slack", 1)[1].split("2. **Make an app-level token.**", 1)[0]
     for scope in scopes:
         assert f"`{scope}`" in step, scope
+
+
+def test_slack_http_sends_feedback_to_the_lookup_lane() -> None:
+    """The HTTP endpoint runs changes on its one writer thread and everything else in the
+    lookup pool. `feedback` (a lookup) went to the writer, as its verb may change things;
+    only `feedback reset` does."""
+    from bot.slack.endpoint import _changes
+
+    assert not _changes("feedback")
+    assert not _changes("feedback --me")
+    assert not _changes("find offline rl")
+    assert _changes("feedback reset offline-rl")
+    assert _changes("subscribe rlhf")
+    assert _changes("subscribe --me rlhf")  # writes the user's own digest

@@ -334,9 +334,11 @@ class _Lane(Executor):
 
 
 def _changes(text: str) -> bool:
-    """Whether the command changes the channel (its lane); as `handle` parses it."""
+    """Whether the command changes the channel (its lane); as `handle` parses it. The
+    command's `changes`, not its verb's: `feedback` reads (the lookup pool), `feedback
+    reset` writes."""
     try:
-        return parse(strip_unsafe(text)).verb.changes
+        return parse(strip_unsafe(text)).changes
     except ParseError:
         return False
 
