@@ -60,6 +60,14 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
         )
         assert code == 2 and "is read-only for you, and this command needs to change it" in output
         assert "Traceback" not in output
+        # The other commands README says work on a read-only database (guards: these
+        # passed before too).
+        code, output = paperboy("saved", "--user", "local:ann", "--format", "json", "--db", str(db))
+        assert code == 0 and output.startswith("[]"), output
+        code, output = paperboy("prune", "--dry-run", "--db", str(db))
+        assert code == 0 and "nothing to prune" in output, output
+        code, output = paperboy("digest", "--channel", "local:lab", "--preview", "--db", str(db))
+        assert code == 0 and "Paperboy digest for local:lab" in output, output
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder)
