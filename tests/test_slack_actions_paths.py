@@ -21,6 +21,7 @@ from digests.actions import VOTE_DOWN, VOTE_UP
 from digests.digest import ensure_channel
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.fakes.clock import FakeTime
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN, make_services, socket_mode, start_http
 from tests.test_feedback_learning import NEXT, NEXT_WEEK, RECOMMENDERS, ROBOTS, TOPIC, ingest
@@ -83,19 +84,6 @@ async def test_a_click_over_socket_mode(
         assert texts == ["👍 1", "👎 0"]
         assert "Already counted" in fake_slack.responses[0]["text"]
         assert len(fake_slack.responses) == 1  # the PDF click: acknowledged, nothing else
-
-
-class FakeTime:
-    """A monotonic clock and a sleep that only moves it (posting spacing, no waiting)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def posted_titles(fake: FakeSlack, channel_id: str, since: int) -> list[str]:

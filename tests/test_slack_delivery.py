@@ -24,6 +24,7 @@ from digests.digest import ensure_channel
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.fakes.clock import FakeTime
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import (
     BOT_TOKEN,
@@ -35,21 +36,6 @@ from tests.slack_helpers import (
 )
 
 CHANNEL = "slack:T0001/C0001"
-
-
-class FakeTime:
-    """A monotonic clock and a sleep that only moves it."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(round(seconds, 3))
-        self.now += seconds
 
 
 @pytest.fixture

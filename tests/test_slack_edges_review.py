@@ -26,6 +26,7 @@ from digests.channels import parse_channel
 from digests.commands.replies import info
 from digests.topics import Catalog
 from tests.conftest import NOW
+from tests.fakes.clock import FakeTime
 from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.slack_helpers import BOT_TOKEN, make_services
@@ -122,20 +123,6 @@ async def test_my_digest_shown_to_me_alone_takes_my_clicks_wherever_it_is_shown(
 # --- App Home refreshes: paced, stopped by a dead token, never failing a delivery -------
 
 TIER_4 = 100 / 60  # views.publish: "100+ per minute" (Slack's method reference)
-
-
-class FakeTime:
-    """A monotonic clock that only a sleep moves (at once, by the time asked)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += max(seconds, 0.0)
-        await asyncio.sleep(0)
 
 
 def opened_homes(services: Services, users: list[str]) -> None:
