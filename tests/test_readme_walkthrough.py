@@ -142,3 +142,22 @@ def test_slack_http_sends_feedback_to_the_lookup_lane() -> None:
     assert _changes("feedback reset offline-rl")
     assert _changes("subscribe rlhf")
     assert _changes("subscribe --me rlhf")  # writes the user's own digest
+
+
+def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None:
+    """README (Discord buttons): the answer to `/papers digest` has no buttons in Discord,
+    a preview or not; in Slack a built digest's answer has them (a guard: it said only
+    that a preview has none, which read as if a built one had them in Discord too)."""
+    from digests.commands.replies import Reply
+    from digests.render import discord, slack
+    from tests.test_readme_examples import cql_digest
+
+    built = cql_digest(catalog, "discord:123456789012345678/987")
+    answer = Reply(text="This week's digest (already built):", digest=built)
+    assert all(not message.components for message in discord.reply_messages(answer))
+    slack_answer = Reply(
+        text="This week's digest (already built):",
+        digest=cql_digest(catalog, "slack:T012AB3C4/C0123456789"),
+    )
+    blocks = [block for message in slack.reply_messages(slack_answer) for block in message.blocks]
+    assert any(block.get("type") == "actions" for block in blocks)
