@@ -44,6 +44,7 @@ NO_DM = (
     "there is nobody to send one to here."
 )
 WHERE = "your personal digest (a direct message from me)"
+Handler = Callable[[Command, Context], Reply]
 
 
 def _personal(ctx: Context) -> Context | Reply:
@@ -161,61 +162,35 @@ def _resume(command: Command, ctx: Context) -> Reply:
     )
 
 
-def _digest(command: Command, ctx: Context) -> Reply:
-    """A preview of the user's own next digest, as `digest preview` is a channel's
-    (nothing recorded or sent; worded for the personal digest by `digests.wording`)."""
-    own = _personal(ctx)
-    if isinstance(own, Reply):
-        return own
-    return _channel_digest(command, own)
+def _on_own(channel_handler: Handler) -> Handler:
+    """A channel's handler run on the user's own digest (`_personal`), from any channel
+    and from Discord, which has no DM commands; worded for it by `digests.wording`
+    (`here()`: "Your personal digest", "You turned the backlog on"). Only the user is
+    told: `handle` makes every `--me` answer ephemeral."""
+
+    def run(command: Command, ctx: Context) -> Reply:
+        own = _personal(ctx)
+        if isinstance(own, Reply):
+            return own
+        return channel_handler(command, own)
+
+    return run
 
 
-def _status(command: Command, ctx: Context) -> Reply:
-    """The status of the user's own digest: "your personal digest", never its reference."""
-    own = _personal(ctx)
-    if isinstance(own, Reply):
-        return own
-    return _channel_status(command, own)
-
-
-def _backlog(command: Command, ctx: Context) -> Reply:
-    """The backlog of the user's own digest (`backlog --me on`), as `backlog` turns a
-    channel's: from any channel, and from Discord, which has no DM commands. Only the
-    user is told (`here()` words it "You turned the backlog on")."""
-    own = _personal(ctx)
-    if isinstance(own, Reply):
-        return own
-    return dataclasses.replace(_channel_backlog(command, own), ephemeral=True)
-
-
-def _feedback(command: Command, ctx: Context) -> Reply:
-    """The 👍/👎 of the user's own digest (`feedback --me`), and `feedback reset --me
-    <topic>`, which clears only theirs: anyone may, only they are told."""
-    own = _personal(ctx)
-    if isinstance(own, Reply):
-        return own
-    return dataclasses.replace(_channel_feedback(command, own), ephemeral=True)
-
-
-def _why(command: Command, ctx: Context) -> Reply:
-    """Why a paper was picked for the user's own digest (`why --me <id>`), from any
-    channel: its digest, its topics' scores, the user's own 👍/👎."""
-    own = _personal(ctx)
-    if isinstance(own, Reply):
-        return own
-    return dataclasses.replace(_channel_why(command, own), ephemeral=True)
-
-
-PERSONAL_HANDLERS: dict[str, Callable[[Command, Context], Reply]] = {
+PERSONAL_HANDLERS: dict[str, Handler] = {
     "subscribe": _subscribe,
     "unsubscribe": _unsubscribe,
     "list": _list,
     "schedule": _schedule,
-    "digest": _digest,
-    "status": _status,
     "resume": _resume,
-    "backlog": _backlog,
-    "feedback": _feedback,
-    "why": _why,
+    # As the channel's: `digest` a preview (nothing recorded or sent); `status` names "your
+    # personal digest", never its reference; `backlog --me on`; `feedback --me` and
+    # `feedback reset --me <topic>`, which clears only theirs (anyone may); `why --me <id>`:
+    # its digest, its topics' scores, the user's own 👍/👎.
+    "digest": _on_own(_channel_digest),
+    "status": _on_own(_channel_status),
+    "backlog": _on_own(_channel_backlog),
+    "feedback": _on_own(_channel_feedback),
+    "why": _on_own(_channel_why),
 }
 assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
