@@ -57,17 +57,13 @@ EXPORT_CHOICES = [app_commands.Choice(name="export (BibTeX file)", value="export
 def _manages_channels_for_reset(interaction: discord.Interaction[Any]) -> bool:
     """`feedback` reads, anyone may; `feedback reset` clears the channel's feedback: Manage
     Channels, as `has_permissions` checks it; with `me` only the user's own, which anyone
-    may clear."""
-    if getattr(interaction.namespace, "me", False) is True:
-        return True
+    may clear (`_manages_channels_or_me`)."""
     action = getattr(interaction.namespace, "action", None)
     # As the grammar reads it (`RESET`, ` reset`): discord.py does not hold an option to
     # its choices, so the check must not rely on the exact spelling.
     if not isinstance(action, str) or action.strip().lower() != "reset":
         return True
-    if interaction.permissions.manage_channels:
-        return True
-    raise app_commands.MissingPermissions(["manage_channels"])
+    return _manages_channels_or_me(interaction)
 
 
 def _changes(text: str) -> bool:
