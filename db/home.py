@@ -166,9 +166,9 @@ def record_home_opened(db: Database, user_key: str, at: str) -> bool:
     change to what it shows (a personal digest delivered, a paper saved) re-publishes it:
     `views.publish` for everyone else would only spend Slack's rate limit on Homes nobody
     looks at. True the first time. Read first, so a Home opened again writes nothing."""
-    key = f"{HOME_OPENED_PREFIX}{user_key}"
-    if db.execute("select 1 from app_state where key = ?", [key]).fetchone() is not None:
+    if has_opened_home(db, user_key):
         return False
+    key = f"{HOME_OPENED_PREFIX}{user_key}"
     with write_transaction(db):
         inserted = db.execute(
             "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
