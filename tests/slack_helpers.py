@@ -6,7 +6,8 @@ import contextlib
 import hashlib
 import hmac
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -74,10 +75,19 @@ def signed_headers(
 
 
 def make_services(
-    tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake: FakeSlack, **env: str
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake: FakeSlack,
+    *,
+    stored_at: datetime = NOW,
+    clock: Callable[[], datetime] = lambda: NOW,
+    **env: str,
 ) -> Services:
+    """Services with Slack on `fake`, the seed papers stored at `stored_at`, settings
+    `env` on top of the Slack ones."""
     db_path = tmp_path / "paperboy.db"
-    ingest_files(open_db(db_path), seed_paths, now=NOW)
+    ingest_files(open_db(db_path), seed_paths, now=stored_at)
     settings = load_settings(
         {
             "SLACK_BOT_TOKEN": BOT_TOKEN,
@@ -87,7 +97,7 @@ def make_services(
         },
         dotenv=None,
     )
-    return Services(db_path, settings, catalog, clock=lambda: NOW)
+    return Services(db_path, settings, catalog, clock=clock)
 
 
 class HttpClient:

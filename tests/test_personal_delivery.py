@@ -23,8 +23,6 @@ from bot.send import platform_messages, send_digest
 from bot.services import Services
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
-from config.settings import load_settings
-from db import open_db
 from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
 from db.outbox import messages_for_digest
@@ -40,7 +38,7 @@ from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.clock import Clock
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
+from tests.slack_helpers import BOT_TOKEN, make_services, signed_headers, slash_body, start_http
 
 CHANNEL = "slack:T0001/C0001"
 ALICE = "slack:T0001/@U0001"
@@ -60,18 +58,16 @@ def services(
 ) -> Services:
     """Slack settings on the fake; papers stored 30 days before NOW, and a first digest
     that looks back 60 days, so the first digest finds them new (as tests/test_scheduler)."""
-    db_path = tmp_path / "paperboy.db"
-    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
-    settings = load_settings(
-        {
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_API_URL": fake_slack.api_url,
-            "PAPERBOY_SLACK_MANAGERS": "admins",
-            "PAPERBOY_FIRST_DIGEST_DAYS": "60",
-        },
-        dotenv=None,
+    return make_services(
+        tmp_path,
+        seed_paths,
+        catalog,
+        fake_slack,
+        stored_at=NOW - timedelta(days=30),
+        clock=clock,
+        PAPERBOY_SLACK_MANAGERS="admins",
+        PAPERBOY_FIRST_DIGEST_DAYS="60",
     )
-    return Services(db_path, settings, catalog, clock=clock)
 
 
 def me(services: Services, user: str, text: str) -> Reply:

@@ -24,7 +24,6 @@ from bot.send import send_digest
 from bot.services import Services
 from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
-from config.settings import load_settings
 from db import open_db
 from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
@@ -32,13 +31,12 @@ from db.home import recorded_channels
 from digests.channels import personal_channel
 from digests.commands import handle
 from digests.commands.grammar import as_personal, parse
-from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, start_http
+from tests.slack_helpers import BOT_TOKEN, make_services, start_http
 from tests.test_personal_delivery import DISCORD_ME, post, topics_of, with_me
 
 ALICE = "slack:T0001/@U0001"
@@ -51,12 +49,9 @@ def services(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> Services:
     """Slack on the fake; anyone may change a channel (the default)."""
-    db_path = tmp_path / "paperboy.db"
-    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
-    settings = load_settings(
-        {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": fake_slack.api_url}, dotenv=None
+    return make_services(
+        tmp_path, seed_paths, catalog, fake_slack, stored_at=NOW - timedelta(days=30)
     )
-    return Services(db_path, settings, catalog, clock=lambda: NOW)
 
 
 async def test_a_command_in_the_dm_with_the_app_is_about_the_users_own_digest(

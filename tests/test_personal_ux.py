@@ -24,18 +24,15 @@ import pytest
 
 from bot.discordbot.client import PaperboyClient
 from bot.services import Services
-from config.settings import load_settings
 from db import feedback as feedback_store
-from db import open_db
 from db.channels import get_channel, set_paused
 from db.digests import last_digest
-from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.discord_helpers import dispatch, interaction
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
-from tests.slack_helpers import BOT_TOKEN, signed_headers, slash_body, start_http
+from tests.slack_helpers import make_services, signed_headers, slash_body, start_http
 from tests.test_personal_delivery import DISCORD_ME, topics_of, with_me
 from tests.waiting import eventually
 
@@ -52,18 +49,15 @@ def services(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> Services:
     """Slack on the fake; only admins may change a channel (U0001 is none)."""
-    db_path = tmp_path / "paperboy.db"
-    ingest_files(open_db(db_path), seed_paths, now=NOW - timedelta(days=30))
-    settings = load_settings(
-        {
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_API_URL": fake_slack.api_url,
-            "PAPERBOY_SLACK_MANAGERS": "admins",
-            "PAPERBOY_FIRST_DIGEST_DAYS": "60",  # the papers, stored 30 days ago, are new
-        },
-        dotenv=None,
+    return make_services(
+        tmp_path,
+        seed_paths,
+        catalog,
+        fake_slack,
+        stored_at=NOW - timedelta(days=30),
+        PAPERBOY_SLACK_MANAGERS="admins",
+        PAPERBOY_FIRST_DIGEST_DAYS="60",  # the papers, stored 30 days ago, are new
     )
-    return Services(db_path, settings, catalog, clock=lambda: NOW)
 
 
 async def slash(
