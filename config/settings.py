@@ -8,16 +8,18 @@ from) and fails with one line naming the variable when a value is malformed.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("db") / "paperboy.db"
+Number = TypeVar("Number", int, float)
 
 
 class SettingsError(ValueError):
@@ -34,25 +36,30 @@ class Setting:
     secret: bool = False
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:  # int's own message ("invalid literal for int() with base 10")
-        raise ValueError("must be a positive whole number") from None
-    if number <= 0:
-        raise ValueError("must be a positive whole number")
-    return number
+def _number_in(
+    convert: Callable[[str], Number], low: float, high: float, problem: str
+) -> Callable[[str], Number]:
+    """A parser of a number (`convert`: int or float) from `low` to `high`: anything else
+    (not a number, out of range, nan) fails with `problem`, not with int's or float's own
+    message ("invalid literal for int() with base 10")."""
+
+    def parse(value: str) -> Number:
+        try:
+            number = convert(value)
+        except ValueError:
+            raise ValueError(problem) from None
+        if not low <= number <= high:  # also refuses nan and inf (for a finite `high`)
+            raise ValueError(problem)
+        return number
+
+    return parse
 
 
-def _keep_days(value: str) -> int:
-    problem = "must be a whole number of days, from 0 (keep forever) to 36500"
-    try:
-        number = int(value)
-    except ValueError:  # int's own message ("invalid literal for int() with base 10")
-        raise ValueError(problem) from None
-    if not 0 <= number <= 36_500:  # a century; far more and `now - days` is before year 1
-        raise ValueError(problem)
-    return number
+_positive_int = _number_in(int, 1, math.inf, "must be a positive whole number")
+# Up to a century; far more and `now - days` is before year 1.
+_keep_days = _number_in(
+    int, 0, 36_500, "must be a whole number of days, from 0 (keep forever) to 36500"
+)
 
 
 def _positive_seconds(value: str) -> float:
@@ -62,15 +69,9 @@ def _positive_seconds(value: str) -> float:
     return number
 
 
-def _positive_rate(value: str) -> float:
-    problem = "must be a number of messages a second, from 0.1 to 10000"
-    try:
-        number = float(value)
-    except ValueError:  # float's own message ("could not convert string to float")
-        raise ValueError(problem) from None
-    if not 0.1 <= number <= 10_000:  # also refuses nan and inf
-        raise ValueError(problem)
-    return number
+_positive_rate = _number_in(
+    float, 0.1, 10_000, "must be a number of messages a second, from 0.1 to 10000"
+)
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
