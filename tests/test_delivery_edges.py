@@ -35,7 +35,15 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.slack_helpers import BOT_TOKEN
-from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+from tests.test_delivery_limits import (
+    VirtualTime,
+    db,
+    deliver_all,
+    queue,
+    slack_payload,
+    states,
+    time,
+)
 from tests.test_discord_buttons import (
     ALICE,
     BOB,
@@ -47,6 +55,8 @@ from tests.test_discord_buttons import (
     stored,
 )
 from tests.test_discord_delivery import subscribe
+
+__all__ = ["db", "time"]  # fixtures, shared with tests/test_delivery_limits.py
 
 # --- a message discord.py refuses before sending ----------------------------------------
 
@@ -153,16 +163,6 @@ def slack_dm_poster(fake: FakeSlack, time: VirtualTime, db: Database) -> SlackPo
 
 def opens(fake: FakeSlack) -> list[Call]:
     return [call for call in fake.calls if call.method == "conversations.open"]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    return open_db(tmp_path / "outbox.db")
-
-
-@pytest.fixture
-def time() -> VirtualTime:
-    return VirtualTime()
 
 
 async def test_first_slack_deliveries_open_dms_no_faster_than_tier_3(

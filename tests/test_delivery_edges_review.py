@@ -44,18 +44,18 @@ from tests.test_delivery_edges import (
     rate_limit_opens,
     slack_dm_poster,
 )
-from tests.test_delivery_limits import VirtualTime, deliver_all, queue, slack_payload, states
+from tests.test_delivery_limits import (
+    VirtualTime,
+    db,
+    deliver_all,
+    queue,
+    slack_payload,
+    states,
+    time,
+)
 from tests.test_discord_delivery import subscribe
 
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    return open_db(tmp_path / "outbox.db")
-
-
-@pytest.fixture
-def time() -> VirtualTime:
-    return VirtualTime()
+__all__ = ["db", "time"]  # fixtures, shared with tests/test_delivery_limits.py
 
 
 # --- conversations.open's 429s are the opens limiter's, not the client's -----------------

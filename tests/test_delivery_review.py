@@ -27,16 +27,14 @@ from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import BOT_TOKEN
 from tests.test_delivery_limits import (
     VirtualTime,
+    db,
     deliver_two_discord_channels,
     queue,
     slack_payload,
     states,
 )
 
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    return open_db(tmp_path / "outbox.db")
+__all__ = ["db"]  # the fixture, shared with tests/test_delivery_limits.py
 
 
 class Poster:
