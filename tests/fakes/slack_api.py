@@ -177,28 +177,18 @@ class FakeSlack:
         if self._queued[method]:
             status, body, headers = self._queued[method].popleft()
             return web.json_response(body, status=status, headers=headers)
-        if method == "conversations.open" and self.open_limits is not None:
-            verdict = self.open_limits.admit(method)
+        # method -> (its limits, the list of calls they refused, the bucket): posts are
+        # limited per channel, conversations.open and views.publish each in one bucket
+        limited = {
+            "chat.postMessage": (self.limits, self.limited, str(args.get("channel"))),
+            "conversations.open": (self.open_limits, self.open_limited, method),
+            "views.publish": (self.views_limits, self.views_limited, method),
+        }.get(method)
+        if limited is not None and limited[0] is not None:
+            limits, refused, bucket = limited
+            verdict = limits.admit(bucket)
             if not verdict.ok:
-                self.open_limited.append(self.calls[-1])
-                return web.json_response(
-                    {"ok": False, "error": "ratelimited"},
-                    status=429,
-                    headers={"Retry-After": str(max(1, math.ceil(verdict.retry_after)))},
-                )
-        if method == "views.publish" and self.views_limits is not None:
-            verdict = self.views_limits.admit(method)
-            if not verdict.ok:
-                self.views_limited.append(self.calls[-1])
-                return web.json_response(
-                    {"ok": False, "error": "ratelimited"},
-                    status=429,
-                    headers={"Retry-After": str(max(1, math.ceil(verdict.retry_after)))},
-                )
-        if method == "chat.postMessage" and self.limits is not None:
-            verdict = self.limits.admit(str(args.get("channel")))
-            if not verdict.ok:
-                self.limited.append(self.calls[-1])
+                refused.append(self.calls[-1])
                 return web.json_response(
                     {"ok": False, "error": "ratelimited"},
                     status=429,
