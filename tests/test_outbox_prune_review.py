@@ -21,12 +21,9 @@ from digests.timestamps import stamp
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.clock import Clock
-from tests.test_outbox_prune import CHANNEL, CUT, OLD, queue, send, services_for
+from tests.test_outbox_prune import CHANNEL, CUT, OLD, db, queue, send, services_for
 
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    return open_db(tmp_path / "paperboy.db")
+__all__ = ["db"]  # the fixture, shared with tests/test_outbox_prune.py
 
 
 def test_a_column_added_after_a_prune_on_the_same_connection_is_kept(db: Database) -> None:
