@@ -7,6 +7,7 @@ from) and fails with one line naming the variable when a value is malformed.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import os
@@ -504,4 +505,24 @@ def load_settings(
         except ValueError as exc:
             shown = "(hidden)" if setting.secret else repr(_hide_userinfo(raw))
             raise SettingsError(f"{setting.env}={shown} is not valid: {exc}") from None
+    _warn_unknown(source)
     return Settings(**values)
+
+
+# PAPERBOY_ names read elsewhere (the benchmarks' cache and scratch folders), not settings.
+OTHER_NAMES = frozenset({"PAPERBOY_BENCH_CACHE", "PAPERBOY_BENCH_TMP"})
+_warned: set[str] = set()  # once a process: the settings are read more than once
+
+
+def _warn_unknown(source: Mapping[str, str]) -> None:
+    """One warning a process per PAPERBOY_ name that is no setting (a typo such as
+    PAPERBOY_DIGST_SIZE would otherwise be ignored without a word), with the closest
+    setting's name. Names only: a value may be a secret."""
+    known = {setting.env for setting in SETTINGS}
+    for name in sorted(source):
+        if name.startswith("PAPERBOY_") and name not in known | OTHER_NAMES | _warned:
+            _warned.add(name)
+            # Compared without the prefix every name shares (else all look alike).
+            close = difflib.get_close_matches(name[9:], [k[9:] for k in sorted(known)], n=1)
+            hint = f"; did you mean PAPERBOY_{close[0]}?" if close else ""
+            log.warning("%s is not a Paperboy setting, so it is ignored%s", name, hint)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,28 @@ def test_bad_values_name_the_variable(value: str) -> None:
 def test_every_setting_has_help() -> None:
     for setting in SETTINGS:
         assert setting.help and setting.env.startswith(("PAPERBOY_", "SLACK_", "DISCORD_"))
+
+
+def test_a_mistyped_setting_name_is_named_once_with_the_closest_setting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import config.settings as settings_module
+
+    settings_module._warned.clear()
+    environ = {
+        "PAPERBOY_DIGST_SIZE": "3",  # a typo: ignored, so the default stands
+        "PAPERBOY_ZZZ": "secret-value",
+        "PAPERBOY_BENCH_CACHE": "/tmp/cache",  # read by the benchmarks, not a setting
+        "PAPERBOY_DIGEST_SIZE": "4",
+    }
+    with caplog.at_level(logging.WARNING, logger="config.settings"):
+        first = load_settings(environ, dotenv=None)
+        load_settings(environ, dotenv=None)
+    assert first.digest_size == 4
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == [
+        "PAPERBOY_DIGST_SIZE is not a Paperboy setting, so it is ignored; "
+        "did you mean PAPERBOY_DIGEST_SIZE?",
+        "PAPERBOY_ZZZ is not a Paperboy setting, so it is ignored",
+    ]
+    assert "secret-value" not in caplog.text
