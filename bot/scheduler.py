@@ -750,9 +750,11 @@ class DigestScheduler:
             self._maintenance, "interval", seconds=MAINTENANCE_SECONDS, id="maintenance",
             coalesce=True, max_instances=1,
         )  # fmt: skip
+        # A day's prune may start late (APScheduler's default is to skip a run more than
+        # 1 s late: a digest batch holding the interpreter at that moment cost the day's).
         self.scheduler.add_job(
             self._prune, "interval", hours=PRUNE_HOURS, id="outbox-prune", coalesce=True,
-            max_instances=1,
+            max_instances=1, misfire_grace_time=PRUNE_HOURS * 3600 // 2,
             next_run_time=datetime.now(UTC) + timedelta(minutes=PRUNE_FIRST_MINUTES),
         )  # fmt: skip
         self.scheduler.start()
