@@ -221,7 +221,10 @@ class PapersGroup(app_commands.Group):
             log.exception("/papers %s failed", verb)
             reply = error(FAILURE)
         if reply.changed:
-            self.services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
+            # e.g. the scheduler picks up a new schedule at once. With `me` the change was
+            # to the user's own digest (`handle` reads `--me` so), not the channel's.
+            own = personal_channel(key) if me else None
+            self.services.changed(own or channel)
         try:
             await send_reply(interaction, reply)
         except (ValueError, TypeError):  # a reply that would not render: say so, politely

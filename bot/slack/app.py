@@ -15,7 +15,9 @@ Button clicks (`block_actions`) are acknowledged at once, then handled by
 
 Opening the app's Home tab (`app_home_opened`) publishes the user's Home
 (`bot.slack.home`); a change a user makes to a channel is recorded under their user id
-(`db.home.record_manager`), so their Home lists the channels they manage.
+(`db.home.record_manager`), so their Home lists the channels they manage. A command that
+changed something (to their own digest or a channel) re-publishes the asker's Home in the
+background, if they opened it before (`bot.slack.home.refresh_home`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 from bot.slack.actions import handle_block_actions, run_in
 from bot.slack.client import error_code
-from bot.slack.home import home_opened, home_tab_opened
+from bot.slack.home import home_opened, home_tab_opened, refresh_home
 from db.home import record_manager
 from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
@@ -44,6 +46,7 @@ from digests.commands import handle
 from digests.commands.grammar import ParseError, as_personal, parse
 from digests.commands.replies import Reply, error
 from digests.render import slack as slack_render
+from digests.safe_text import strip_unsafe
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -209,10 +212,37 @@ async def answer(
     user = f"@{command['user_name']}" if command.get("user_name") else str(command["user_id"])
     reply = await run_in(services, executor, _run_command, services, text, channel, user, key)
     if reply.changed:
-        services.changed(channel)  # e.g. the scheduler picks up a new schedule at once
+        # e.g. the scheduler picks up a new schedule at once; the digest changed, which
+        # for `--me` typed in a channel is the user's own, not the channel's
+        services.changed(changed_reference(text, channel, key))
+        # The asker's Home shows their own digest and the channels they manage: re-published
+        # in the background, paced, only if they opened it before; the answer never waits.
+        _refresh_home(services, client, command)
     if reply.attachment is not None:
         reply = await send_attachment(client, reply, str(command["user_id"]))
     return reply
+
+
+def changed_reference(text: str, channel: str, key: str | None) -> str:
+    """The digest a command that changed something changed, as `handle` reads the text:
+    with `--me`, the user's own (`personal_channel` of their `key`), else `channel`.
+    `services.changed` listeners are told this one (the scheduler re-syncs every job
+    whatever it is told, but a listener that acts on the reference must get the right one)."""
+    try:
+        me = parse(strip_unsafe(text)).me
+    except ParseError:
+        return channel
+    return (personal_channel(key) if me and key else None) or channel
+
+
+def _refresh_home(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> None:
+    """Start the re-publishing of the asking user's Home (`bot.slack.home.refresh_home`:
+    only if they opened it before, paced with the other refreshes). Never raises: the
+    change is made, and its answer must still go."""
+    try:
+        refresh_home(services, client, str(command["team_id"]), str(command["user_id"]))
+    except Exception:
+        log.exception("could not start the Home refresh of %s", str(command.get("user_id"))[:40])
 
 
 async def send_attachment(client: AsyncWebClient, reply: Reply, user_id: str) -> Reply:

@@ -17,15 +17,17 @@ The Home is then published again, with a line saying what happened (a Home tab h
 response_url for an ephemeral answer).
 
 A Home is also kept current without being opened again (`refresh_home`): when the user's
-personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster) and when
-they save a paper with a digest's 🔖 button. Only for users who have opened their Home
+personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster), when they
+save a paper with a digest's 🔖 button, and when a `/papers` command of theirs changes
+their own digest or a channel (`bot.slack.app.answer`: `subscribe --me`, `schedule` in a
+channel...; not a refused or read-only one). Only for users who have opened their Home
 before (`db.home.record_home_opened`, on `app_home_opened`: `home_tab_opened`), never for
 a channel's members; a refresh waiting for its turn takes the later ones for that user
 along (it reads the database when it starts). Refreshes are paced (`RefreshPace`): at most
 `REFRESHES_AT_ONCE` at once and `REFRESHES_PER_MINUTE` a minute, half of what Slack allows
 `views.publish` (Tier 4, "100+ per minute" per workspace), so 10,000 personal digests
-delivered together never make Slack refuse the Homes users open themselves (those are
-not paced); a backlog waits in order. After Slack refuses the app's token or its Home tab
+delivered together never make Slack refuse the Homes users open themselves (those are not
+paced); a backlog waits in order. After Slack refuses the app's token or its Home tab
 (`STOP_REFRESHING`: uninstalled, revoked, Home tab off), refreshes stop until a restart.
 """
 
