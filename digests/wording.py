@@ -28,6 +28,7 @@ class Here:
     who: str  # "This channel voted it down"
     actor: str  # who made a change, told back: the display name, or "You"
     name: str  # "Status of slack:T0123/C0456": the reference, or the personal digest in words
+    target: str  # "… subscribed this channel to", "Delivery to this channel"
 
 
 def here(channel: str, user: str = "") -> Here:
@@ -42,6 +43,7 @@ def here(channel: str, user: str = "") -> Here:
             "You",
             "You",
             "your personal digest, delivered to you by DM",
+            "your personal digest",
         )
     return Here(
         "This channel",
@@ -52,4 +54,5 @@ def here(channel: str, user: str = "") -> Here:
         "This channel",
         user,
         channel,
+        "this channel",
     )

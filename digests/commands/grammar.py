@@ -201,6 +201,43 @@ def _take_me(text: str) -> tuple[str, bool]:
     return " ".join(kept), True
 
 
+def _closing(text: str, start: int) -> int | None:
+    """Where the quote opened at `start` closes: the next same quote; a `'` only where no
+    letter or digit follows it (in `'Bellman's equation'` the apostrophe closes nothing)."""
+    quote = text[start]
+    for end in range(start + 1, len(text)):
+        if text[end] == quote and (
+            quote == '"' or end + 1 == len(text) or not text[end + 1].isalnum()
+        ):
+            return end
+    return None
+
+
+def unclosed_quote(text: str) -> str | None:
+    """The quote (`"` or `'`, smart quotes already made plain) opened in `text` and never
+    closed, or None. A quote opens where no letter or digit comes before it: the
+    apostrophe of `Bellman's` or `policies'` opens nothing."""
+    at = 0
+    while at < len(text):
+        if text[at] in "\"'" and (at == 0 or not text[at - 1].isalnum()):
+            end = _closing(text, at)
+            if end is None:
+                return text[at]
+            at = end + 1
+        else:
+            at += 1
+    return None
+
+
+def _unquoted(text: str) -> str:
+    """A rest argument given in quotes, without them: the text between the opening quote
+    and its closing one when that ends it (kept whole: `'Bellman's equation'`, as smart
+    quotes make `‘Bellman’s equation’`, is Bellman's equation), else shlex's words."""
+    if _closing(text, 0) == len(text) - 1:
+        return text[1:-1]
+    return " ".join(_split(text))
+
+
 def _split(text: str) -> list[str]:
     try:
         return shlex.split(text)
@@ -208,12 +245,20 @@ def _split(text: str) -> list[str]:
         return text.replace('"', " ").replace("'", " ").split()
 
 
-def parse(text: str) -> Command:
-    """Parse command text (with or without a leading `/papers`). Raises ParseError."""
-    text = text.translate(_SMART_QUOTES).strip()
+def parse(text: str, personal: bool = False) -> Command:
+    """Parse command text (with or without a leading `/papers`). Raises ParseError.
+
+    `personal`: typed where every command acts on the user's own digest (a personal
+    reference, as in the Slack DM with the app): usage in errors is without `[--me]`. A
+    quote opened and never closed (`subscribe "diffusion policy`) is refused: read as
+    plain words it would store a guess. `help --me` is `help` worded for one's own digest.
+    """
+    typed = text.strip()
+    text = typed.translate(_SMART_QUOTES)  # one character for one: `typed` lines up
     if len(text) > MAX_INPUT:
         raise ParseError(f"That command is too long ({len(text)} characters; {MAX_INPUT} at most).")
     text = re.sub(rf"^{re.escape(COMMAND)}\b\s*", "", text)
+    typed = typed[len(typed) - len(text) :]  # as typed, without `/papers`
     if not text:
         return Command(VERBS_BY_NAME["help"])
     text, me = _take_me(text)
@@ -228,9 +273,18 @@ def parse(text: str) -> Command:
             suggestion=close[0] if close else None,
         )
     rest = rest.strip()
-    if me and not verb.personal:
-        personal = ", ".join(v.name for v in VERBS if v.personal)
-        raise ParseError(f"`{verb.name}` has no {ME_FLAG}; only {personal} do.", verb)
+    if (quote := unclosed_quote(text)) is not None:
+        shown = " ".join(typed.replace("`", "'").split())
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        raise ParseError(
+            f"A quote is not closed: `{shown}` — close it with `{quote}`, or leave the quotes out.",
+            verb,
+        )
+    usage = verb.usage_for(personal)
+    # `help --me` is `help` worded for one's own digest (`Verb.mine`), as in the Slack DM.
+    if me and not verb.personal and verb.name != "help":
+        takers = ", ".join(v.name for v in VERBS if v.personal)
+        raise ParseError(f"`{verb.name}` has no {ME_FLAG}; only {takers} do.", verb)
     args: dict[str, str] = {}
     quoted = False
     if verb.params and verb.params[-1].rest:
@@ -249,18 +303,18 @@ def parse(text: str) -> Command:
             words.append(word)
             rest = remainder.strip()
         quoted = rest[:1] in ('"', "'")
-        value = " ".join(_split(rest)) if quoted else rest
+        value = _unquoted(rest) if quoted else rest
         if value:
             args[verb.params[-1].name] = " ".join(value.split())
     else:
         positional = list(verb.params)
         words = _split(rest)
     if len(words) > len(positional):
-        raise ParseError(f"`{verb.name}` takes {_count(positional)}; usage: `{verb.usage}`", verb)
+        raise ParseError(f"`{verb.name}` takes {_count(positional)}; usage: `{usage}`", verb)
     for param, word in zip(positional, words, strict=False):
         if param.choices and word.lower() not in param.choices:
             raise ParseError(
-                f"`{word[:40]}` is not one of {', '.join(param.choices)}; usage: `{verb.usage}`"
+                f"`{word[:40]}` is not one of {', '.join(param.choices)}; usage: `{usage}`"
                 + _choice_hint(verb, param, word[:40]),
                 verb,
             )
@@ -268,8 +322,8 @@ def parse(text: str) -> Command:
     missing = [param for param in verb.params if param.required and param.name not in args]
     if missing:
         raise ParseError(
-            f"`{verb.name}` needs {missing[0].name} ({missing[0].help}). Usage: `{verb.usage}`"
-            + (f", e.g. `{COMMAND} {verb.example}`" if verb.example else ""),
+            f"`{verb.name}` needs {missing[0].name} ({missing[0].help_for(personal)}). "
+            f"Usage: `{usage}`" + (f", e.g. `{COMMAND} {verb.example}`" if verb.example else ""),
             verb,
         )
     return Command(verb, args, quoted, me)

@@ -32,6 +32,7 @@ from digests.commands.grammar import (
     VERBS_BY_NAME,
     Command,
     ParseError,
+    Verb,
     help_lines,
     parse,
 )
@@ -116,10 +117,11 @@ def handle(text: str, ctx: Context) -> Reply:
         return error(str(exc))
     if not is_text(text):
         return error("That command has a character I cannot read; please type it again.")
+    personal = parse_channel(ctx.channel).personal
     try:
-        command = parse(strip_unsafe(text))
+        command = parse(strip_unsafe(text), personal)
     except ParseError as exc:
-        return _parse_error(exc, parse_channel(ctx.channel).personal)
+        return _parse_error(exc, personal)
     if has_unsafe(text) and command.changes:
         # Told to the whole channel and stored: refuse rather than guess what was meant.
         return error(UNSAFE_CHANGE, "Please type it again without them.")
@@ -128,7 +130,8 @@ def handle(text: str, ctx: Context) -> Reply:
     if command.me:  # the user's own digest (imported here: that module imports this one)
         from digests.commands.personal import PERSONAL_HANDLERS
 
-        handler = PERSONAL_HANDLERS[command.verb.name]
+        # `help --me` has none: `_help` words itself for one's own digest.
+        handler = PERSONAL_HANDLERS.get(command.verb.name, handler)
     if command.changes:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two
         # people typing at once cannot both pass the check.
@@ -136,7 +139,7 @@ def handle(text: str, ctx: Context) -> Reply:
             reply = handler(command, ctx)
     else:
         reply = handler(command, ctx)
-    if not reply.ephemeral and (command.me or parse_channel(ctx.channel).personal):
+    if not reply.ephemeral and (command.me or personal):
         # A user's own digest is theirs alone, and so is every answer about it (a backlog
         # turned on, feedback reset): typed in a Slack DM with someone else, which acts on
         # the user's own digest, a public answer would be posted for the other person too.
@@ -165,9 +168,14 @@ PERSONAL_HERE = "Here it acts on your personal digest; only you see the answer."
 
 def _help(command: Command, ctx: Context) -> Reply:
     """The commands, or one command in full; worded for the user's own digest where the
-    commands act on it (`ctx.channel` a personal reference), for the channel elsewhere."""
+    commands act on it (`ctx.channel` a personal reference) or when asked so (`help
+    --me`), for the channel elsewhere."""
     name = command.args.get("command", "").lower().removeprefix(COMMAND).strip()
     personal = parse_channel(ctx.channel).personal
+    if command.me and not personal:
+        # In a channel the commands act on the channel: `help --me` lists the ones that
+        # take `--me`, with it, as they act on one's own digest.
+        return _help_me(name, command, ctx)
     if not name:
         return info(
             PERSONAL_INTRO
@@ -207,6 +215,42 @@ def _help(command: Command, ctx: Context) -> Reply:
         this = "this" if verb.personal else "This"
         lines.append(f"{without}{this} changes the channel's settings, so the channel sees it.")
     return info(f"How to use `{verb.name}`:", *lines)
+
+
+ME_INTRO = (
+    "Your personal digest comes to you as a direct message, for the topics you follow. In "
+    f"a channel, add `{ME_FLAG}` to act on it (anyone may; only you see the answers):"
+)
+
+
+def _me_usage(verb: Verb) -> str:
+    """The verb's usage with `--me` given, as typed in a channel for one's own digest."""
+    return " ".join([COMMAND, verb.name, ME_FLAG, *(param.usage for param in verb.params)])
+
+
+def _help_me(name: str, command: Command, ctx: Context) -> Reply:
+    """`help --me` typed in a channel: the commands that take `--me` (or one of them), with
+    it and worded for one's own digest (`Verb.mine`). Another command is the same for
+    everyone: its usual help."""
+    if not name:
+        return info(
+            ME_INTRO,
+            *(f"`{_me_usage(verb)}`  {verb.help_for(True)}" for verb in VERBS if verb.personal),
+            f"Start with `{COMMAND} topics`, then `{COMMAND} subscribe {ME_FLAG} offline-rl`.",
+        )
+    verb = VERBS_BY_NAME.get(name)
+    if verb is None or not verb.personal:
+        return _help(dataclasses.replace(command, me=False), ctx)
+    lines = [f"`{_me_usage(verb)}`", verb.help_for(True)]
+    lines += [f"  {param.name}: {param.help_for(True)}" for param in verb.params]
+    if verb.example:
+        verb_name, _, rest = verb.example.partition(" ")
+        lines.append(f"Example: `{' '.join([COMMAND, verb_name, ME_FLAG, rest]).strip()}`")
+    lines.append(
+        f"Only you see the answer; without `{ME_FLAG}` it is about the channel "
+        f"(`{COMMAND} help {verb.name}`)."
+    )
+    return info(f"How to use `{verb.name} {ME_FLAG}`:", *lines)
 
 
 def _find(command: Command, ctx: Context) -> Reply:
@@ -327,11 +371,14 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
         return topic
     ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
+    # Worded for a personal reference too: `paperboy chat --channel slack:T/@U` (an
+    # operator acting on someone's own digest) runs these, not the `--me` ones.
+    where = here(ctx.channel, ctx.user)
     if any(row["topic_id"] == topic.id for row in active):
-        return info(f"This channel already follows {topic.label}.")
+        return info(f"{where.subject} already follows {topic.label}.")
     if len(active) >= MAX_SUBSCRIPTIONS:
         return error(
-            f"This channel follows {len(active)} topics, the most it can. "
+            f"{where.subject} follows {len(active)} topics, the most it can. "
             "Unsubscribe from one first."
         )
     channel_store.add_subscription(
@@ -343,21 +390,22 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     if named:  # free text that names a catalog topic follows its terms and the phrase
         what += " (the catalog topic " + ", ".join(f"{t.label} (`{t.id}`)" for t in named)
         what += " plus the phrase)"
-    return _changed(f"{ctx.user} subscribed this channel to {what}.", schedule, ctx.now)
+    return _changed(f"{where.actor} subscribed {where.target} to {what}.", schedule, ctx.now)
 
 
 def _unsubscribe(command: Command, ctx: Context) -> Reply:
     text = command.args["topic"].strip()
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     match = _match_subscription(text, active, ctx.catalog)
+    where = here(ctx.channel, ctx.user)
     if match is None:
         return error(
-            f"This channel does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
+            f"{where.subject} does not follow `{text[:60]}`.", *_following(active, ctx.catalog)
         )
     channel_store.remove_subscription(ctx.db, int(match["id"]), ctx.user, ctx.stamp)
     label = _topic_label(match, ctx.catalog)
     return info(
-        f"{ctx.user} unsubscribed this channel from {label}.", ephemeral=False, changed=True
+        f"{where.actor} unsubscribed {where.target} from {label}.", ephemeral=False, changed=True
     )
 
 
@@ -440,9 +488,8 @@ def _list(command: Command, ctx: Context) -> Reply:
         lines.append(
             f"Paused: {channel.get('paused_reason')}. Fix the cause, then `{COMMAND} resume`."
         )
-    return info(
-        f"This channel follows {len(active)} topic{'s' if len(active) != 1 else ''}:", *lines
-    )
+    topics = f"{len(active)} topic{'s' if len(active) != 1 else ''}"
+    return info(f"{here(ctx.channel).subject} follows {topics}:", *lines)
 
 
 def _store_schedule(command: Command, ctx: Context) -> Schedule | Reply:
@@ -469,8 +516,9 @@ def _schedule(command: Command, ctx: Context) -> Reply:
     schedule = _store_schedule(command, ctx)
     if isinstance(schedule, Reply):
         return schedule
+    where = here(ctx.channel, ctx.user)
     return _changed(
-        f"{ctx.user} moved this channel's digest to {schedule.describe()}.", schedule, ctx.now
+        f"{where.actor} moved {where.whose} digest to {schedule.describe()}.", schedule, ctx.now
     )
 
 
@@ -589,8 +637,9 @@ def _delivery_line(ctx: Context) -> str:
 
 def _resume(command: Command, ctx: Context) -> Reply:
     channel = channel_store.get_channel(ctx.db, ctx.channel) or {}  # read, not made
+    where = here(ctx.channel, ctx.user)
     if not channel.get("paused"):
-        return info("Delivery to this channel is not paused.")
+        return info(f"Delivery to {where.target} is not paused.")
     held = int(
         ctx.db.execute(
             "select count(*) from outbox where channel = ? and state = 'paused'", [ctx.channel]
@@ -599,7 +648,7 @@ def _resume(command: Command, ctx: Context) -> Reply:
     channel_store.set_paused(ctx.db, ctx.channel, None, ctx.stamp)
     outbox.resume_channel(ctx.db, ctx.channel)
     return info(
-        f"{ctx.user} resumed delivery to this channel "
+        f"{where.actor} resumed delivery to {where.target} "
         f"(paused for: {channel.get('paused_reason')}).",
         ("1 held message" if held == 1 else f"{held} held messages")
         + " will go out within a minute."
