@@ -192,6 +192,8 @@ def test_help_me_in_a_channel_lists_the_me_commands_with_it(services: Services) 
     assert not one.error and one.text == "How to use `subscribe --me`:", one.text
     assert one.lines[0] == "`/papers subscribe --me <topic>`"
     assert "Example: `/papers subscribe --me offline-rl`" in one.lines
+    alone = handle("/papers —me", services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert alone.text == reply.text and alone.lines == reply.lines, alone.text
     # A command without `--me` is the same for everyone: its usual help.
     find = handle("help --me find", services.context(CHANNEL, "@alice", ALICE_KEY))
     assert not find.error and find.lines[0] == "`/papers find <query>`", find.lines

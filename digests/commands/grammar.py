@@ -262,8 +262,8 @@ def parse(text: str, personal: bool = False) -> Command:
     if not text:
         return Command(VERBS_BY_NAME["help"])
     text, me = _take_me(text)
-    if not text:  # `/papers --me`
-        return Command(VERBS_BY_NAME["help"])
+    if not text:  # `/papers --me`: as `help --me`
+        return Command(VERBS_BY_NAME["help"], me=True)
     name, _, rest = text.partition(" ")
     verb = VERBS_BY_NAME.get(name.lower())
     if verb is None:
