@@ -1,0 +1,102 @@
+"""Review of e9c3088 (a `/papers` change re-publishes the asker's Slack Home): what its
+tests left unchecked. The answer never waits for the Home: with the refresh stuck in
+Slack (users.info never answers), the command's acknowledgement still carries its answer
+(over HTTP and Socket Mode), and the Home follows once Slack answers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import pytest
+
+from bot.slack import home
+from digests.topics import Catalog
+from tests.fakes.slack_api import FakeSlack
+from tests.slack_helpers import HttpClient, make_services, slash_body, socket_mode
+from tests.test_home_refresh_commands import (
+    ME,
+    command,
+    http,  # noqa: F401  (the fixture)
+    open_home,
+    settled,
+    views_of,
+)
+from tests.test_slack_home_events import home_opened
+from tests.waiting import eventually
+
+
+def stuck_users_info(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """Make the Home's users.info (the first Slack call of a refresh) hang until released:
+    (reached, release)."""
+    reached, release = asyncio.Event(), asyncio.Event()
+    real = home.legacy_names
+
+    async def hanging(client: Any, user_id: str) -> list[str]:
+        reached.set()
+        await release.wait()
+        return await real(client, user_id)
+
+    monkeypatch.setattr(home, "legacy_names", hanging)
+    return reached, release
+
+
+async def test_the_answer_does_not_wait_for_the_home_over_http(
+    http: HttpClient,  # noqa: F811
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await open_home(http, fake_slack)
+    reached, release = stuck_users_info(monkeypatch)
+    # The ack budget is 2 s: an answer that waited for the refresh would be "Working on it…".
+    said = await command(http, fake_slack, "subscribe --me rlhf")
+    assert "You now follow RLHF" in said
+    assert await eventually(reached.is_set)  # the refresh did start, and is stuck
+    assert len(views_of(fake_slack, ME)) == 1
+    release.set()
+    await settled(http)
+    assert len(views_of(fake_slack, ME)) == 2 and "RLHF" in views_of(fake_slack, ME)[-1]
+
+
+async def test_the_answer_does_not_wait_for_the_home_over_socket_mode(
+    tmp_path: Path,
+    seed_paths: list[Path],
+    catalog: Catalog,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    services = make_services(tmp_path, seed_paths, catalog, fake_slack)
+    async with socket_mode(services, fake_slack):
+        await fake_slack.send_envelope(
+            {
+                "envelope_id": "5d1e7c2a-0b4f-4e8a-9d3c-6a2f1b7e9c01",
+                "type": "events_api",
+                "accepts_response_payload": False,
+                "retry_attempt": 0,
+                "retry_reason": "",
+                "payload": home_opened(),
+            }
+        )
+        assert await eventually(lambda: views_of(fake_slack, ME))
+        await settled()
+        reached, release = stuck_users_info(monkeypatch)
+        payload = dict(parse_qsl(slash_body("subscribe --me rlhf", fake_slack.response_url())))
+        await fake_slack.send_envelope(
+            {
+                "envelope_id": "5d1e7c2a-0b4f-4e8a-9d3c-6a2f1b7e9c02",
+                "type": "slash_commands",
+                "accepts_response_payload": True,
+                "payload": payload,
+            }
+        )
+        acks = fake_slack.socket_acks
+        assert await eventually(lambda: any(a["envelope_id"].endswith("02") for a in acks))
+        [ack] = [a for a in acks if a["envelope_id"].endswith("02")]
+        assert "You now follow RLHF" in ack["payload"]["text"]  # not "Working on it…"
+        assert await eventually(reached.is_set)  # started, and stuck
+        assert len(views_of(fake_slack, ME)) == 1
+        release.set()
+        assert await eventually(lambda: len(views_of(fake_slack, ME)) == 2)
+        await settled()
