@@ -178,8 +178,6 @@ class ParseError(ValueError):
 # `--me` as typed: any case, and with the dashes autocorrect makes of `--` (an em or en
 # dash: macOS and iOS "smart punctuation"), or one hyphen. A word of its own, outside quotes.
 _ME_WORD = re.compile(r"[-\u2010-\u2015\u2212]{1,2}me", re.IGNORECASE)
-# The command's words: a quoted text (closed) is one word, kept whole.
-_WORDS = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")
 
 
 def is_me_flag(word: str) -> bool:
@@ -193,12 +191,18 @@ def _take_me(text: str) -> tuple[str, bool]:
     (`subscribe offline-rl --me` must not follow the free text "offline-rl --me" in the
     channel), or between arguments (`feedback reset --me offline-rl`); inside quotes it
     is part of the text. Typed as `—me` (autocorrect), read as `--me`: left in, the
-    channel would follow the free text "offline-rl —me" instead."""
-    words = [match.group() for match in _WORDS.finditer(text)]
-    kept = [word for word in words if not is_me_flag(word)]
-    if len(kept) == len(words):
-        return text, False
-    return " ".join(kept), True
+    channel would follow the free text "offline-rl —me" instead. Quotes are found as
+    `parse` finds them (`_quotes`): an apostrophe (`'90s and '00s`) quotes nothing; the
+    text around a flag is kept as typed."""
+    inside, _ = _quotes(text)
+    flags = [
+        word
+        for word in re.finditer(r"\S+", text)
+        if is_me_flag(word.group()) and not any(a <= word.start() <= b for a, b in inside)
+    ]
+    for word in reversed(flags):
+        text = text[: word.start()].rstrip() + " " + text[word.end() :].lstrip()
+    return text.strip(), bool(flags)
 
 
 def _closing(text: str, start: int) -> int | None:
@@ -213,20 +217,32 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
-def unclosed_quote(text: str) -> str | None:
-    """The quote (`"` or `'`, smart quotes already made plain) opened in `text` and never
-    closed, or None. A quote opens where no letter or digit comes before it: the
-    apostrophe of `Bellman's` or `policies'` opens nothing."""
+def _quotes(text: str) -> tuple[list[tuple[int, int]], str | None]:
+    """The closed quotes in `text` (smart quotes already made plain), as (opening,
+    closing) positions, and the `"` opened and never closed, or None. A quote opens where
+    no letter or digit comes before it: the apostrophe of `Bellman's` or `policies'`
+    opens nothing. A `'` never closed is an apostrophe, not a quote: `'til dawn`, `'90s`,
+    `rock 'n roll` (and macOS's `‘90s`) mean just that; only a `"` (`“`, `„`, `«`) left
+    open is surely a quote."""
+    closed: list[tuple[int, int]] = []
     at = 0
     while at < len(text):
         if text[at] in "\"'" and (at == 0 or not text[at - 1].isalnum()):
             end = _closing(text, at)
-            if end is None:
-                return text[at]
-            at = end + 1
-        else:
-            at += 1
-    return None
+            if end is not None:
+                closed.append((at, end))
+                at = end + 1
+                continue
+            if text[at] == '"':
+                return closed, '"'
+        at += 1
+    return closed, None
+
+
+def unclosed_quote(text: str) -> str | None:
+    """The quote opened in `text` and never closed, or None: only a `"` (a `'` never
+    closed is an apostrophe; `_quotes`)."""
+    return _quotes(text)[1]
 
 
 def _unquoted(text: str) -> str:
@@ -250,8 +266,8 @@ def parse(text: str, personal: bool = False) -> Command:
 
     `personal`: typed where every command acts on the user's own digest (a personal
     reference, as in the Slack DM with the app): usage in errors is without `[--me]`. A
-    quote opened and never closed (`subscribe "diffusion policy`) is refused: read as
-    plain words it would store a guess. `help --me` is `help` worded for one's own digest.
+    double quote opened and never closed (`subscribe "diffusion policy`) is refused: read
+    as plain words it would store a guess; a `'` never closed is an apostrophe (`'90s`). `help --me` is `help` worded for one's own digest.
     """
     typed = text.strip()
     text = typed.translate(_SMART_QUOTES)  # one character for one: `typed` lines up
@@ -295,14 +311,16 @@ def parse(text: str, personal: bool = False) -> Command:
         words = []
         for _ in positional:
             word, _, remainder = rest.partition(" ")
-            if word[:1] in ('"', "'"):  # quoted where a word goes: one word, unquoted
+            if word[:1] in ('"', "'") and _closing(rest, 0) is not None:
+                # quoted where a word goes: one word, unquoted
                 split = _split(rest)
                 word, remainder = (split[0], " ".join(split[1:])) if split else ("", "")
             if not word:
                 break
             words.append(word)
             rest = remainder.strip()
-        quoted = rest[:1] in ('"', "'")
+        # A `'` that never closes is an apostrophe (`'90s hip hop`): the text as typed.
+        quoted = rest[:1] in ('"', "'") and _closing(rest, 0) is not None
         value = _unquoted(rest) if quoted else rest
         if value:
             args[verb.params[-1].name] = " ".join(value.split())

@@ -1,0 +1,75 @@
+"""Review of the unclosed-quote refusal (tests/test_command_input.py), as users type.
+
+- A `'` at the start of a word that never closes is an apostrophe, not a quote: `'til
+  dawn`, `'90s hip hop`, `rock 'n roll`, macOS's `‘90s` were refused ("A quote is not
+  closed"). They are text, kept as typed; only a `"` (`“`, `„`, `«`) left open is refused.
+- `--me` was found with a quote rule of its own, which read `'90s and '` as one quoted
+  word: with `--me` the text lost its apostrophes and gained a space.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.services import Services
+from db.channels import active_subscriptions
+from digests.commands import handle
+from tests.test_command_input import ALICE, ALICE_KEY, CHANNEL, _untouched, services
+
+__all__ = ["services"]  # the fixture, used by name
+
+
+def _followed(services: Services, channel: str) -> list[str]:
+    return [row["custom_text"] for row in active_subscriptions(services.db(), channel)]
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("subscribe '90s hip hop", "'90s hip hop"),
+        ("subscribe ‘90s hip hop", "'90s hip hop"),  # macOS smart punctuation's apostrophe
+        ("subscribe rock 'n roll", "rock 'n roll"),
+        ("subscribe 'til dawn", "'til dawn"),
+        ("subscribe '90s and '00s hip hop", "'90s and '00s hip hop"),
+        ("subscribe deep learning '", "deep learning '"),
+    ],
+)
+def test_a_word_initial_apostrophe_is_text_not_an_unclosed_quote(
+    services: Services, text: str, topic: str
+) -> None:
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error and reply.changed, reply.text
+    assert _followed(services, CHANNEL) == [topic]
+
+
+@pytest.mark.parametrize(
+    "text", ["find 'til dawn", "find '90s music", "find it's 'real", "why 'p380c62ca5bf30379"]
+)
+def test_lookups_with_an_apostrophe_are_not_refused(services: Services, text: str) -> None:
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert "quote is not closed" not in reply.text, reply.text
+
+
+def test_a_stray_apostrophe_on_a_topic_id_names_that_topic(services: Services) -> None:
+    """As before the refusal (and on Discord, where `'offline-rl` typed into the topic
+    option reaches the grammar unquoted): the catalog topic, by its name."""
+    reply = handle("subscribe 'offline-rl", services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error and "Offline RL (`offline-rl`)" in reply.text, reply.text
+    rows = active_subscriptions(services.db(), CHANNEL)
+    assert [row["topic_id"] for row in rows] == ["offline-rl"]
+
+
+def test_me_reads_apostrophes_as_the_channel_command_does(services: Services) -> None:
+    for text in ("subscribe --me '90s and '00s hip hop", "subscribe '90s and '00s  jazz --me"):
+        reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+        assert not reply.error, reply.text
+    assert _followed(services, ALICE) == ["'90s and '00s hip hop", "'90s and '00s jazz"]
+    assert not active_subscriptions(services.db(), CHANNEL)
+
+
+def test_a_double_quote_left_open_is_still_refused(services: Services) -> None:
+    for text in ("find 'til \"dawn", 'subscribe --me "diffusion policy', "subscribe «diffusion"):
+        reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+        assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
+        assert 'close it with `"`' in reply.text
+    _untouched(services)
