@@ -3,17 +3,27 @@
 - A `'` at the start of a word that never closes is an apostrophe, not a quote: `'til
   dawn`, `'90s hip hop`, `rock 'n roll`, macOS's `‘90s` were refused ("A quote is not
   closed"). They are text, kept as typed; only a `"` (`“`, `„`, `«`) left open is refused.
+- Discord: the adapter wraps an option's value in `"…"` when it has spaces or quotes. A
+  value the user quoted themselves was quoted twice: `“diffusion policy”` (a phone's
+  keyboard) was refused as an unclosed quote, `"diffusion policy"` followed
+  "'diffusion policy'". Their quotes around the whole value are dropped
+  (`grammar.field_text`).
 - `--me` was found with a quote rule of its own, which read `'90s and '` as one quoted
   word: with `--me` the text lost its apostrophes and gained a space.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.services import Services
 from db.channels import active_subscriptions
+from db.connection import open_db
 from digests.commands import handle
+from tests.discord_helpers import CHANNEL as DISCORD_CHANNEL
+from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.test_command_input import ALICE, ALICE_KEY, CHANNEL, _untouched, services
 
 __all__ = ["services"]  # the fixture, used by name
@@ -73,3 +83,33 @@ def test_a_double_quote_left_open_is_still_refused(services: Services) -> None:
         assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
         assert 'close it with `"`' in reply.text
     _untouched(services)
+
+
+# --- Discord: a value typed into an option is text, its quotes too ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "topic"),
+    [
+        # Quoted as the "put it in quotes" hint asks, or as a phone's keyboard quotes: the
+        # smart pair was refused ("A quote is not closed"), the plain one followed
+        # "'diffusion policy'" (the adapter's own quotes around the user's, made `'`).
+        ("“diffusion policy”", "diffusion policy"),
+        ('"diffusion policy"', "diffusion policy"),
+        ("“'90s”", "'90s"),
+        ("Don’t “stop” now", "Don't 'stop' now"),
+        ("'til dawn", "'til dawn"),
+    ],
+)
+async def test_discord_a_topic_option_with_quotes_is_followed_as_typed(
+    bot: Any, fake_discord: Any, typed: str, topic: str
+) -> None:
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("subscribe", {"topic": typed}, permissions=MANAGE_CHANNELS),
+    )
+    [callback] = fake_discord.callbacks()
+    assert "subscribed this channel to" in callback["data"]["content"], callback
+    rows = active_subscriptions(open_db(bot.services.db_path), DISCORD_CHANNEL)
+    assert [row["custom_text"] for row in rows] == [topic]

@@ -21,7 +21,14 @@ from db.channels import active_subscriptions, custom_texts
 from digests.actions import user_key
 from digests.channels import personal_channel
 from digests.commands import handle
-from digests.commands.grammar import ME_FLAG, VERBS_BY_NAME, ParseError, Verb, is_me_flag, parse
+from digests.commands.grammar import (
+    ME_FLAG,
+    VERBS_BY_NAME,
+    ParseError,
+    Verb,
+    field_text,
+    parse,
+)
 from digests.commands.replies import Reply, error
 from digests.render import discord as discord_render
 from digests.safe_text import has_unsafe
@@ -87,13 +94,11 @@ def _describe(name: str) -> dict[str, str]:
 
 
 def _quoted(text: str) -> str:
-    """Free text as the grammar expects it: quoted when it has spaces or quotes, or is a
-    word the grammar reads as `--me` (a value typed as `--me` or `—me` into an option is
-    that option's value, never the flag: the `me` option is the flag)."""
-    text = " ".join(text.split())
-    if any(char.isspace() for char in text) or '"' in text or is_me_flag(text):
-        return '"' + text.replace('"', "'") + '"'
-    return text
+    """An option's value as the grammar expects it (`field_text`): quoted when it has
+    spaces or quotes, or is a word the grammar reads as `--me` (a value typed as `--me`
+    or `—me` into an option is that option's value, never the flag: the `me` option is
+    the flag); quotes the user put around it, plain or smart, are not doubled."""
+    return field_text(text)
 
 
 def channel_of(interaction: discord.Interaction[Any]) -> str:

@@ -254,6 +254,24 @@ def _unquoted(text: str) -> str:
     return " ".join(_split(text))
 
 
+def field_text(value: str) -> str:
+    """A value typed into a field of its own (a Discord command option), as command
+    text the grammar reads back whole: in quotes when it has spaces or double quotes,
+    or is a word read as `--me` (the field's value, never the flag), else as it is (a
+    topic id stays an id). The user sees no command line, so their quotes are text, not
+    grammar: a pair around all of it (`"diffusion policy"`, `“diffusion policy”`, as
+    the "put it in quotes" hint asks) is dropped, and a double quote inside (`12"`,
+    `“stop”`), which would end the quote or leave one open, becomes `'`."""
+    value = " ".join(value.split())
+    plain = value.translate(_SMART_QUOTES)
+    around = len(plain) > 1 and plain[0] in "\"'" and _closing(plain, 0) == len(plain) - 1
+    if around:
+        value, plain = value[1:-1].strip(), plain[1:-1].strip()
+    if around or any(char.isspace() for char in value) or '"' in plain or is_me_flag(value):
+        return '"' + "".join("'" if char == '"' else char for char in plain) + '"'
+    return value
+
+
 def _split(text: str) -> list[str]:
     try:
         return shlex.split(text)
@@ -267,7 +285,8 @@ def parse(text: str, personal: bool = False) -> Command:
     `personal`: typed where every command acts on the user's own digest (a personal
     reference, as in the Slack DM with the app): usage in errors is without `[--me]`. A
     double quote opened and never closed (`subscribe "diffusion policy`) is refused: read
-    as plain words it would store a guess; a `'` never closed is an apostrophe (`'90s`). `help --me` is `help` worded for one's own digest.
+    as plain words it would store a guess; a `'` never closed is an apostrophe (`'90s`).
+    `help --me` is `help` worded for one's own digest.
     """
     typed = text.strip()
     text = typed.translate(_SMART_QUOTES)  # one character for one: `typed` lines up
