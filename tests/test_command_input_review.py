@@ -113,3 +113,38 @@ async def test_discord_a_topic_option_with_quotes_is_followed_as_typed(
     assert "subscribed this channel to" in callback["data"]["content"], callback
     rows = active_subscriptions(open_db(bot.services.db_path), DISCORD_CHANNEL)
     assert [row["custom_text"] for row in rows] == [topic]
+
+
+# --- `--me` typed against a quote ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'subscribe --me"diffusion policy"',
+        'subscribe "diffusion policy"--me',
+        "subscribe —me“diffusion policy”",  # autocorrect's dash and quotes
+        "subscribe 'diffusion policy'--me",
+    ],
+)
+def test_me_against_a_quote_is_the_flag(services: Services, text: str) -> None:
+    """Without the space the word was no flag: the channel followed the free text
+    `--me"diffusion policy"` (or "diffusion policy--me") instead of Alice's digest."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error and reply.ephemeral, reply.text
+    assert _followed(services, ALICE) == ["diffusion policy"]
+    assert not active_subscriptions(services.db(), CHANNEL)
+
+
+def test_me_against_an_unclosed_quote_is_refused(services: Services) -> None:
+    reply = handle(
+        'subscribe --me"diffusion policy', services.context(CHANNEL, "@alice", ALICE_KEY)
+    )
+    assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
+    _untouched(services)
+
+
+def test_me_inside_quotes_stays_text(services: Services) -> None:
+    reply = handle('subscribe "robots --me"', services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error, reply.text
+    assert _followed(services, CHANNEL) == ["robots --me"]

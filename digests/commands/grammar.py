@@ -178,6 +178,12 @@ class ParseError(ValueError):
 # `--me` as typed: any case, and with the dashes autocorrect makes of `--` (an em or en
 # dash: macOS and iOS "smart punctuation"), or one hyphen. A word of its own, outside quotes.
 _ME_WORD = re.compile(r"[-\u2010-\u2015\u2212]{1,2}me", re.IGNORECASE)
+# The flag typed against a quote, without the space (`--me"diffusion policy"`,
+# `"diffusion policy"--me`): read as the flag beside the quoted text. Left glued, the
+# word was no flag and the channel followed the free text `--me"diffusion policy"`.
+_ME_GLUED = re.compile(
+    rf"(?<!\S)({_ME_WORD.pattern})(?=[\"'])|(?<=[\"'])({_ME_WORD.pattern})(?!\S)", re.IGNORECASE
+)
 
 
 def is_me_flag(word: str) -> bool:
@@ -194,6 +200,7 @@ def _take_me(text: str) -> tuple[str, bool]:
     channel would follow the free text "offline-rl —me" instead. Quotes are found as
     `parse` finds them (`_quotes`): an apostrophe (`'90s and '00s`) quotes nothing; the
     text around a flag is kept as typed."""
+    text = _ME_GLUED.sub(lambda glued: f" {glued.group()} ", text)
     inside, _ = _quotes(text)
     flags = [
         word
