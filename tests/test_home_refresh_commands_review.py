@@ -1,7 +1,11 @@
 """Review of e9c3088 (a `/papers` change re-publishes the asker's Slack Home): what its
 tests left unchecked. The answer never waits for the Home: with the refresh stuck in
 Slack (users.info never answers), the command's acknowledgement still carries its answer
-(over HTTP and Socket Mode), and the Home follows once Slack answers."""
+(over HTTP and Socket Mode), and the Home follows once Slack answers. And `--me` is read
+once, by the grammar: the digest `services.changed` is told is the one the command changed
+(the row in the database), however `--me` was typed (`—me`, `--ME`, last) or quoted (then
+it is text), in Slack and in Discord's options; a command that changed nothing tells
+nobody and publishes no Home."""
 
 from __future__ import annotations
 
@@ -12,12 +16,19 @@ from urllib.parse import parse_qsl
 
 import pytest
 
+from bot.discordbot.client import PaperboyClient
 from bot.slack import home
+from db import open_db
 from digests.topics import Catalog
+from tests.discord_helpers import CHANNEL as DISCORD_CHANNEL
+from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
+from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.slack_helpers import HttpClient, make_services, slash_body, socket_mode
 from tests.test_home_refresh_commands import (
+    CHANNEL,
     ME,
+    TEAM,
     command,
     http,  # noqa: F401  (the fixture)
     open_home,
@@ -100,3 +111,58 @@ async def test_the_answer_does_not_wait_for_the_home_over_socket_mode(
         release.set()
         assert await eventually(lambda: len(views_of(fake_slack, ME)) == 2)
         await settled()
+
+
+MANAGER = "U0009"  # the fixture's only manager: may change C0001 too
+THEIRS = f"slack:{TEAM}/@{MANAGER}"
+
+
+def changed_digests(db_path: Path) -> set[str]:
+    """The digests a test's command wrote to: a subscription or a channel row."""
+    db = open_db(db_path)
+    rows = db.execute("select channel from subscriptions where removed_at is null").fetchall()
+    rows += db.execute("select id from channels").fetchall()
+    return {str(row[0]) for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("subscribe —me rlhf", THEIRS),  # an em dash: autocorrect's `--`
+        ("/papers subscribe –me rlhf", THEIRS),  # an en dash, with the command's name
+        ("subscribe rlhf --ME", THEIRS),  # last, in capitals
+        ("subscribe --me 'diffusion policy'", THEIRS),
+        ("backlog --me on", THEIRS),
+        ("subscribe 'rlhf --me'", CHANNEL),  # quoted: text, the channel follows it
+        ("backlog on", CHANNEL),
+        ('subscribe "--me"', None),  # quoted alone: a topic with no word, refused
+        ("feedback reset --me rlhf", None),  # nothing to reset
+    ],
+)
+async def test_the_digest_told_is_the_one_the_command_changed(
+    http: HttpClient,  # noqa: F811
+    fake_slack: FakeSlack,
+    text: str,
+    where: str | None,
+) -> None:
+    told: list[str] = []
+    http.services.listeners.append(told.append)
+    await open_home(http, fake_slack, MANAGER)
+    await command(http, fake_slack, text, user=MANAGER)
+    await settled(http)
+    assert changed_digests(http.services.db_path) == ({where} if where else set())
+    assert told == ([where] if where else [])
+    assert len(views_of(fake_slack, MANAGER)) == (2 if where else 1)
+
+
+async def test_discord_a_me_typed_into_a_topic_is_text_and_the_channel_is_told(
+    bot: PaperboyClient, fake_discord: FakeDiscord
+) -> None:
+    """Discord's `me` is an option; `--me` typed into the topic is the topic's text
+    (`_quoted`), so a manager's channel follows it and the channel is told."""
+    told: list[str] = []
+    bot.services.listeners.append(told.append)
+    typed = interaction("subscribe", {"topic": "rlhf --me"}, permissions=MANAGE_CHANNELS)
+    await dispatch(bot, fake_discord, typed)
+    assert told == [DISCORD_CHANNEL]
+    assert changed_digests(bot.services.db_path) == {DISCORD_CHANNEL}
