@@ -148,3 +148,27 @@ def test_me_inside_quotes_stays_text(services: Services) -> None:
     reply = handle('subscribe "robots --me"', services.context(CHANNEL, "@alice", ALICE_KEY))
     assert not reply.error, reply.text
     assert _followed(services, CHANNEL) == ["robots --me"]
+
+
+# --- quotes of other keyboards ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "subscribe ‚diffusion policy‘",
+        "subscribe ‹diffusion policy›",
+        "subscribe ＂diffusion policy＂",
+    ],
+)
+def test_german_single_guillemet_and_full_width_quotes_pair(services: Services, text: str) -> None:
+    """They were text: the channel followed "‚diffusion policy'" (with its marks)."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error, reply.text
+    assert _followed(services, CHANNEL) == ["diffusion policy"]
+
+
+def test_a_full_width_quote_left_open_is_refused(services: Services) -> None:
+    reply = handle("subscribe ＂diffusion policy", services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
+    _untouched(services)

@@ -17,9 +17,16 @@ log = logging.getLogger(__name__)
 COMMAND = "/papers"
 ME_FLAG = "--me"
 MAX_INPUT = 2000
+# Typed quotes as plain ones, one character for one: English and German double and
+# single quotes (`„…“`, `‚…‘`), guillemets (`«…»`, `‹…›`) and the full-width `＂` of
+# Chinese and Japanese keyboards; left as they were, `subscribe ‚diffusion policy‘`
+# followed "‚diffusion policy'" and `subscribe ＂diffusion policy` was never refused.
 _SMART_QUOTES = str.maketrans(
-    {"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'"}
-)
+    {
+        "“": '"', "”": '"', "„": '"', "‟": '"', "«": '"', "»": '"', "＂": '"',
+        "‘": "'", "’": "'", "‚": "'", "‛": "'", "‹": "'", "›": "'", "＇": "'",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
