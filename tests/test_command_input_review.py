@@ -172,3 +172,23 @@ def test_a_full_width_quote_left_open_is_refused(services: Services) -> None:
     reply = handle("subscribe ＂diffusion policy", services.context(CHANNEL, "@alice", ALICE_KEY))
     assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
     _untouched(services)
+
+
+# --- quotes around nothing ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needs"),
+    [
+        ('find " "', "`find` needs query"),
+        ("find ‘ ’", "`find` needs query"),
+        ('unsubscribe " "', "`unsubscribe` needs topic"),
+        ('subscribe "  "', "`subscribe` needs topic"),
+    ],
+)
+def test_quotes_around_only_spaces_are_no_text(services: Services, text: str, needs: str) -> None:
+    """They were an empty text: `find " "` answered 'No papers match “”', `unsubscribe " "`
+    'This channel does not follow ``' (an empty code span in Slack)."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert reply.error and reply.text.startswith(needs), reply.text
+    _untouched(services)

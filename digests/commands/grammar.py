@@ -354,9 +354,10 @@ def parse(text: str, personal: bool = False) -> Command:
             rest = remainder.strip()
         # A `'` that never closes is an apostrophe (`'90s hip hop`): the text as typed.
         quoted = rest[:1] in ('"', "'") and _closing(rest, 0) is not None
-        value = _unquoted(rest) if quoted else rest
+        # Quotes around nothing but spaces (`find " "`) give nothing: the verb asks for it.
+        value = " ".join((_unquoted(rest) if quoted else rest).split())
         if value:
-            args[verb.params[-1].name] = " ".join(value.split())
+            args[verb.params[-1].name] = value
     else:
         positional = list(verb.params)
         words = _split(rest)
