@@ -192,3 +192,21 @@ def test_quotes_around_only_spaces_are_no_text(services: Services, text: str, ne
     reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
     assert reply.error and reply.text.startswith(needs), reply.text
     _untouched(services)
+
+
+# --- the "put it in quotes" hint reads back --------------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "topic"), [("vinyl", "vinyl"), ('12"', '12"')])
+def test_the_free_text_hint_is_a_command_that_works(
+    services: Services, typed: str, topic: str
+) -> None:
+    """For `subscribe 12"` the hint was `/papers subscribe "12""`, refused as typed
+    ("A quote is not closed")."""
+    unknown = handle(f"subscribe {typed}", services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert unknown.error and unknown.text.startswith("I don't know the topic"), unknown.text
+    [hint] = [line for line in unknown.lines if "put it in quotes" in line]
+    suggested = hint.split("`")[1]
+    reply = handle(suggested, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error, (suggested, reply.text)
+    assert _followed(services, CHANNEL) == [topic]

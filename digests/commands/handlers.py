@@ -338,7 +338,8 @@ def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
         return error(
             f"I don't know the topic `{text[:40]}`.",
             hint,
-            f'To follow free text instead, put it in quotes: `{COMMAND} subscribe "{text[:40]}"`.',
+            f"To follow free text instead, put it in quotes: "
+            f"`{COMMAND} subscribe {_in_quotes(text[:40])}`.",
         )
     if len(text) > MAX_FREE_TEXT:
         return error(f"That topic is too long ({len(text)} characters; {MAX_FREE_TEXT} at most).")
@@ -353,6 +354,12 @@ def _resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
             f'Example: `{COMMAND} subscribe "diffusion policy"`.',
         )
     return custom_topic(text, ctx.catalog)
+
+
+def _in_quotes(text: str) -> str:
+    """Free text in quotes the grammar reads back whole: `"…"`, or `'…'` around a text
+    with a `"` (`5"`): `"5""` leaves a quote open and is refused."""
+    return f"'{text}'" if '"' in text else f'"{text}"'
 
 
 def _schedule_line(schedule: Schedule, now: datetime) -> str:
