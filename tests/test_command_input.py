@@ -87,7 +87,6 @@ async def slash(http: Any, fake: FakeSlack, text: str, *, channel: str, name: st
         'subscribe --me "diffusion policy',
         'subscribe "offline-rl" "diffusion',  # one pair closed, the next one not
         'unsubscribe "diffusion policy',
-        'find "diffusion policy',
         'similar "p380c62ca5bf30379',
         'why "p380c62ca5bf30379',
         'why --me "p380c62ca5bf30379',

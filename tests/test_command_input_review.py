@@ -78,7 +78,11 @@ def test_me_reads_apostrophes_as_the_channel_command_does(services: Services) ->
 
 
 def test_a_double_quote_left_open_is_still_refused(services: Services) -> None:
-    for text in ("find 'til \"dawn", 'subscribe --me "diffusion policy', "subscribe «diffusion"):
+    for text in (
+        "subscribe 'til \"dawn",
+        'subscribe --me "diffusion policy',
+        "subscribe «diffusion",
+    ):
         reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
         assert reply.error and reply.text.startswith("A quote is not closed"), reply.text
         assert 'close it with `"`' in reply.text
@@ -210,3 +214,18 @@ def test_the_free_text_hint_is_a_command_that_works(
     reply = handle(suggested, services.context(CHANNEL, "@alice", ALICE_KEY))
     assert not reply.error, (suggested, reply.text)
     assert _followed(services, CHANNEL) == [topic]
+
+
+# --- find: any text is a query ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ['find "Attention Is All You Need', 'find The "Bitter Lesson', "find “offline rl"]
+)
+def test_find_searches_a_text_with_a_quote_left_open(services: Services, text: str) -> None:
+    """A title pasted in part is real text, and a search stores nothing: there is no guess
+    to refuse (it was "A quote is not closed"). Commands that change something still
+    refuse it (tests/test_command_input.py)."""
+    reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
+    assert not reply.error and "quote is not closed" not in reply.text, reply.text
+    _untouched(services)

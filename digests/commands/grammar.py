@@ -35,6 +35,9 @@ class Param:
     help: str
     required: bool = True
     rest: bool = False  # takes all the remaining text
+    # A search query: any text is one, a quote left open too (`find The "Bitter Lesson`,
+    # a title pasted in part); nothing is stored, so there is no guess to refuse.
+    query: bool = False
     choices: tuple[str, ...] = ()
     # This word makes a `changes` verb a change: without it the verb only reads
     # (`feedback` shows, `feedback reset` clears; see `Command.changes`).
@@ -85,7 +88,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("help", "Show the commands, or how to use one.",
          (Param("command", "A command to explain", required=False),), "help subscribe"),
     Verb("find", "Find papers by words, a method name or an acronym.",
-         (Param("query", "Words to look for, e.g. diffusion policy", rest=True),),
+         (Param("query", "Words to look for, e.g. diffusion policy", rest=True, query=True),),
          "find diffusion policy", slow=True),
     Verb("show", "Show one paper: title, venue, TL;DR, abstract and links.",
          (Param("id", "A paper id from find or a digest, e.g. p380c62ca5bf30379"),),
@@ -322,7 +325,8 @@ def parse(text: str, personal: bool = False) -> Command:
             suggestion=close[0] if close else None,
         )
     rest = rest.strip()
-    if (quote := unclosed_quote(text)) is not None:
+    searches = bool(verb.params) and verb.params[-1].query
+    if (quote := unclosed_quote(text)) is not None and not searches:
         shown = " ".join(typed.replace("`", "'").split())
         shown = shown if len(shown) <= 60 else shown[:59] + "…"
         raise ParseError(
