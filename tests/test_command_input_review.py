@@ -229,3 +229,19 @@ def test_find_searches_a_text_with_a_quote_left_open(services: Services, text: s
     reply = handle(text, services.context(CHANNEL, "@alice", ALICE_KEY))
     assert not reply.error and "quote is not closed" not in reply.text, reply.text
     _untouched(services)
+
+
+async def test_discord_a_topic_option_ending_in_me_is_the_value_not_the_flag(
+    bot: Any, fake_discord: Any
+) -> None:
+    """`robots'--me` typed into `topic` reached the grammar unquoted, which reads `--me`
+    against a quote as the flag: Alice's own digest would follow "robots'"."""
+    await dispatch(
+        bot,
+        fake_discord,
+        interaction("subscribe", {"topic": "robots'--me"}, permissions=MANAGE_CHANNELS),
+    )
+    [callback] = fake_discord.callbacks()
+    assert "subscribed this channel to" in callback["data"]["content"], callback
+    rows = active_subscriptions(open_db(bot.services.db_path), DISCORD_CHANNEL)
+    assert [row["custom_text"] for row in rows] == ["robots'--me"]

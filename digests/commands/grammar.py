@@ -284,7 +284,8 @@ def field_text(value: str) -> str:
     around = len(plain) > 1 and plain[0] in "\"'" and _closing(plain, 0) == len(plain) - 1
     if around:
         value, plain = value[1:-1].strip(), plain[1:-1].strip()
-    if around or any(char.isspace() for char in value) or '"' in plain or is_me_flag(value):
+    # A `--me` the grammar would read in it (`--me`, `'--me`: `_take_me`) is the value's.
+    if around or any(char.isspace() for char in value) or '"' in plain or _take_me(plain)[1]:
         return '"' + "".join("'" if char == '"' else char for char in plain) + '"'
     return value
 
