@@ -22,6 +22,7 @@ from bot.services import Services
 from db.channels import active_subscriptions
 from db.connection import open_db
 from digests.commands import handle
+from digests.commands.grammar import _closing, _quotes
 from tests.discord_helpers import CHANNEL as DISCORD_CHANNEL
 from tests.discord_helpers import MANAGE_CHANNELS, dispatch, interaction
 from tests.test_command_input import ALICE, ALICE_KEY, CHANNEL, _untouched, services
@@ -245,3 +246,34 @@ async def test_discord_a_topic_option_ending_in_me_is_the_value_not_the_flag(
     assert "subscribed this channel to" in callback["data"]["content"], callback
     rows = active_subscriptions(open_db(bot.services.db_path), DISCORD_CHANNEL)
     assert [row["custom_text"] for row in rows] == ["robots'--me"]
+
+
+# --- quote finding stays linear ----------------------------------------------------------------
+
+
+def _quotes_by_scanning(text: str) -> tuple[list[tuple[int, int]], str | None]:
+    """`grammar._quotes` as first written: a scan from each opening quote."""
+    closed: list[tuple[int, int]] = []
+    at = 0
+    while at < len(text):
+        if text[at] in "\"'" and (at == 0 or not text[at - 1].isalnum()):
+            end = _closing(text, at)
+            if end is not None:
+                closed.append((at, end))
+                at = end + 1
+                continue
+            if text[at] == '"':
+                return closed, '"'
+        at += 1
+    return closed, None
+
+
+def test_quotes_found_by_lookup_match_the_scan() -> None:
+    """`_quotes` looks closing quotes up (2,000 characters of `'a ` took 76 ms scanned,
+    1.6 ms looked up): same answers on every short text of these characters."""
+    alphabet = "a '\"-"
+    texts = [""]
+    for _ in range(7):
+        texts = [text + char for text in texts for char in alphabet] + texts[:1]
+    for text in set(texts):
+        assert _quotes(text) == _quotes_by_scanning(text), text

@@ -4,6 +4,7 @@ the Discord command group are all built from `VERBS`.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import logging
 import re
@@ -242,10 +243,22 @@ def _quotes(text: str) -> tuple[list[tuple[int, int]], str | None]:
     `rock 'n roll` (and macOS's `‘90s`) mean just that; only a `"` (`“`, `„`, `«`) left
     open is surely a quote."""
     closed: list[tuple[int, int]] = []
+    # Where each quote can close (`_closing`'s rule), looked up instead of scanned for:
+    # scanning from each `'` that never closes took 76 ms for 2,000 characters of `'a `.
+    closers = {
+        quote: [
+            at
+            for at, char in enumerate(text)
+            if char == quote and (quote == '"' or at + 1 == len(text) or not text[at + 1].isalnum())
+        ]
+        for quote in "\"'"
+    }
     at = 0
     while at < len(text):
         if text[at] in "\"'" and (at == 0 or not text[at - 1].isalnum()):
-            end = _closing(text, at)
+            after = closers[text[at]]
+            found = bisect.bisect_right(after, at)
+            end = after[found] if found < len(after) else None
             if end is not None:
                 closed.append((at, end))
                 at = end + 1
