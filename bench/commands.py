@@ -264,9 +264,12 @@ async def load(
     from bot.slack.endpoint import SlackEndpoint
     from bot.slack.http import HttpServer, http_limits
 
+    # A Slack channel id is capitals and digits: a lower-case one is refused ("is not a
+    # channel"), and every loaded subscribe timed that refusal until 2026-11-30.
+    prefix = f"C{policy.upper()}{next(RUNS)}"
     client = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.commands", "--client", str(args.requests),
-        str(args.concurrency), ",".join(topics), args.kinds, f"C{policy}{next(RUNS)}", args.mode,
+        str(args.concurrency), ",".join(topics), args.kinds, prefix, args.mode,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
     )  # fmt: skip
     assert client.stdout is not None and client.stdin is not None
@@ -299,6 +302,20 @@ async def load(
         await endpoint.close()
     result: dict[str, Any] = json.loads(out)
     summary = summarise(result)
+    # Every loaded subscribe must have stored its subscription (its channel is new): an
+    # answer that is a refusal is not a fast subscribe.
+    made = commands(args.requests, topics, "", tuple(args.kinds.split(",")))
+    wanted = sum(kind == "subscribe" for kind, _, _ in made)
+    stored = (
+        services.db()
+        .execute(
+            "select count(*) from subscriptions where channel like ?", [f"slack:T0001/{prefix}L%"]
+        )
+        .fetchone()[0]
+    )
+    summary["subscribes_stored"] = f"{stored} of {wanted}"
+    if stored != wanted:
+        summary["errors"]["subscribes not stored"] = wanted - stored
     summary["seconds"] = round(result["seconds"], 2)
     summary["commands_run"] = endpoint.commands_run - WARMUP
     # CPU per request, of the server (this process) and of the client (the other one,
