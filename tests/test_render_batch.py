@@ -266,3 +266,24 @@ async def test_a_batch_in_a_worker_thread_is_that_threads_own(
     assert seen_a == scope_a and seen_b == scope_b and scope_a != scope_b
     assert view._scope.get() is None
     assert text_a == rendered(channel_digests) and text_b == rendered(recorded(channel_digests))
+
+
+@pytest.mark.parametrize("text", ["find alpha dpo", "find diffusion policy", "help", "topics"])
+def test_a_command_replys_plain_slack_blocks_are_slack_sdks_own(
+    seeded_db: Any, settings: Any, catalog: Any, text: str
+) -> None:
+    """A reply's blocks are plain dicts (no per-block slack_sdk validation): each is
+    exactly what slack_sdk makes of it, bytes included, and valid."""
+    from slack_sdk.models.blocks import Block
+
+    from digests.commands import Context, handle
+    from tests.conftest import NOW
+
+    reply = handle(text, Context(seeded_db, "slack:T0001/C0001", "alice", NOW, settings, catalog))
+    blocks = [block for m in slack_render.reply_messages(reply) for block in m.blocks]
+    assert blocks
+    for block in blocks:
+        parsed = Block.parse(block)
+        assert parsed is not None
+        parsed.validate_json()
+        assert json.dumps(parsed.to_dict()) == json.dumps(block)

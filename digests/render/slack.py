@@ -1,4 +1,7 @@
-"""Slack Block Kit for digests, built through `slack_sdk.models` so the SDK validates it.
+"""Slack Block Kit for digests and command replies, as plain dicts that equal what
+`slack_sdk.models`' blocks make (`section_block`, `context_block`, `header_block`: the
+tests compare them with slack_sdk's `to_dict`, and the render tests parse every message
+with slack_sdk); texts are clamped to Slack's limits here, and none is empty.
 
 A long digest becomes several messages of at most 50 blocks and at most
 `limits.SLACK_MESSAGE_TEXT` characters of text in all (Slack refuses a message whose
@@ -19,13 +22,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-
-from slack_sdk.models.blocks import (
-    Block,
-    ContextBlock,
-    MarkdownTextObject,
-    SectionBlock,
-)
 
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
 from digests.commands.replies import Reply
@@ -132,16 +128,14 @@ def _actions(
     return {"type": "actions", "block_id": item_block_id(paper_id, counts), "elements": elements}
 
 
-def paper_section(paper: PaperView) -> SectionBlock:
+def paper_section(paper: PaperView) -> dict[str, Any]:
+    """A paper's section block, as slack_sdk's `to_dict` makes it (`section_block`): its
+    text is never empty (the title's line) and clamped to Slack's limit."""
     link = slack_link(paper.url, paper.raw_title) if paper.url else paper.title  # url: safe_url
     links = " · ".join(slack_link(url, label) for label, url in paper.links)
     # The TL;DR comes last: a section clamped to Slack's limit loses only its end.
     text = render("slack/item.mrkdwn.j2", paper=paper, link=link, links=links)
-    return SectionBlock(text=MarkdownTextObject(text=clamp(text, limits.SLACK_SECTION_TEXT)))
-
-
-def _section_dict(paper: PaperView) -> dict[str, Any]:
-    return paper_section(paper).to_dict()
+    return section_block(clamp(text, limits.SLACK_SECTION_TEXT))
 
 
 # A stand-in for an item's reference in its remembered buttons block: never in a paper
@@ -166,7 +160,7 @@ class _ItemParts(NamedTuple):
 
 
 def _item_parts(paper: PaperView) -> _ItemParts:
-    section = _section_dict(paper)
+    section = paper_section(paper)
     actions = _actions(_REF_MARK, paper.id, paper.links)
     cut = tuple(encoded(actions).split(_REF_MARK_JSON))
     return _ItemParts(
@@ -212,11 +206,6 @@ DIVIDER: dict[str, Any] = {"type": "divider"}
 _DIVIDER_JSON = encoded(DIVIDER)
 
 
-def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
-    # to_dict() runs slack_sdk's validation (lengths, required fields) on every block.
-    return [block.to_dict() for block in blocks]
-
-
 def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]:
     """The Slack messages for a digest; [] for an empty week when `empty` is "skip"."""
     if digest.empty and empty == "skip":
@@ -224,9 +213,9 @@ def digest_messages(digest: Digest, empty: str = "notice") -> list[SlackMessage]
     view = digest_view(digest, slack_escape)
     if digest.empty:  # one short line
         line = render("slack/empty.mrkdwn.j2", view=view)
-        block = SectionBlock(text=MarkdownTextObject(text=clamp(line, limits.SLACK_SECTION_TEXT)))
+        block = section_block(clamp(line, limits.SLACK_SECTION_TEXT))
         text = clamp(render("slack/fallback.txt.j2", view=view, part=1), limits.SLACK_FALLBACK_TEXT)
-        return [SlackMessage(text, _dicts([block]))]
+        return [SlackMessage(text, [block])]
     header = clamp(render("slack/header.txt.j2", view=view), limits.SLACK_HEADER_TEXT)
     intro = clamp(render("slack/intro.mrkdwn.j2", view=view), limits.SLACK_SECTION_TEXT)
     ending = clamp(render("slack/footer.mrkdwn.j2", view=view), limits.SLACK_SECTION_TEXT)
@@ -342,7 +331,7 @@ def _pack(
     return groups
 
 
-def _text_sections(text: str) -> list[Block]:
+def _text_sections(text: str) -> list[dict[str, Any]]:
     """Sections of at most 3,000 characters, split at line breaks."""
     chunks: list[str] = []
     for line in text.split("\n"):
@@ -350,20 +339,22 @@ def _text_sections(text: str) -> list[Block]:
             chunks[-1] += "\n" + line
         else:
             chunks.append(clamp(line, limits.SLACK_SECTION_TEXT))
-    return [SectionBlock(text=MarkdownTextObject(text=chunk)) for chunk in chunks if chunk.strip()]
+    return [section_block(chunk) for chunk in chunks if chunk.strip()]
 
 
 def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
     """A command's reply as Slack messages (usually one), packed as a digest's are
     (`_pack`): a paper's section stays with its id line."""
     head = "\n".join(with_code(line, slack_escape, slack_escape) for line in reply.body_lines)
-    units = [_unit(_dicts([block])) for block in _text_sections(head)]
+    # Plain dicts (`section_block`, `context_block`), not slack_sdk blocks validated one by
+    # one: that validation was a third of rendering a `find` answer, and its texts are
+    # never empty and clamped here.
+    units = [_unit([block]) for block in _text_sections(head)]
     for result in reply.papers:
         view = paper_view(result, (), slack_escape)  # a lookup result: no archive mark
-        id_line = ContextBlock(elements=[MarkdownTextObject(text=f"id `{view.id}`")])
-        units.append(_unit(_dicts([paper_section(view), id_line])))
+        units.append(_unit([paper_section(view), context_block(f"id `{view.id}`")]))
     if reply.detail:
-        units += [_unit(_dicts([block])) for block in _text_sections(slack_escape(reply.detail))]
+        units += [_unit([block]) for block in _text_sections(slack_escape(reply.detail))]
     fallback = clamp(slack_escape(reply.text), limits.SLACK_FALLBACK_TEXT)
     messages = [
         SlackMessage(fallback, [block for unit in group for block in unit.blocks])
