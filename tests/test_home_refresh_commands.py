@@ -33,7 +33,13 @@ from tests.slack_helpers import (
     socket_mode,
     start_http,
 )
-from tests.test_slack_home_events import home_opened, post_event, publishes, view_of
+from tests.test_slack_home_events import (
+    home_opened,
+    home_opened_envelope,
+    post_event,
+    publishes,
+    view_of,
+)
 from tests.waiting import eventually
 
 TEAM, ME, OTHER = "T0001", "U0001", "U0002"
@@ -190,16 +196,7 @@ async def test_subscribe_me_over_socket_mode_republishes_the_home(
     changed: list[str] = []
     services.listeners.append(changed.append)
     async with socket_mode(services, fake_slack):
-        await fake_slack.send_envelope(
-            {
-                "envelope_id": "0b7c52a1-3f4e-4d8a-9c61-2e5f7a9d1b01",
-                "type": "events_api",
-                "accepts_response_payload": False,
-                "retry_attempt": 0,
-                "retry_reason": "",
-                "payload": home_opened(),
-            }
-        )
+        await fake_slack.send_envelope(home_opened_envelope())
         assert await eventually(lambda: views_of(fake_slack, ME))
         payload = dict(parse_qsl(slash_body("subscribe --me rlhf", fake_slack.response_url())))
         await fake_slack.send_envelope(

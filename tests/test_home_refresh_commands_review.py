@@ -35,7 +35,7 @@ from tests.test_home_refresh_commands import (
     settled,
     views_of,
 )
-from tests.test_slack_home_events import home_opened
+from tests.test_slack_home_events import home_opened_envelope
 from tests.waiting import eventually
 
 
@@ -80,16 +80,7 @@ async def test_the_answer_does_not_wait_for_the_home_over_socket_mode(
 ) -> None:
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     async with socket_mode(services, fake_slack):
-        await fake_slack.send_envelope(
-            {
-                "envelope_id": "5d1e7c2a-0b4f-4e8a-9d3c-6a2f1b7e9c01",
-                "type": "events_api",
-                "accepts_response_payload": False,
-                "retry_attempt": 0,
-                "retry_reason": "",
-                "payload": home_opened(),
-            }
-        )
+        await fake_slack.send_envelope(home_opened_envelope())
         assert await eventually(lambda: views_of(fake_slack, ME))
         await settled()
         reached, release = stuck_users_info(monkeypatch)

@@ -34,7 +34,14 @@ from tests.test_slack_actions import (
     paper_of,
     settle,
 )
-from tests.test_slack_home_events import home_opened, post_event, publishes, unsave_values, view_of
+from tests.test_slack_home_events import (
+    home_opened,
+    home_opened_envelope,
+    post_event,
+    publishes,
+    unsave_values,
+    view_of,
+)
 from tests.waiting import eventually
 
 __all__ = ["env"]  # the fixture, shared with tests/test_slack_actions.py
@@ -126,16 +133,7 @@ async def test_opening_the_home_over_socket_mode_is_remembered(
     key = f"slack:{TEAM}/{ME}"
     assert not home_store.has_opened_home(open_db(services.db_path), key)
     async with socket_mode(services, fake_slack):
-        await fake_slack.send_envelope(
-            {
-                "envelope_id": "6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d91",
-                "type": "events_api",
-                "accepts_response_payload": False,
-                "retry_attempt": 0,
-                "retry_reason": "",
-                "payload": home_opened(ME),
-            }
-        )
+        await fake_slack.send_envelope(home_opened_envelope(ME))
         assert await eventually(lambda: published_to(fake_slack, ME))
     db = open_db(services.db_path)
     assert home_store.has_opened_home(db, key)

@@ -8,6 +8,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -65,6 +66,19 @@ def home_opened(user: str = ME, tab: str = "home", team: str = TEAM) -> dict[str
         "event_id": "Ev0001HOME",
         "event_time": 1764493200,
         "authorizations": [{"team_id": team, "user_id": "UBOT", "is_bot": True}],
+    }
+
+
+def home_opened_envelope(user: str = ME, envelope_id: str = "") -> dict[str, Any]:
+    """`home_opened` as Socket Mode delivers it: an events_api envelope (a fresh id
+    unless given)."""
+    return {
+        "envelope_id": envelope_id or str(uuid.uuid4()),
+        "type": "events_api",
+        "accepts_response_payload": False,
+        "retry_attempt": 0,
+        "retry_reason": "",
+        "payload": home_opened(user),
     }
 
 
@@ -210,16 +224,8 @@ async def test_opening_the_home_tab_over_socket_mode(
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     state = set_up(services)
     async with socket_mode(services, fake_slack):
-        await fake_slack.send_envelope(
-            {
-                "envelope_id": "6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11",
-                "type": "events_api",
-                "accepts_response_payload": False,
-                "retry_attempt": 0,
-                "retry_reason": "",
-                "payload": home_opened(),
-            }
-        )
+        envelope = home_opened_envelope(envelope_id="6a9e2f4c-0d2b-4f6e-9a57-3c1f0e6b2d11")
+        await fake_slack.send_envelope(envelope)
         assert await eventually(lambda: publishes(fake_slack))
         assert await eventually(lambda: fake_slack.socket_acks)
         acks = [ack["envelope_id"] for ack in fake_slack.socket_acks]
