@@ -25,9 +25,9 @@ from digests.sources.records import (
     clean,
     find_code_url,
     split_arxiv_id,
-    utc,
     venue_from_comment,
 )
+from digests.timestamps import source_moment
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +144,10 @@ def _int(element: ET.Element | None) -> int | None:
 
 
 def _date(element: ET.Element | None) -> datetime | None:
+    # Unknown (None) if unreadable or its UTC offset is beyond ±14:00 (`source_moment`).
     text = _text(element)
     try:
-        return utc(datetime.fromisoformat(text)) if text else None
+        return source_moment(datetime.fromisoformat(text)) if text else None
     except ValueError:
         return None
 

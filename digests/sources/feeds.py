@@ -2,9 +2,10 @@
 
 Kept per entry: title, summary (HTML made plain text; feedparser already drops scripts and
 unsafe markup, and `html_to_text` drops all tags), link, authors, published and updated
-dates (UTC), tags as keywords, a DOI (`prism:doi`, `dc:identifier`, or a doi.org link), and
-the arXiv ids the entry links (its link, id or summary: arXiv's own RSS links
-`arxiv.org/abs/ID`), for cross-source matching.
+dates (UTC; one written with a UTC offset beyond ±14:00 is unknown), tags as keywords, a
+DOI (`prism:doi`, `dc:identifier`, or a doi.org link), and the arXiv ids the entry links
+(its link, id or summary: arXiv's own RSS links `arxiv.org/abs/ID`), for cross-source
+matching.
 
 feedparser is lenient: it sets `bozo` for anything from a wrong declared encoding to
 markup it had to repair. What counts here: a document that feedparser recognised as RSS
@@ -33,6 +34,7 @@ from digests.sources.records import (
     linked_arxiv_ids,
     split_arxiv_id,
 )
+from digests.timestamps import written_offset_is_real
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +73,16 @@ def parse_feed(body: bytes, *, source: str, content_type: str | None = None) -> 
 
 
 def _date(entry: Any, key: str) -> datetime | None:
+    """The entry's `published` or `updated` date in UTC; None if absent, unreadable, or
+    written with a UTC offset beyond ±14:00 (feedparser would move the date by days)."""
     # dict.get, not FeedParserDict.get: the latter maps a missing updated_parsed onto
     # published_parsed with a DeprecationWarning, and we ask for each on its own.
-    value = dict.get(entry, key)
+    value = dict.get(entry, f"{key}_parsed")
     if not isinstance(value, time.struct_time):
+        return None
+    written = dict.get(entry, key)
+    if isinstance(written, str) and not written_offset_is_real(written):
+        log.debug("feed date %r refused: its UTC offset is beyond 14 hours", written[:80])
         return None
     try:
         return datetime.fromtimestamp(calendar.timegm(value), UTC)
@@ -107,7 +115,7 @@ def _paper(entry: Any, source: str) -> FetchedPaper | None:
     # cite another paper, and a shared arXiv key would merge the two for good.
     arxiv_ids = linked_arxiv_ids(*links)
     doi = find_doi(entry.get("prism_doi"), entry.get("dc_identifier"), *links)
-    published = _date(entry, "published_parsed") or _date(entry, "updated_parsed")
+    published = _date(entry, "published") or _date(entry, "updated")
     return FetchedPaper(
         source=source,
         title=title or None,
@@ -115,7 +123,7 @@ def _paper(entry: Any, source: str) -> FetchedPaper | None:
         authors=authors,
         affiliations=[[] for _ in authors],
         published=published,
-        updated=_date(entry, "updated_parsed"),
+        updated=_date(entry, "updated"),
         url=link,
         code_url=find_code_url(summary),
         doi=doi,

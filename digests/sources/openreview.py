@@ -4,8 +4,9 @@
 Every field of a note's `content` is `{"value": ...}`. Kept: title, abstract, authors,
 keywords, the authors' `TLDR`, `venue` (the label, "ICLR 2025 Oral"; "Submitted to ...",
 withdrawn and rejected labels are no venue), `pdf` (a site path, made absolute on
-`site`), the forum link, `cdate`/`pdate`/`tmdate` (epoch milliseconds), and any arXiv id
-the note links (its `content`, abstract, or an `arxiv` field) for cross-source matching.
+`site`), the forum link, `cdate`/`pdate`/`tmdate` (epoch milliseconds; one before 1990 or
+beyond a datetime's range is no date), and any arXiv id the note links (its `content`,
+abstract, or an `arxiv` field) for cross-source matching.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from digests.sources.records import (
 )
 
 log = logging.getLogger(__name__)
+
+# No OpenReview date is older than this; a smaller timestamp is in another unit, or junk.
+_EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
 
 SITE = "https://openreview.net"
 _NOT_A_VENUE = re.compile(r"^\s*submitted to\b|withdrawn|rejected", re.I)
@@ -97,12 +101,16 @@ def _linked_arxiv(content: dict[str, Any]) -> list[str]:
 
 
 def _millis(value: Any) -> datetime | None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+    """Epoch milliseconds as a UTC datetime; None, a date unknown, if not a number or out
+    of range: before 1990 (seconds read as milliseconds land in January 1970), or beyond
+    what a datetime holds."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
         return None
     try:
-        return datetime.fromtimestamp(value / 1000, UTC)
+        moment = datetime.fromtimestamp(value / 1000, UTC)
     except (OverflowError, OSError, ValueError):
         return None
+    return moment if moment >= _EARLIEST else None
 
 
 def _paper(note: dict[str, Any], source: str, site: str) -> FetchedPaper | None:

@@ -17,7 +17,7 @@ import html
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from html.parser import HTMLParser
 
 from digests.records import PaperRecord
@@ -260,10 +260,3 @@ def html_to_text(fragment: str | None) -> str:
 def clean(text: str | None) -> str:
     """`text` without unsafe characters, with runs of white space made one space."""
     return _SPACES.sub(" ", strip_unsafe(text or "")).strip()
-
-
-def utc(moment: datetime | None) -> datetime | None:
-    """`moment` in UTC; a naive one is taken as UTC already."""
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
