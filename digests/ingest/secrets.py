@@ -19,7 +19,13 @@ from digests.ingest.errors import IngestError
 log = logging.getLogger(__name__)
 
 # Every xox?- kind: bot, user, app, refresh (xoxe-, also in `xoxe.xoxp-`), client...
-_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:xox[a-z]|xapp)-[A-Za-z0-9-]{8,}")
+# A token wrapped after one of its hyphens (a line break in a CSV field, the space a seed
+# paragraph joins its lines with) is one too when its body starts with a digit, as a
+# real one does and prose after "xoxb-" does not.
+_SLACK_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:xox[a-z]|xapp)-"
+    r"(?:[A-Za-z0-9-]{8,}|\s*+[0-9](?:[A-Za-z0-9]|-\s*+){7,})"
+)
 # Incoming-webhook URLs: whoever has one can post to the channel.
 _WEBHOOK = re.compile(
     r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,}/[A-Za-z0-9/_-]{8,}"
@@ -62,17 +68,25 @@ def _decodes_to_an_id(part: str) -> bool:
     return 15 <= len(decoded) <= 22 and decoded.isdigit()
 
 
+def _without_markup(text: str) -> str:
+    """`text` with every character of _MARKUP deleted (`text` itself if it has none)."""
+    for char in _MARKUP:  # `replace` is several times faster than `translate`
+        if char in text:
+            text = text.replace(char, "")
+    return text
+
+
 def secret_kind(line: str) -> str | None:
-    """What kind of secret `line` seems to hold ("a Slack token", ...), or None."""
-    if "x" in line:  # deleting markup adds no "x": without one, neither text has a token
-        bare = line
-        for char in _MARKUP:  # `replace` is several times faster than `translate`
-            if char in bare:
-                bare = bare.replace(char, "")
-        if "xox" in bare or "xapp" in bare:  # deleting markup keeps "xox" whole
-            for text in (line, bare):
-                if _SLACK_TOKEN.search(text):
-                    return "a Slack token"
+    """What kind of secret `line` seems to hold ("a Slack token", ...), or None.
+
+    A Slack token and a signing or client secret are also found with rendering markup
+    inside them (`xo**xb**-1...`, `8f14e45f**ceea...**`), and a Slack token wrapped after
+    a hyphen (`xoxb-` at a line's end, the rest on the next)."""
+    bare = _without_markup(line)
+    texts = (line,) if bare is line else (line, bare)
+    # Deleting markup keeps "xox" whole: without one in `bare`, neither text has a token.
+    if ("xox" in bare or "xapp" in bare) and any(_SLACK_TOKEN.search(t) for t in texts):
+        return "a Slack token"
     # Both "hooks." and "webhooks/" hold "hooks": one scan in the common case.
     if "hooks" in line and ("hooks." in line or "webhooks/" in line) and _WEBHOOK.search(line):
         return "a Slack or Discord webhook URL"
@@ -82,7 +96,7 @@ def secret_kind(line: str) -> str | None:
         if not spaced or assignment["verb"] in ("setenv", "ENV"):
             return "a credential setting (NAME=value)"
     # Cheap guards first: these patterns cost more than reading the whole line.
-    if "secret" in line.lower() and _SIGNING_SECRET.search(line):
+    if "secret" in bare.lower() and any(_SIGNING_SECRET.search(text) for text in texts):
         return "a signing or client secret"
     if _DISCORD_HINT.search(line):
         for match in _DISCORD_TOKEN.finditer(line):
