@@ -84,6 +84,13 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _flag(value: str) -> bool:
+    answer = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+    if value.strip().lower() not in answer:
+        raise ValueError("must be 1 (yes) or 0 (no)")
+    return answer[value.strip().lower()]
+
+
 def _clock(value: str) -> str:
     match = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", value.strip())
     if not match:
@@ -424,6 +431,15 @@ SETTINGS: tuple[Setting, ...] = (
         "An address sent in the User-Agent of every fetch, so arXiv can reach the operator.",
         _email,
     ),
+    Setting(
+        "fetch_allow_private_redirects",
+        "PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS",
+        False,
+        "1: a source's redirects may lead to loopback, private and other non-public "
+        "addresses (a local mirror that redirects); by default such a redirect fails the "
+        "fetch. The source's own URL may point anywhere either way.",
+        _flag,
+    ),
 )
 
 
@@ -463,6 +479,7 @@ class Settings:
     arxiv_url: str = "https://export.arxiv.org/api"
     openreview_url: str = "https://api2.openreview.net"
     contact_email: str | None = None
+    fetch_allow_private_redirects: bool = False
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

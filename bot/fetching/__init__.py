@@ -12,6 +12,8 @@ For the integrator (storage, CLI, scheduler):
         if result.complete:
             advance_cursor(result.cursor, result.etag, result.last_modified)
 
+Redirects are followed by `PoliteClient`, each hop checked by `bot.fetching.guard`: a
+hop to a non-public address or off http(s) fails (unless `allow_private_redirects`).
 Every failure is a `FetchError` (`str()` is one line naming the source): log it at
 warning/error without a traceback and go on with the next source. The resume contract
 (no duplicates, no gaps after kill -9) is in `bot.fetching.pages`. `sleep` and `clock`
@@ -31,6 +33,7 @@ from bot.fetching.arxiv import ArxivFetch
 from bot.fetching.client import Clock, FetchError, Pacer, PoliteClient, Sleep, shown_source
 from bot.fetching.config import FetchConfig
 from bot.fetching.feeds import FeedFetch
+from bot.fetching.guard import GuardedResolver
 from bot.fetching.openreview import OpenReviewFetch
 from bot.fetching.pages import (
     ARXIV_OVERLAP,
@@ -69,11 +72,19 @@ __all__ = [
 
 def open_session(config: FetchConfig) -> aiohttp.ClientSession:
     """A session for fetching (use it as `async with`): Paperboy's User-Agent, the
-    request timeout, and a small connection pool per host."""
+    request timeout, at most two connections per host, and the redirect guard: its
+    resolver checks each redirect hop's addresses (`bot.fetching.guard`). No DNS cache
+    and no connection reused, so every request to a name is looked up, checked when it
+    is a hop, and connected to at the very addresses checked."""
     return aiohttp.ClientSession(
         headers={"User-Agent": config.user_agent()},
         timeout=aiohttp.ClientTimeout(total=config.timeout),
-        connector=aiohttp.TCPConnector(limit_per_host=2),
+        connector=aiohttp.TCPConnector(
+            limit_per_host=2,
+            resolver=GuardedResolver(config.resolver),
+            use_dns_cache=False,
+            force_close=True,
+        ),
     )
 
 

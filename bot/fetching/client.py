@@ -8,10 +8,15 @@
   that `parse` rejects with a `ParseError` (a malformed page), up to `attempts` in all,
   waiting `backoff * 2**n` seconds, or the server's `Retry-After` when longer. A
   `Retry-After` beyond `max_wait` fails at once (never sleeps for hours);
+- follows redirects itself (301, 302, 303, 307, 308; at most 10; http and https only),
+  with the same headers, cap and deadline: the URL asked for may point anywhere, but a
+  hop to a loopback, private or other non-public address is refused, checked after DNS
+  resolution on the address connected to (`bot.fetching.guard`; the session must come
+  from `open_session`), unless `config.allow_private_redirects`;
 - fails at once, without retrying, on any other 4xx, on a body over `max_bytes` (every
-  answer is capped: `config.max_bytes` unless the caller sets a cap), and on
-  the `ParseError`s that say the answer will never be right (`ArxivAPIError`,
-  `NotAFeedError`).
+  answer is capped: `config.max_bytes` unless the caller sets a cap), on a refused
+  redirect, and on the `ParseError`s that say the answer will never be right
+  (`ArxivAPIError`, `NotAFeedError`).
 Every failure is a `FetchError`: one line, naming the source and the host (never the
 query string, which may hold a private feed's token). Retries log one warning line each.
 """
@@ -22,6 +27,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
@@ -29,7 +35,9 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from multidict import CIMultiDict
+from yarl import URL
 
+from bot.fetching import guard
 from bot.fetching.config import FetchConfig
 from digests.sources.errors import ArxivAPIError, NotAFeedError, ParseError
 
@@ -38,6 +46,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
+
+MAX_REDIRECTS = 10  # as aiohttp's own limit
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 class FetchError(Exception):
@@ -177,31 +188,110 @@ class PoliteClient:
         await self._space(host)
         self.requests += 1
         max_bytes = max_bytes if max_bytes is not None else self.config.max_bytes
-        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
         sent = {"User-Agent": self.config.user_agent(), **(headers or {})}
+        target, query, hops, at = URL(url), params, 0, host
         try:
-            async with self.session.get(url, params=params, headers=sent, timeout=timeout) as resp:
+            # One deadline for the whole chain of redirects, as aiohttp's own had.
+            async with asyncio.timeout(self.config.timeout):
+                while True:
+                    check = hops > 0 and not self.config.allow_private_redirects
+                    got = await self._one(target, query, sent, check, at, max_bytes)
+                    if isinstance(got, Answer):
+                        return got
+                    hops += 1
+                    if hops > MAX_REDIRECTS:
+                        raise FetchError(self.source, f"too many redirects from {host}")
+                    target = self._hop(*got, at)
+                    query, at = None, _authority(target)
+        except guard.RedirectRefused as exc:
+            raise FetchError(self.source, _refused(target, str(exc))) from None
+        except TimeoutError:
+            raise _Transient(f"{at} did not answer within {self.config.timeout:g} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            reason = str(exc.os_error) if exc.os_error else "connection failed"
+            raise _Transient(f"cannot reach {at} ({reason})") from None
+        except aiohttp.ClientError as exc:
+            detail = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
+            raise _Transient(f"connection to {at} failed ({detail})") from None
+
+    async def _one(
+        self,
+        target: URL,
+        query: Mapping[str, str | int] | None,
+        sent: Mapping[str, str],
+        check: bool,
+        at: str,
+        max_bytes: int,
+    ) -> Answer | tuple[URL, str]:
+        """One request of a chain (`check`: a hop, its addresses checked): the Answer, or
+        the URL answered and its Location for a redirect. A 5xx or 429 is retried."""
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
+        with guard.checking() if check else nullcontext() as hop:
+            async with self.session.get(
+                target, params=query, headers=sent, timeout=timeout, allow_redirects=False
+            ) as resp:
+                if hop is not None and not hop.checked and not guard.is_literal(target.raw_host):
+                    # A name connected to without the resolver's check (never with
+                    # `open_session`'s connector): refused, not trusted.
+                    raise FetchError(
+                        self.source,
+                        f"refused a redirect to {_shown_url(target)}: its address was not checked",
+                    )
+                location = resp.headers.get("Location")
+                if resp.status in _REDIRECTS and location is not None:
+                    return resp.url, location
                 if resp.status >= 500 or resp.status == 429:
                     raise _Transient(
-                        f"HTTP {resp.status} {resp.reason or ''} from {host}".rstrip(),
+                        f"HTTP {resp.status} {resp.reason or ''} from {at}".rstrip(),
                         retry_after(resp.headers.get("Retry-After"), time.time()),
                     )
                 if resp.status >= 400:
                     raise FetchError(
-                        self.source, f"HTTP {resp.status} {resp.reason or ''} from {host}".rstrip()
+                        self.source, f"HTTP {resp.status} {resp.reason or ''} from {at}".rstrip()
                     )
-                body = await _read(resp, max_bytes, self.source, host)
+                body = await _read(resp, max_bytes, self.source, at)
                 return Answer(resp.status, body, CIMultiDict(resp.headers), str(resp.url))
-        except TimeoutError:
-            raise _Transient(f"{host} did not answer within {self.config.timeout:g} s") from None
-        except aiohttp.ClientConnectorError as exc:
-            reason = str(exc.os_error) if exc.os_error else "connection failed"
-            raise _Transient(f"cannot reach {host} ({reason})") from None
-        except aiohttp.TooManyRedirects:
-            raise FetchError(self.source, f"too many redirects from {host}") from None
-        except aiohttp.ClientError as exc:
-            detail = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
-            raise _Transient(f"connection to {host} failed ({detail})") from None
+
+    def _hop(self, base: URL, location: str, at: str) -> URL:
+        """The URL a redirect from `base` to `location` leads to; FetchError when it may
+        not be followed (not http(s), no host, or an IP literal `guard` refuses)."""
+        try:
+            target = URL(location)
+        except ValueError:
+            raise FetchError(self.source, f"{at} redirected to a malformed URL") from None
+        if target.scheme not in ("http", "https", ""):
+            raise FetchError(
+                self.source,
+                f"refused a redirect from {at} to a {target.scheme[:20]}: URL "
+                "(only http and https are followed)",
+            )
+        if not target.scheme or not target.is_absolute():  # "//host/path" or "/path"
+            target = base.join(target)
+        if target.scheme not in ("http", "https") or not target.raw_host:
+            raise FetchError(self.source, f"{at} redirected to a URL without a host")
+        if not self.config.allow_private_redirects:
+            why = guard.literal_refusal(target.raw_host)
+            if why is not None:
+                raise FetchError(self.source, _refused(target, f"{target.raw_host} is {why}"))
+        return target
+
+
+def _authority(url: URL) -> str:
+    """`host[:port]` of `url`, never a user name or password."""
+    return url.host_port_subcomponent or url.raw_host or "?"
+
+
+def _shown_url(url: URL) -> str:
+    """`url` safe to show: no user name or password, the query string cut (a token)."""
+    path = url.raw_path if len(url.raw_path) <= 80 else url.raw_path[:80] + "…"
+    return f"{url.scheme}://{_authority(url)}{path}{'?…' if url.raw_query_string else ''}"
+
+
+def _refused(target: URL, reason: str) -> str:
+    return (
+        f"refused a redirect to {_shown_url(target)} ({reason}; "
+        "PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS=1 allows it)"
+    )
 
 
 async def _read(resp: aiohttp.ClientResponse, max_bytes: int, source: str, host: str) -> bytes:

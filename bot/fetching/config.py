@@ -1,14 +1,17 @@
 """What the fetchers need to know, as one value (the integrator maps settings onto it).
 
 Settings to map: `PAPERBOY_ARXIV_URL` -> `arxiv_url`, `PAPERBOY_OPENREVIEW_URL` ->
-`openreview_url`, `PAPERBOY_CONTACT_EMAIL` -> `contact_email`. The rest are defaults
-that tests shrink.
+`openreview_url`, `PAPERBOY_CONTACT_EMAIL` -> `contact_email`,
+`PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS` -> `allow_private_redirects`. The rest are
+defaults that tests shrink.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from aiohttp.abc import AbstractResolver
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,10 @@ class FetchConfig:
     empty_page_retries: int = 3  # arXiv's spurious zero-entry pages
     feed_max_bytes: int = 10 * 1024 * 1024
     max_bytes: int = 64 * 1024 * 1024  # any other answer (an OpenReview page of 1000 notes: ~5 MB)
+    # A redirect may lead to a loopback, private or other non-public address (see guard).
+    allow_private_redirects: bool = False
+    # Looks names up under the redirect check; None: aiohttp's (tests map names with it).
+    resolver: AbstractResolver | None = field(default=None, repr=False, compare=False)
 
     def user_agent(self) -> str:
         """Paperboy's User-Agent, with the operator's contact address when set."""

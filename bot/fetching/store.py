@@ -66,6 +66,7 @@ def fetch_config(settings: Any) -> FetchConfig:
         arxiv_url=settings.arxiv_url,
         openreview_url=settings.openreview_url,
         contact_email=settings.contact_email,
+        allow_private_redirects=settings.fetch_allow_private_redirects,
     )
 
 
