@@ -147,7 +147,13 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     from bot.cli import main
 
     monkeypatch.chdir(tmp_path)
-    for name in ("PAPERBOY_DB", "PAPERBOY_ARXIV_URL", "PAPERBOY_FETCH_CRON", "PAPERBOY_LOCAL_DIR"):
+    for name in (
+        "PAPERBOY_DB",
+        "PAPERBOY_ARXIV_URL",
+        "PAPERBOY_FETCH_CRON",
+        "PAPERBOY_LOCAL_DIR",
+        "PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     runner = CliRunner()
 
