@@ -14,7 +14,9 @@ their `value`. Slack signs the request, not the value: a forged value is possibl
 is checked against the user who clicked (`unsubscribe`, `unsave`): only a topic of their
 own personal digest, only a paper of their own saved list; anything else changes nothing.
 The Home is then published again, with a line saying what happened (a Home tab has no
-response_url for an ephemeral answer).
+response_url for an ephemeral answer), as a refresh (`refresh_after_click`, below): a burst
+of clicks publishes it once at once and once more, with the final state and the last
+click's line, not once a click.
 
 A Home is also kept current without being opened again (`refresh_home`): when the user's
 personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster), when they
@@ -27,8 +29,9 @@ along (it reads the database when it starts). Refreshes are paced (`RefreshPace`
 `REFRESHES_AT_ONCE` at once and `REFRESHES_PER_MINUTE` a minute, half of what Slack allows
 `views.publish` (Tier 4, "100+ per minute" per workspace), so 10,000 personal digests
 delivered together never make Slack refuse the Homes users open themselves (those are not
-paced); a backlog waits in order. After Slack refuses the app's token or its Home tab
-(`STOP_REFRESHING`: uninstalled, revoked, Home tab off), refreshes stop until a restart.
+paced); a backlog waits in order, except that a click's refresh goes before those no one
+is looking at. After Slack refuses the app's token or its Home tab (`STOP_REFRESHING`:
+uninstalled, revoked, Home tab off), refreshes stop until a restart, but a click's.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ import math
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import Executor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -428,11 +433,21 @@ STOP_REFRESHING = frozenset(
 )
 
 
+class Ticket:
+    """A refresh's place in its pace's queue (`RefreshPace.turn`). `first`: a click asked
+    for it, its user is looking at the Home; `notice`, the line the Home shows."""
+
+    def __init__(self, *, first: bool = False, notice: str | None = None) -> None:
+        self.first, self.notice = first, notice
+        self.wake = asyncio.Event()  # set when it may be this ticket's turn
+
+
 class RefreshPace:
     """When an event loop's Home refreshes may publish: `at_once` at most, their starts
-    `60 / per_minute` seconds apart at least, in the order they came. Times on
-    `monotonic`; tests pass a fake clock and a sleep that moves it. `stopped` is Slack's
-    answer (`STOP_REFRESHING`) after which no refresh calls Slack any more."""
+    `60 / per_minute` seconds apart at least, in the order they came, except that a
+    click's (`Ticket.first`) goes before every one that is not. Times on `monotonic`;
+    tests pass a fake clock and a sleep that moves it. `stopped` is Slack's answer
+    (`STOP_REFRESHING`) after which no refresh but a click's calls Slack any more."""
 
     def __init__(
         self,
@@ -443,23 +458,72 @@ class RefreshPace:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.interval = 60.0 / per_minute
+        self.at_once = at_once
         self.monotonic, self.sleep = monotonic, sleep
-        self.slots = asyncio.Semaphore(at_once)
         self.stopped: str | None = None
-        self._turns = asyncio.Lock()
+        self._running = 0
         self._next = -math.inf
+        self._first: deque[Ticket] = deque()
+        self._others: deque[Ticket] = deque()
 
-    async def turn(self) -> None:
-        """Wait until the next refresh may start (one waits at a time: the order holds)."""
-        async with self._turns:
-            wait = self._next - self.monotonic()
-            if wait > 0:
-                await self.sleep(wait)
-            self._next = max(self.monotonic(), self._next) + self.interval
+    @property
+    def waiting(self) -> int:
+        """How many refreshes wait for their turn."""
+        return len(self._first) + len(self._others)
+
+    @asynccontextmanager
+    async def turn(self, ticket: Ticket) -> AsyncIterator[None]:
+        """Wait for `ticket`'s turn, then hold one of the `at_once` places while the block
+        runs. Once stopped, a ticket not `first` goes at once, taking no place nor time:
+        it is only to give up."""
+        (self._first if ticket.first else self._others).append(ticket)
+        try:
+            while not self._gives_up(ticket):
+                if self._head() is ticket and self._running < self.at_once:
+                    wait = self._next - self.monotonic()
+                    if wait <= 0:
+                        break
+                    await self.sleep(wait)  # then look again: a click may go first now
+                    continue
+                ticket.wake.clear()
+                await ticket.wake.wait()
+        finally:
+            (self._first if ticket in self._first else self._others).remove(ticket)
+            self._poke()
+        if self._gives_up(ticket):
+            yield
+            return
+        self._running += 1
+        self._next = max(self.monotonic(), self._next) + self.interval
+        try:
+            yield
+        finally:
+            self._running -= 1
+            self._poke()
+
+    def promote(self, ticket: Ticket) -> None:
+        """A click joined `ticket`, waiting: it goes before the refreshes no one looks at."""
+        if not ticket.first:
+            ticket.first = True
+            if ticket in self._others:
+                self._others.remove(ticket)
+                self._first.append(ticket)
+            self._poke()
 
     def hold(self, seconds: float) -> None:
         """No refresh starts within `seconds` from now."""
         self._next = max(self._next, self.monotonic() + seconds)
+
+    def _gives_up(self, ticket: Ticket) -> bool:
+        return self.stopped is not None and not ticket.first
+
+    def _head(self) -> Ticket | None:
+        return self._first[0] if self._first else self._others[0] if self._others else None
+
+    def _poke(self) -> None:
+        head = self._head()
+        if head is not None:
+            head.wake.set()
 
 
 def refresh_home(
@@ -469,16 +533,51 @@ def refresh_home(
     task (for tests and a caller that wants to wait), or None when one for this user is
     already waiting to start: it reads the database when it starts, so it shows this
     change too. Must be called in the event loop. Never raises."""
+    task, started = _ask(services, client, team, user_id)
+    return task if started else None
+
+
+def refresh_after_click(
+    services: Services, client: AsyncWebClient, team: str, user_id: str, notice: str
+) -> asyncio.Task[bool]:
+    """Re-publish the Home a user clicked on, with `notice` (what the click did): the
+    refresh waiting to start for this user if there is one (it shows this click's
+    `notice` instead of an earlier one's, and goes before refreshes no one looks at), else
+    a new one, paced as every refresh is (a burst of clicks publishes once at once, then
+    once with the final state). No recorded opening is needed: they clicked on their Home.
+    The task, True if Slack took the Home. Must be called in the event loop."""
+    task, _ = _ask(services, client, team, user_id, notice)
+    return task
+
+
+def _ask(
+    services: Services,
+    client: AsyncWebClient,
+    team: str,
+    user_id: str,
+    notice: str | None = None,
+) -> tuple[asyncio.Task[bool], bool]:
+    """(The refresh that will show this change, True if it was started for it.) A
+    `notice` is a click's."""
     loop = asyncio.get_running_loop()
     key = (loop, team, user_id)
     waiting = _refreshes.get(key)
-    if waiting is not None and not waiting.done():
-        return None
-    task = loop.create_task(_refresh(services, client, team, user_id, key))
-    _refreshes[key] = task
+    if waiting is not None and not waiting[0].done():
+        task, ticket = waiting
+        if notice is not None:
+            ticket.notice = notice
+            _pace(loop).promote(ticket)
+        return task, False
+    ticket = Ticket(first=notice is not None, notice=notice)
+    task = loop.create_task(_refresh(services, client, team, user_id, key, ticket))
+    _refreshes[key] = (task, ticket)
     _running.add(task)
     task.add_done_callback(_running.discard)
-    return task
+    return task, True
+
+
+def _pace(loop: asyncio.AbstractEventLoop) -> RefreshPace:
+    return _pacing.get(loop) or _pacing.setdefault(loop, RefreshPace())
 
 
 async def _refresh(
@@ -487,38 +586,43 @@ async def _refresh(
     team: str,
     user_id: str,
     key: tuple[asyncio.AbstractEventLoop, str, str],
+    ticket: Ticket,
 ) -> bool:
     try:
-        try:
-            opened = await services.in_thread(_opened, services, team, user_id)
-        except Exception as exc:  # a refresh is never worth a traceback
-            log.warning("could not tell if %s has a Home: %s", user_id[:40], type(exc).__name__)
-            return False
-        if not opened:
-            return False
-        pace = _pacing.get(key[0]) or _pacing.setdefault(key[0], RefreshPace())
-        async with pace.slots:
-            if pace.stopped is None:
-                await pace.turn()
+        if not ticket.first:
+            try:
+                opened = await services.in_thread(_opened, services, team, user_id)
+            except Exception as exc:  # a refresh is never worth a traceback
+                log.warning("could not tell if %s has a Home: %s", user_id[:40], type(exc).__name__)
+                opened = False
+            if not opened and not ticket.first:  # a click may have joined meanwhile
+                return False
+        pace = _pace(key[0])
+        async with pace.turn(ticket):
             # From here on a change needs a new refresh: this one may have read before it.
-            if _refreshes.get(key) is asyncio.current_task():
-                del _refreshes[key]
-            if pace.stopped is not None:
+            _forget(key)
+            if pace.stopped is not None and not ticket.first:
                 return False  # said once, when it stopped
-            failure = await _publish_in_order(services, client, team, user_id, None)
+            failure = await _publish_in_order(services, client, team, user_id, ticket.notice)
             if failure == "ratelimited":
                 pace.hold(RATE_LIMITED_PAUSE)
             if failure in STOP_REFRESHING and pace.stopped is None:
                 pace.stopped = failure
                 log.warning(
                     "Home refreshes stop until a restart: Slack answered %s (the app's "
-                    "token or Home tab); Homes opened by users are still published",
+                    "token or Home tab); Homes opened or clicked by users are still published",
                     failure,
                 )
             return failure is None
     finally:
-        if _refreshes.get(key) is asyncio.current_task():
-            del _refreshes[key]
+        _forget(key)
+
+
+def _forget(key: tuple[asyncio.AbstractEventLoop, str, str]) -> None:
+    """The current task no longer waits to start: a later change needs a new refresh."""
+    waiting = _refreshes.get(key)
+    if waiting is not None and waiting[0] is asyncio.current_task():
+        del _refreshes[key]
 
 
 def _opened(services: Services, team: str, user_id: str) -> bool:
@@ -529,9 +633,9 @@ def _opened(services: Services, team: str, user_id: str) -> bool:
     return home_store.has_opened_home(services.db(), key)
 
 
-# The refresh waiting to start for each (event loop, team, user); the refreshes running
-# (a task needs a reference while it runs); one pace per event loop.
-_refreshes: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Task[bool]] = {}
+# The refresh waiting to start for each (event loop, team, user), with its ticket; the
+# refreshes running (a task needs a reference while it runs); one pace per event loop.
+_refreshes: dict[tuple[asyncio.AbstractEventLoop, str, str], tuple[asyncio.Task[bool], Ticket]] = {}
 _running: set[asyncio.Task[bool]] = set()
 _pacing: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, RefreshPace] = (
     weakref.WeakKeyDictionary()
@@ -713,7 +817,9 @@ async def handle_home_action(
         outcome = Outcome("Sorry, something went wrong on my side; nothing changed.", False)
     if outcome.changed and action_id == HOME_UNSUBSCRIBE:
         services.changed(personal_channel_of(team, user_id))  # the scheduler re-reads it
-    await publish_home(services, client, team, user_id, notice=outcome.text)
+    # Waited on, so the endpoint's stop gives the publish its grace; shared with the
+    # user's other clicks waiting for it.
+    await refresh_after_click(services, client, team, user_id, outcome.text)
 
 
 def _unsubscribe(services: Services, team: str, user_id: str, value: str) -> Outcome:
