@@ -1,5 +1,5 @@
 """Channels, their schedule (cadence, weekday, time, timezone), backlog and paused state,
-and their subscriptions."""
+and their subscriptions: one active row per channel and topic, and a bounded history."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import logging
 from typing import Any
 
 from sqlite_utils import Database
+
+from db.home import names_matched_before
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ def active_subscriptions(db: Database, channel: str) -> list[Row]:
 def add_subscription(
     db: Database, channel: str, topic_id: str, custom_text: str | None, by: str, now: str
 ) -> Row:
+    """Subscribe the channel to the topic (a new row: who and when are this subscription's)
+    and keep the topic's history bounded (`_prune_history`); the active row."""
     db.table("subscriptions").insert(
         {
             "channel": channel,
@@ -97,6 +101,7 @@ def add_subscription(
             "created_at": now,
         }
     )
+    _prune_history(db, channel, topic_id)
     rows = list(
         db.query(
             "select * from subscriptions where channel = ? and topic_id = ? and removed_at is null",
@@ -106,8 +111,25 @@ def add_subscription(
     return rows[0]
 
 
+def _prune_history(db: Database, channel: str, topic_id: str) -> None:
+    """Delete the channel's removed rows for the topic but the first (who first subscribed
+    it), the latest (who last unsubscribed it), and those a Home still reads managers'
+    display names from (`db.home.names_matched_before`): each subscribe after an
+    unsubscribe adds a row, and nothing reads the ones between."""
+    before = names_matched_before(db, channel)
+    db.execute(
+        "delete from subscriptions where channel = ? and topic_id = ? "
+        "and removed_at is not null and created_at >= ? and removed_at >= ? "
+        "and id > (select min(id) from subscriptions where channel = ? and topic_id = ?) "
+        "and id < (select max(id) from subscriptions where channel = ? and topic_id = ? "
+        "and removed_at is not null)",
+        [channel, topic_id, before, before, channel, topic_id, channel, topic_id],
+    )
+
+
 def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -> None:
-    """Mark a subscription removed; the row stays, so who did what and when is kept."""
+    """Mark a subscription removed; the row stays, so who did what and when is kept (until
+    a later subscribe to the topic prunes the rows between the first and the latest)."""
     db.execute(
         "update subscriptions set removed_by = ?, removed_at = ? "
         "where id = ? and removed_at is null",

@@ -68,6 +68,17 @@ def recorded_channels(db: Database, user_key: str) -> list[str]:
     return [str(key)[len(prefix) :] for (key,) in rows]
 
 
+def names_matched_before(db: Database, channel: str) -> str:
+    """The time before which `managed_channels` matches this channel's subscription rows
+    by display name: the first recorded manager's, in a Slack channel (before any is
+    recorded, every row: "9999"); "" in a personal digest or off Slack, where it never
+    looks."""
+    if not channel.startswith("slack:") or "/@" in channel:
+        return ""
+    found = db.execute("select value from app_state where key = ?", [RECORDED_SINCE])
+    return str((found.fetchone() or ["9999"])[0])
+
+
 def managed_channels(
     db: Database,
     user_key: str,

@@ -346,3 +346,30 @@ def m013_feedback_and_saved(db: Database) -> None:
         pk=("user", "paper_id"),
         not_null={"saved_at"},
     )
+
+
+@migrations()
+def m014_subscription_history(db: Database) -> None:
+    # Each subscribe after an unsubscribe added a row, for good (300 cycles: 300 rows).
+    # Per channel and topic, keep the first row, the latest removed one, the active one,
+    # and in Slack channels (not personal digests) those older than the first recorded
+    # manager (a Home matches display names there); delete the rest, as
+    # db.channels.add_subscription does from now on.
+    db.execute(
+        "create index if not exists subscriptions_history on subscriptions (channel, topic_id, id)"
+    )
+    found = db.execute(
+        "select value from app_state where key = 'home: managers recorded since'"
+    ).fetchone()
+    before = str(found[0]) if found else "9999"
+    deleted = db.execute(
+        "delete from subscriptions where removed_at is not null "
+        "and id not in (select min(id) from subscriptions group by channel, topic_id) "
+        "and id not in (select max(id) from subscriptions where removed_at is not null "
+        "group by channel, topic_id) "
+        "and not (substr(channel, 1, 6) = 'slack:' and instr(channel, '/@') = 0 "
+        "and (created_at < ? or removed_at < ?))",
+        [before, before],
+    ).rowcount
+    if deleted:
+        log.info("m014: deleted %d subscription rows of topics' past cycles", deleted)
