@@ -239,7 +239,8 @@ async def test_a_hop_back_to_the_feeds_own_name_is_checked_too() -> None:
 
 
 async def test_a_session_whose_resolver_does_not_check_refuses_every_hop_by_name() -> None:
-    """A session not made by `open_session` cannot check a hop's address: the hop fails."""
+    """A session not made by `open_session` cannot check a hop's address: the hop fails
+    before it is sent (the internal host never sees the request)."""
     internal = FakeFeeds()
     inside, port = await serve(internal.app())
     app = redirecting(lambda request: f"http://localhost:{port}/cs.LG.rss")
@@ -257,6 +258,7 @@ async def test_a_session_whose_resolver_does_not_check_refuses_every_hop_by_name
         f"feed:test: refused a redirect to http://localhost:{port}/cs.LG.rss: its address was "
         "not checked"
     )
+    assert len(app[HITS]) == 1 and internal.requests == []
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from bot.fetching.arxiv import ArxivFetch
 from bot.fetching.client import Clock, FetchError, Pacer, PoliteClient, Sleep, shown_source
 from bot.fetching.config import FetchConfig
 from bot.fetching.feeds import FeedFetch
-from bot.fetching.guard import GuardedResolver
+from bot.fetching.guard import GuardedConnector
 from bot.fetching.openreview import OpenReviewFetch
 from bot.fetching.pages import (
     ARXIV_OVERLAP,
@@ -79,12 +79,7 @@ def open_session(config: FetchConfig) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         headers={"User-Agent": config.user_agent()},
         timeout=aiohttp.ClientTimeout(total=config.timeout),
-        connector=aiohttp.TCPConnector(
-            limit_per_host=2,
-            resolver=GuardedResolver(config.resolver),
-            use_dns_cache=False,
-            force_close=True,
-        ),
+        connector=GuardedConnector(config.resolver, limit_per_host=2),
     )
 
 

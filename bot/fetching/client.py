@@ -226,17 +226,19 @@ class PoliteClient:
         """One request of a chain (`check`: a hop, its addresses checked): the Answer, or
         the URL answered and its Location for a redirect. A 5xx or 429 is retried."""
         timeout = aiohttp.ClientTimeout(total=self.config.timeout)
+        by_name = check and not guard.is_literal(target.raw_host)
+        unchecked = f"refused a redirect to {_shown_url(target)}: its address was not checked"
+        if by_name and not isinstance(self.session.connector, guard.GuardedConnector):
+            # No resolver of ours would see the lookup: refused before anything is sent.
+            raise FetchError(self.source, unchecked)
         with guard.checking() if check else nullcontext() as hop:
             async with self.session.get(
                 target, params=query, headers=sent, timeout=timeout, allow_redirects=False
             ) as resp:
-                if hop is not None and not hop.checked and not guard.is_literal(target.raw_host):
-                    # A name connected to without the resolver's check (never with
-                    # `open_session`'s connector): refused, not trusted.
-                    raise FetchError(
-                        self.source,
-                        f"refused a redirect to {_shown_url(target)}: its address was not checked",
-                    )
+                if by_name and hop is not None and not hop.checked:
+                    # Connected to without the resolver's check, which `GuardedConnector`
+                    # never does: refused, not trusted.
+                    raise FetchError(self.source, unchecked)
                 location = resp.headers.get("Location")
                 if resp.status in _REDIRECTS and location is not None:
                     return resp.url, location

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
@@ -156,3 +157,19 @@ class GuardedResolver(AbstractResolver):
         # The session does not own this resolver, so it never calls this: the inner
         # resolver is the caller's, or a ThreadedResolver, whose close does nothing.
         pass
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """The fetch session's connector (`open_session`): a `GuardedResolver` over `inner`, no
+    DNS cache and no pooled connections, so every request to a name is looked up, checked
+    when it is a hop, and connected to at the very addresses checked. A hop by name is
+    sent only through this connector: any other cannot have its address checked before
+    the request goes out."""
+
+    def __init__(self, inner: AbstractResolver | None = None, *, limit_per_host: int = 0) -> None:
+        super().__init__(
+            limit_per_host=limit_per_host,
+            resolver=GuardedResolver(inner),
+            use_dns_cache=False,
+            force_close=True,
+        )
