@@ -4,6 +4,7 @@ checked on the address actually connected to, unless the operator allows it."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import socket
@@ -445,3 +446,35 @@ def test_the_setting(settings) -> None:  # type: ignore[no-untyped-def]
     assert not fetch_config(load_settings({OPT_OUT: "no"}, dotenv=None)).allow_private_redirects
     with pytest.raises(SettingsError, match=f"^{OPT_OUT}='maybe' is not valid: must be 1"):
         load_settings({OPT_OUT: "maybe"}, dotenv=None)
+
+
+async def test_a_malformed_answer_is_one_line_without_the_query_string() -> None:
+    """aiohttp's error for an answer it cannot parse carries the URL asked for, query
+    string and all (a private feed's token): the error line names the host, never that
+    URL, for the source's own URL and for a hop alike."""
+
+    async def malformed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Broken: a\x00b\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(malformed, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = redirecting(lambda request: f"http://127.0.0.1:{port}/cs.LG.rss?token=hunter2")
+    outside, feed_port = await serve(app)
+    try:
+        for url, config in (
+            (f"http://127.0.0.1:{port}/feed.rss?key=s3cr3t", {}),
+            (f"http://127.0.0.1:{feed_port}/feed.rss", {"allow_private_redirects": True}),
+        ):
+            with pytest.raises(FetchError) as caught:
+                await fetch_feed(url, attempts=1, **config)
+            text = str(caught.value)
+            assert f": connection to 127.0.0.1:{port} failed (" in text, text
+            assert "s3cr3t" not in text and "hunter2" not in text and "url=" not in text, text
+            assert "\n" not in text
+    finally:
+        await outside.cleanup()
+        server.close()
+        await server.wait_closed()

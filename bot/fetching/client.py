@@ -211,7 +211,9 @@ class PoliteClient:
             reason = str(exc.os_error) if exc.os_error else "connection failed"
             raise _Transient(f"cannot reach {at} ({reason})") from None
         except aiohttp.ClientError as exc:
-            detail = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
+            # A ClientResponseError's str() ends with the URL asked for, query string and all.
+            text = exc.message if isinstance(exc, aiohttp.ClientResponseError) else str(exc)
+            detail = text.splitlines()[0][:100] if text else type(exc).__name__
             raise _Transient(f"connection to {at} failed ({detail})") from None
 
     async def _one(
