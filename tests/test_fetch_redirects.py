@@ -478,3 +478,20 @@ async def test_a_malformed_answer_is_one_line_without_the_query_string() -> None
         await outside.cleanup()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_malformed_api_url_fails_the_fetch_in_one_line() -> None:
+    """PAPERBOY_OPENREVIEW_URL passes the settings' check with a port out of range; the
+    fetch fails with a FetchError (not retried), as any other unusable URL does."""
+    time_ = FakeTime()
+    cfg = FetchConfig(openreview_url="http://127.0.0.1:99999", backoff=0)
+    venue = parse_source("openreview:ICLR.cc/2025/Conference")
+    async with open_session(cfg) as session:
+        fetch = open_fetch(venue, session, cfg, sleep=time_.sleep, clock=time_.clock)
+        with pytest.raises(FetchError) as caught:
+            await collect(fetch)
+    assert str(caught.value) == (
+        "openreview:ICLR.cc/2025/Conference: malformed URL for 127.0.0.1:99999 "
+        "(Port out of range 0-65535)"
+    )
+    assert time_.sleeps == []

@@ -189,7 +189,11 @@ class PoliteClient:
         self.requests += 1
         max_bytes = max_bytes if max_bytes is not None else self.config.max_bytes
         sent = {"User-Agent": self.config.user_agent(), **(headers or {})}
-        target, query, hops, at = URL(url), params, 0, host
+        try:
+            target = URL(url)
+        except ValueError as exc:  # a setting's port out of range, say: asking again won't help
+            raise FetchError(self.source, f"malformed URL for {host} ({exc})") from None
+        query, hops, at = params, 0, host
         try:
             # One deadline for the whole chain of redirects, as aiohttp's own had.
             async with asyncio.timeout(self.config.timeout):
