@@ -8,7 +8,7 @@ import asyncio
 import errno
 import ipaddress
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -495,3 +495,105 @@ async def test_a_malformed_api_url_fails_the_fetch_in_one_line() -> None:
         "(Port out of range 0-65535)"
     )
     assert time_.sleeps == []
+
+
+class AllAtOnce(AbstractResolver):
+    """A resolver answering all of a name's addresses in one lookup, as getaddrinfo does
+    for a name with several records; `before` runs before each answer (to pace a test)."""
+
+    def __init__(
+        self, table: dict[str, list[str]], before: Callable[[str], Awaitable[None]] | None = None
+    ) -> None:
+        self.table = table
+        self.before = before
+        self.lookups: list[str] = []
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        self.lookups.append(host)
+        if self.before is not None:
+            await self.before(host)
+        return [
+            ResolveResult(
+                hostname=host, host=address, port=port, proto=0, flags=0,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+            )
+            for address in self.table[host]
+        ]  # fmt: skip
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_name_with_a_public_and_a_loopback_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every address of the answer is checked, not the first: the connector tries them in
+    turn (happy eyeballs), so a public address that does not answer would hand the
+    connection to the loopback one."""
+    connects: list[str] = []
+    guarded = socket.socket.connect
+
+    def recording(self: socket.socket, address: object) -> object:
+        assert isinstance(address, tuple)
+        connects.append(address[0])
+        if not ipaddress.ip_address(address[0]).is_loopback:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "refused by the test")
+        return guarded(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", recording)
+    names = AllAtOnce({"mixed.example": ["93.184.215.14", "127.0.0.1"]})
+    with (
+        feed_servers(lambda port: f"http://mixed.example:{port}/cs.LG.rss") as servers,
+        pytest.raises(FetchError, match=r"\(127\.0\.0\.1 is a loopback address; "),
+    ):
+        await fetch_feed(servers.feed, resolver=names, attempts=1)
+    assert names.lookups == ["mixed.example"]
+    assert connects == ["127.0.0.1"]  # the feed's own host only
+    assert len(servers.hits) == 1 and servers.internal.requests == []
+
+
+async def test_two_sources_fetched_at_once_keep_their_own_checks() -> None:
+    """One session, two fetches at once: A's own URL (a name on loopback: the operator
+    named it) is looked up while B is inside its hop's check. A is read; B's hop to a
+    name on loopback is refused. A check switched on for the whole session, not for B's
+    request alone, would refuse A too."""
+    b_in_hop, a_looked_up = asyncio.Event(), asyncio.Event()
+
+    async def pace(host: str) -> None:
+        if host == "a.example":  # answers while B's hop lookup is under way
+            await b_in_hop.wait()
+            a_looked_up.set()
+        else:
+            b_in_hop.set()
+            await a_looked_up.wait()
+
+    internal = FakeFeeds()
+    inside, port = await serve(internal.app())
+    app = redirecting(lambda request: f"http://b.example:{port}/cs.LG.rss")
+    outside, feed_port = await serve(app)
+    names = AllAtOnce({"a.example": ["127.0.0.1"], "b.example": ["127.0.0.1"]}, before=pace)
+    cfg = FetchConfig(resolver=names, attempts=1, timeout=10)
+    time_ = FakeTime()
+    try:
+        async with open_session(cfg) as session:
+
+            async def read(url: str) -> int:
+                fetch = open_fetch(
+                    parse_source(f"feed:{url}"), session, cfg, sleep=time_.sleep, clock=time_.clock
+                )
+                return len((await collect(fetch))[0])
+
+            a, b = await asyncio.gather(
+                read(f"http://a.example:{port}/cs.LG.rss"),
+                read(f"http://127.0.0.1:{feed_port}/feed.rss"),
+                return_exceptions=True,
+            )
+    finally:
+        await outside.cleanup()
+        await inside.cleanup()
+    assert a == 2
+    assert isinstance(b, FetchError) and "(127.0.0.1 is a loopback address; " in str(b)
+    assert sorted(names.lookups) == ["a.example", "b.example"]
+    assert [r["path"] for r in internal.requests] == ["/cs.LG.rss"]  # A's, not B's
