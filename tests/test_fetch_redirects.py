@@ -597,3 +597,43 @@ async def test_two_sources_fetched_at_once_keep_their_own_checks() -> None:
     assert isinstance(b, FetchError) and "(127.0.0.1 is a loopback address; " in str(b)
     assert sorted(names.lookups) == ["a.example", "b.example"]
     assert [r["path"] for r in internal.requests] == ["/cs.LG.rss"]  # A's, not B's
+
+
+async def test_every_hop_of_a_chain_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first hop leads to a public host (played by loopback here: connections to its
+    address land on 127.0.0.1), which redirects on to a name on loopback: refused there."""
+    public = "93.184.215.14"
+    guarded = socket.socket.connect
+
+    def landing(self: socket.socket, address: object) -> object:
+        assert isinstance(address, tuple)
+        if address[0] == public:
+            address = ("127.0.0.1", *address[1:])
+        return guarded(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", landing)
+    names = NamedHosts({"mirror.example": [public], "intranet.example": ["127.0.0.1"]})
+
+    def onward(port: int) -> Callable[[web.Request], str]:
+        def location(request: web.Request) -> str:
+            if request.path == "/feed.rss":
+                return f"http://mirror.example:{request.url.port}/step"
+            return f"http://intranet.example:{port}/cs.LG.rss"
+
+        return location
+
+    internal = FakeFeeds()
+    inside, port = await serve(internal.app())
+    app = redirecting(onward(port))
+    outside, feed_port = await serve(app)
+    try:
+        with pytest.raises(FetchError) as caught:
+            await fetch_feed(f"http://127.0.0.1:{feed_port}/feed.rss", resolver=names, attempts=1)
+    finally:
+        await outside.cleanup()
+        await inside.cleanup()
+    assert str(caught.value).endswith(
+        f": refused a redirect to http://intranet.example:{port}/cs.LG.rss (127.0.0.1 is a "
+        f"loopback address; {OPT_OUT}=1 allows it)"
+    )
+    assert app[HITS] == ["/feed.rss", "/step"] and internal.requests == []
