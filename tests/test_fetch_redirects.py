@@ -637,3 +637,24 @@ async def test_every_hop_of_a_chain_is_checked(monkeypatch: pytest.MonkeyPatch) 
         f"loopback address; {OPT_OUT}=1 allows it)"
     )
     assert app[HITS] == ["/feed.rss", "/step"] and internal.requests == []
+
+
+@pytest.mark.parametrize("host", ["feeds..example", "." + "a" * 64 + ".example"])
+async def test_a_redirect_to_a_host_name_no_lookup_takes_is_one_line(host: str) -> None:
+    """An empty or over-long label: getaddrinfo refuses it with a UnicodeError, no OSError,
+    which nothing turned into a FetchError ('unexpected failure' for the source)."""
+    app = redirecting(lambda request: f"http://{host}/cs.LG.rss")
+    outside, feed_port = await serve(app)
+    try:
+        for allowed in (False, True):
+            with pytest.raises(FetchError) as caught:
+                await fetch_feed(
+                    f"http://127.0.0.1:{feed_port}/feed.rss", attempts=3,
+                    allow_private_redirects=allowed,
+                )  # fmt: skip
+            assert str(caught.value).endswith(
+                f": 127.0.0.1:{feed_port} redirected to a malformed URL"
+            )
+    finally:
+        await outside.cleanup()
+    assert len(app[HITS]) == 2  # not retried

@@ -277,6 +277,10 @@ class PoliteClient:
             target = base.join(target)
         if target.scheme not in ("http", "https") or not target.raw_host:
             raise FetchError(self.source, f"{at} redirected to a URL without a host")
+        try:
+            target.raw_host.encode("idna")  # as getaddrinfo does: an empty or long label fails
+        except UnicodeError:
+            raise FetchError(self.source, f"{at} redirected to a malformed URL") from None
         if not self.config.allow_private_redirects:
             why = guard.literal_refusal(target.raw_host)
             if why is not None:
