@@ -27,7 +27,7 @@ from digests.sources.records import (
     split_arxiv_id,
     venue_from_comment,
 )
-from digests.timestamps import source_moment
+from digests.timestamps import source_moment, written_offset_is_real
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,13 @@ def _int(element: ET.Element | None) -> int | None:
 
 
 def _date(element: ET.Element | None) -> datetime | None:
-    # Unknown (None) if unreadable or its UTC offset is beyond ±14:00 (`source_moment`).
+    # Unknown (None) if unreadable or its UTC offset is beyond ±14:00 (`source_moment`), or
+    # its offset's minutes beyond 59 (fromisoformat reads +09:60 as +10:00).
     text = _text(element)
+    if not text or not written_offset_is_real(text):
+        return None
     try:
-        return source_moment(datetime.fromisoformat(text)) if text else None
+        return source_moment(datetime.fromisoformat(text))
     except ValueError:
         return None
 

@@ -2,10 +2,10 @@
 
 Kept per entry: title, summary (HTML made plain text; feedparser already drops scripts and
 unsafe markup, and `html_to_text` drops all tags), link, authors, published and updated
-dates (UTC; one written with a UTC offset beyond ±14:00 is unknown), tags as keywords, a
-DOI (`prism:doi`, `dc:identifier`, or a doi.org link), and the arXiv ids the entry links
-(its link, id or summary: arXiv's own RSS links `arxiv.org/abs/ID`), for cross-source
-matching.
+dates (UTC; one feedparser would have to make up part of is unknown: a UTC offset beyond
+±14:00, a field out of range, no year), tags as keywords, a DOI (`prism:doi`,
+`dc:identifier`, or a doi.org link), and the arXiv ids the entry links (its link, id or
+summary: arXiv's own RSS links `arxiv.org/abs/ID`), for cross-source matching.
 
 feedparser is lenient: it sets `bozo` for anything from a wrong declared encoding to
 markup it had to repair. What counts here: a document that feedparser recognised as RSS
@@ -34,7 +34,7 @@ from digests.sources.records import (
     linked_arxiv_ids,
     split_arxiv_id,
 )
-from digests.timestamps import written_offset_is_real
+from digests.timestamps import written_date_is_real
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +74,17 @@ def parse_feed(body: bytes, *, source: str, content_type: str | None = None) -> 
 
 def _date(entry: Any, key: str) -> datetime | None:
     """The entry's `published` or `updated` date in UTC; None if absent, unreadable, or
-    written with a UTC offset beyond ±14:00 (feedparser would move the date by days)."""
+    partly made up by feedparser (`written_date_is_real`: an offset beyond ±14:00, which
+    would move the date by days, a field out of range it rolls over, a part it takes from
+    today's date)."""
     # dict.get, not FeedParserDict.get: the latter maps a missing updated_parsed onto
     # published_parsed with a DeprecationWarning, and we ask for each on its own.
     value = dict.get(entry, f"{key}_parsed")
     if not isinstance(value, time.struct_time):
         return None
     written = dict.get(entry, key)
-    if isinstance(written, str) and not written_offset_is_real(written):
-        log.debug("feed date %r refused: its UTC offset is beyond 14 hours", written[:80])
+    if isinstance(written, str) and not written_date_is_real(written):
+        log.debug("feed date %r refused: feedparser would make part of it up", written[:80])
         return None
     try:
         return datetime.fromtimestamp(calendar.timegm(value), UTC)
