@@ -197,10 +197,12 @@ async def test_once_refreshes_stop_a_click_still_publishes_at_once(
     pace = home.RefreshPace(at_once=1, monotonic=clock.monotonic, sleep=clock.sleep)
     home._pacing[asyncio.get_running_loop()] = pace
     client = make_client(BOT_TOKEN, fake_slack.api_url, sleep=FakeTime().sleep)
+    start = clock.now
     tasks = [home.refresh_home(services, client, TEAM, user) for user in users]
     assert [await task for task in tasks if task is not None] == [False] * len(users)
     assert pace.stopped == "token_revoked" and len(publishes(fake_slack)) == 1
-    start = clock.now
+    # The first published at once; the nine behind it gave up without a turn each.
+    assert clock.sleeps == [] and clock.now == start
     assert await home.refresh_after_click(services, client, TEAM, ME, "Clicked.")
     assert round(clock.now - start, 6) <= pace.interval
     assert publishes(fake_slack)[-1]["user_id"] == ME
