@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from digests.enrich.links import MAX_LINKS, extract_links
 from digests.enrich.paper import build_row
-from digests.enrich.text import plain_text, sentences
+from digests.enrich.text import latex_to_text, plain_text, sentences
 from digests.enrich.titles import derive
 from digests.identity import paper_id
 from digests.ingest.secrets import is_env_line, secret_kind
@@ -42,7 +42,11 @@ KNOWN_SLOW = [
 ]
 
 
-# What the platforms' escaping reacts to.
+# What LaTeX rendering and the platforms' escaping react to.
+LATEX_TOKENS = [
+    "\\sqrt{", "\\frac{", "\\textbf{", "\\hat", "\\alpha", "\\{", "\\}", "\\,", "\\",
+    "{", "}", "_", "^", " ", "x", "é", "e\u0301",
+]  # fmt: skip
 ESCAPE_TOKENS = [
     "\n", "\r\n", " ", "\t", "\u2003", "#", ">", "-", "@everyone", "@here", "<@", "<#", "<!",
     "*", "_", "~", "`", "|", "[", "]", "\\", "&", "<", "é", "\u202e",
@@ -113,6 +117,29 @@ def cpu_seconds(step: Callable[[str], object], text: str) -> float:
     start = time.thread_time()
     step(text)
     return time.thread_time() - start
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(hostile_texts(LATEX_TOKENS))
+@example(("\\sqrt{" * MEGABYTE)[:MEGABYTE])  # runs of arguments left open
+@example(("\\frac{" * MEGABYTE)[:MEGABYTE])
+@example(("\\textbf{" * MEGABYTE)[:MEGABYTE])
+@example(("_{" * MEGABYTE)[:MEGABYTE])
+@example(("{é_" * MEGABYTE)[:MEGABYTE])
+@example("\\sqrt{" * (MEGABYTE // 7) + "}" * (MEGABYTE // 7))  # nested groups, all closed
+@example("_" * MEGABYTE)  # one script's argument after another
+@example("^" * MEGABYTE)
+@example(("_\\{" * MEGABYTE)[:MEGABYTE])
+@example(("\\hat{x}" * MEGABYTE)[:MEGABYTE])
+@example(("é_\\frac}_\\hat" * MEGABYTE)[:MEGABYTE])
+def test_latex_maths_up_to_a_megabyte_renders_in_under_a_second(text: str) -> None:
+    """Rendering takes at most MATH_BUDGET characters from an abstract, but is linear on
+    its own too."""
+    assert cpu_seconds(latex_to_text, text) < BOUND_SECONDS
 
 
 @settings(

@@ -68,79 +68,165 @@ _LOWER_UPPER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UPPER_WORD = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-def _braced(text: str, start: int) -> tuple[str, int]:
-    """Return the `{...}` group (or single token) at `start` and the index after it."""
-    while start < len(text) and text[start] == " ":
-        start += 1
-    if start >= len(text):
-        return "", start
-    if text[start] != "{":
-        if text[start] == "\\":
-            match = _COMMAND.match(text, start)
-            if match is None:  # a trailing backslash
-                return "", start + 1
-            return match.group(0), match.end()
-        return text[start], start + 1
-    depth = 0
-    for index in range(start, len(text)):
-        if text[index] == "{":
-            depth += 1
-        elif text[index] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : index], index + 1
-    return text[start + 1 :], len(text)
-
-
-MAX_NESTING = 30
+# Deeper groups keep their characters, not their markup: real maths nests 2 or 3 deep,
+# and each level rereads all the text inside it.
+MAX_NESTING = 10
+_LATEX_MARKUP = re.compile(r"[\\{}]")
+_BRACE = re.compile(r"[{}]")
+_TAKES_ARGUMENT = frozenset(ACCENTS) | KEEP_ARGUMENT | {"sqrt", "frac"}
+_REPLACED = {**SYMBOLS, **GREEK}  # no name is in both, nor takes an argument
+_SHORT_ARGUMENT = 16  # arguments up to this long are rendered once per text and depth
 
 
 def latex_to_text(source: str, depth: int = 0) -> str:
-    """Render a fragment of LaTeX maths as readable Unicode text."""
-    if depth > MAX_NESTING:  # absurd nesting: keep the characters, drop the markup
-        return re.sub(r"[\\{}]", "", source)
-    out: list[str] = []
-    index = 0
-    while index < len(source):
-        char = source[index]
-        if char == "\\":
-            match = _COMMAND.match(source, index)  # from `index`: slicing would be quadratic
-            if match is None:  # a trailing backslash
-                index += 1
-                continue
-            name = match.group(1)
-            index = match.end()
-            if name in ACCENTS or name in KEEP_ARGUMENT or name == "sqrt" or name == "frac":
-                argument, index = _braced(source, index)
-                inner = latex_to_text(argument, depth + 1)
-                if name == "frac":
-                    denominator, index = _braced(source, index)
-                    out.append(f"({inner})/({latex_to_text(denominator, depth + 1)})")
-                elif name == "sqrt":
-                    out.append(f"√({inner})")
-                elif name in ACCENTS and inner:
-                    out.append(inner + ACCENTS[name] if len(inner) == 1 else inner)
+    """Render a fragment of LaTeX maths as readable Unicode text.
+
+    Linear in the length of `source`, however deep its groups nest: an argument is
+    rendered as a range of `source`, not a copy, and each brace's match is found once."""
+    return _Latex(source).render(0, len(source), depth)
+
+
+class _Latex:
+    """One text of LaTeX maths, rendered range by range."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._closes: dict[int, int] | None = None
+        self._short: dict[tuple[str, int], str] = {}
+
+    def render(self, start: int, end: int, depth: int) -> str:
+        """The text of `source[start:end]`, as `depth` groups deep."""
+        source = self.source
+        if depth > MAX_NESTING:  # absurd nesting: keep the characters, drop the markup
+            return _LATEX_MARKUP.sub("", source[start:end])
+        out: list[str] = []
+        index = start
+        while index < end:
+            char = source[index]
+            if char == "\\":
+                match = _COMMAND.match(source, index, end)
+                if match is None:  # a trailing backslash
+                    index += 1
+                    continue
+                name = match.group(1)
+                index = match.end()
+                if name in _TAKES_ARGUMENT:
+                    inner, index = self.argument(index, end, depth + 1)
+                    if name == "frac":
+                        denominator, index = self.argument(index, end, depth + 1)
+                        out.append(f"({inner})/({denominator})")
+                    elif name == "sqrt":
+                        out.append(f"√({inner})")
+                    elif name in ACCENTS and inner:
+                        out.append(inner + ACCENTS[name] if len(inner) == 1 else inner)
+                    else:
+                        out.append(inner)
                 else:
-                    out.append(inner)
-            elif name in GREEK:
-                out.append(GREEK[name])
-            elif name in SYMBOLS:
-                out.append(SYMBOLS[name])
+                    out.append(_REPLACED.get(name, name))
+            elif char in "_^":
+                following = source[index + 1] if index + 1 < end else " "
+                if following.isascii() and following not in " {}\\":  # rendered as itself
+                    out.append(char + following)
+                    index += 2
+                    continue
+                match = _COMMAND.match(source, index + 1, end) if following == "\\" else None
+                if match is not None and match[1] not in _TAKES_ARGUMENT and depth < MAX_NESTING:
+                    rendered, index = _lone_command(match[1]), match.end()  # `argument`, inline
+                else:
+                    rendered, index = self.argument(index + 1, end, depth + 1)
+                out.append(char + (rendered if len(rendered) <= 1 else "{" + rendered + "}"))
+            elif char in "{}":
+                index += 1
             else:
-                out.append(name)
-        elif char in "_^":
-            argument, index = _braced(source, index + 1)
-            rendered = latex_to_text(argument, depth + 1)
-            out.append(char + (rendered if len(rendered) <= 1 else "{" + rendered + "}"))
-        elif char in "{}":
-            index += 1
+                out.append(char)
+                index += 1
+        text = "".join(out)
+        # Subscripts and superscripts of one plain token read fine without braces.
+        if "{" in text:
+            text = _PLAIN_SCRIPT.sub(_unbraced, text)
+        return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+    def argument(self, start: int, end: int, depth: int) -> tuple[str, int]:
+        """The argument at `start` (a `{...}` group or one token, read no further than
+        `end`) rendered `depth` groups deep, and the index after it. A group left open
+        runs to `end`. The same as `render` of the argument's text, without its call for
+        a character or a command."""
+        source = self.source
+        while start < end and source[start] == " ":
+            start += 1
+        if start >= end:
+            return "", start
+        char = source[start]
+        if char == "{":
+            first, last, after = self._group(start, end)
+            if last - first > 1:
+                return self._render_short(first, last, depth), after
+            if last == first:
+                return "", after
+            char = source[first]
+        elif char == "\\":
+            match = _COMMAND.match(source, start, end)
+            if match is None:  # a trailing backslash
+                return "", start + 1
+            name = match.group(1)
+            if depth > MAX_NESTING or name in _TAKES_ARGUMENT:
+                return self._render_short(start, match.end(), depth), match.end()
+            return _lone_command(name), match.end()
         else:
-            out.append(char)
-            index += 1
-    text = "".join(out)
-    # Subscripts and superscripts of one plain token read fine without braces.
-    text = _PLAIN_SCRIPT.sub(r"\1\2", text)
-    return unicodedata.normalize("NFC", text)
+            after = start + 1
+        if char in "\\{}":  # one character, as `render` makes it
+            return "", after
+        if char.isascii() or depth > MAX_NESTING:
+            return char, after
+        return unicodedata.normalize("NFC", char), after
+
+    def _group(self, start: int, end: int) -> tuple[int, int, int]:
+        """The range of the `{...}` group at `start` and the index after it."""
+        source = self.source
+        close = source.find("}", start + 1, end)  # closes it, unless a `{` comes first
+        if close >= 0 and source.find("{", start + 1, close) >= 0:
+            if self._closes is None:  # most maths nests no group: found when first needed
+                self._closes = _matching_braces(source)
+            matched = self._closes.get(start)
+            close = matched if matched is not None and matched < end else -1
+        if close < 0:  # left open: the group runs to `end`
+            return start + 1, end, end
+        return start + 1, close, close + 1
+
+    def _render_short(self, start: int, end: int, depth: int) -> str:
+        """`render`, once per text and depth for a short range."""
+        if end - start > _SHORT_ARGUMENT:
+            return self.render(start, end, depth)
+        key = (self.source[start:end], depth)
+        rendered = self._short.get(key)
+        if rendered is None:
+            rendered = self._short[key] = self.render(start, end, depth)
+        return rendered
+
+
+def _lone_command(name: str) -> str:
+    """What `render` makes of a command alone that takes no argument (not past MAX_NESTING)."""
+    value = _REPLACED.get(name, name)
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
+
+
+def _unbraced(script: re.Match[str]) -> str:
+    return script[1] + script[2]  # a function: Python 3.11 expands a template in Python
+
+
+def _matching_braces(source: str) -> dict[int, int]:
+    """Where each `{` of `source` that is closed is closed, by index.
+
+    A `{`'s match depends only on the text after it, so this serves every range of
+    `source`: a `{` closed at or past a range's end is left open in that range."""
+    closes: dict[int, int] = {}
+    opened: list[int] = []
+    for brace in _BRACE.finditer(source):
+        if brace.group() == "{":
+            opened.append(brace.start())
+        elif opened:
+            closes[opened.pop()] = brace.start()
+    return closes
 
 
 MATH_BUDGET = 20_000  # characters of maths rendered per text; real abstracts have < 2,000
