@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import bibtexparser
 import pytest
 from bibtexparser import middlewares
-from hypothesis import given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from digests.bibtex import bibtex, cite_key, entry, latex_text
+from digests.bibtex import COMMANDS, SYMBOLS, bibtex, cite_key, entry, latex_text
+from tests.test_text_bounds import MEGABYTE, hostile_texts
 
 
 def paper(**fields: Any) -> dict[str, Any]:
@@ -298,3 +300,206 @@ def test_a_line_break_before_a_brace_still_closes_the_entry(title: str) -> None:
     assert len(library.entries) == 2
     assert not library.failed_blocks
     assert "\\\\" in fields_of(library)[0]["title"]  # the break is kept
+
+
+# --- the allow list ---------------------------------------------------------------------
+
+# The pieces TeX reads specially: commands kept and not, the `^^` notation in its forms,
+# control symbols, the specials, and letters that make command names longer.
+TEX_PIECES = [
+    "\\", "\\\\", "^", "^^", "^^^^", "$", "$$", "{", "}", "%", "#", "&", "_", "~", "@", " ",
+    "\\input", "\\^", "\\^^", "\\'", "\\'e", "\\\"o", "\\c{c}", "\\H{o}", "\\H", "\\i",
+    "\\alpha", "\\frac{a}{b}", "\\emph{", "\\textbf{X}", "\\csname", "\\endcsname",
+    "\\catcode", "\\def", "\\end", "\\stop", "\\makeatletter", "\\@", "\\(", "\\[", "\\{",
+    "\\}", "\\ ", "\\,", "\\;", "\\&", "\\$", "\\_", "\\%", "\\verb|", "\\char", "\\Re",
+    "69", "5c", "5C", "005c", ")", "M", "nput", "input", "x", "AB", "é", "\u00a0", "\n",
+]  # fmt: skip
+tex_texts = st.lists(st.sampled_from(TEX_PIECES) | st.text(max_size=3), max_size=12).map("".join)
+OUTPUT_COMMAND = re.compile(r"\\([A-Za-z]+|.|$)", flags=re.S)
+
+
+def tex_commands(value: str) -> list[str]:
+    """The command names TeX reads in `value` (`\\\\` included, a lone backslash as '')."""
+    return OUTPUT_COMMAND.findall(value)
+
+
+def assert_allowed(value: str) -> None:
+    """What the allow list promises of a written value, read as TeX reads it."""
+    for name in tex_commands(value):
+        assert name in COMMANDS or name in SYMBOLS, (name, value)  # never `\{`: a word
+    assert "^^" not in value, value  # TeX reads `^^` before it reads commands
+    bare = OUTPUT_COMMAND.sub("x", value)  # what is left once commands are read
+    assert not re.search("[%#&]", bare), value  # a comment, a parameter, an alignment
+    in_math = False
+    for at in (match.start() for match in re.finditer(r"\$", bare)):
+        assert in_math or bare[at + 1 : at + 2] != "$", value  # `$$` opens display maths
+        in_math = not in_math
+    assert bibtex_balanced(value), value
+    assert not value.endswith("\\"), value
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=tex_texts, protect=st.booleans())
+def test_every_command_written_is_on_the_allow_list(text: str, protect: bool) -> None:
+    assert_allowed(latex_text(text, protect=protect))
+
+
+@settings(max_examples=200, deadline=None)
+@given(title=tex_texts, authors=st.lists(tex_texts, max_size=3), venue=tex_texts)
+def test_every_field_of_an_entry_is_written_through_the_allow_list(
+    title: str, authors: list[str], venue: str
+) -> None:
+    made = entry(paper(title=title, authors=authors, venue=venue, url=title, doi=venue))
+    for _, value in made.fields:
+        assert_allowed(value)
+
+
+def test_the_allow_list_survives_bibtex_lower_casing() -> None:
+    # A style lower-cases a title at brace depth 0, command names too (`\H` to `\h`): a
+    # kept command either stays one, or is written where BibTeX keeps its name.
+    for name in COMMANDS:
+        if name.lower() not in COMMANDS:
+            assert latex_text(f"a \\{name}{{x}} b").startswith(f"a {{\\{name}{{x}}}}"), name
+    assert latex_text(r"Erd\H{o}s \Re") == r"Erd{\H{o}}s {\Re}"
+    assert latex_text(r"Erd\H{o}s", protect=False) == r"Erd\H{o}s"  # names keep their case
+
+
+EXPLOITS = {
+    # TeX turns `^^69` into `i` before it reads a command's name: this is `\input`.
+    r"$\^^69nput{/etc/passwd}$": r"{$\backslash{}^{}{}^69nput{/etc/passwd}$}",
+    r"\^^69nput{/etc/passwd}": r"\textbackslash{}\^{}\^{}69nput{/etc/passwd}",
+    r"\^^)nput x": r"\textbackslash{}\^{}\^{})nput x",  # `^^)` is `i` too
+    r"$\^^69mmediate\^^77rite18{sh}$": (
+        r"{$\backslash{}^{}{}^69mmediate\backslash{}^{}{}^77rite18{sh}$}"
+    ),
+    r"$^^^^005cinput$": r"{$^{}{}^{}{}^{}{}^005cinput$}",
+    r"a^^Mb": r"a\^{}\^{}Mb",
+    r"Title \stop": r"Title \textbackslash{}stop",
+    r"Title \enddocument": r"Title \textbackslash{}enddocument",
+    r"\VerbatimInput{/etc/passwd}": r"\textbackslash{}{VerbatimInput}{/etc/passwd}",
+    r"\inputminted{tex}{/etc/passwd}": r"\textbackslash{}inputminted{tex}{/etc/passwd}",
+    r"\import{/etc/}{passwd}": r"\textbackslash{}import{/etc/}{passwd}",
+    r"\subfile{/etc/passwd}": r"\textbackslash{}subfile{/etc/passwd}",
+    r"\pdffiledump length 99{/etc/passwd}": r"\textbackslash{}pdffiledump length 99{/etc/passwd}",
+    r"\luadirect{os.exit()}": r"\textbackslash{}luadirect{os.exit()}",
+    r"\scantokens{x}": r"\textbackslash{}scantokens{x}",
+    r"\chardef\x=92": r"\textbackslash{}chardef\textbackslash{}x=92",
+    r"\NewDocumentCommand": r"\textbackslash{}{NewDocumentCommand}",
+    r"\newenvironment{x}": r"\textbackslash{}newenvironment{x}",
+    r"\ExplSyntaxOn": r"\textbackslash{}{ExplSyntaxOn}",
+    r"\csname input\endcsname": r"\textbackslash{}csname input\textbackslash{}endcsname",
+    r"\catcode`\@=11": r"\textbackslash{}catcode`\textbackslash{}@=11",
+    r"\char92": r"\textbackslash{}char92",
+    r"\@input{x}": r"\textbackslash{}@input{x}",
+    r"\verb|\x|": r"\textbackslash{}verb|\textbackslash{}x|",
+    r"\url{http://x.org}": r"\textbackslash{}url{http://x.org}",
+    r"\( x \) \[ y \]": r"\textbackslash{}( x \textbackslash{}) \textbackslash{}[ y \textbackslash{}]",
+    r"$$x$$": r"{${}$}x{${}$}",  # never `$$`, display maths to TeX
+}
+
+
+def test_the_exploits_are_written_as_text() -> None:
+    for hostile, written in EXPLOITS.items():
+        assert latex_text(hostile) == written, hostile
+        assert_allowed(latex_text(hostile, protect=False))
+
+
+def test_the_exploits_are_written_as_text_in_every_field() -> None:
+    for hostile in EXPLOITS:
+        made = entry(paper(title=hostile, authors=[hostile, "Bob"], venue=hostile))
+        text = made.text()
+        assert "^^" not in text and r"\input" not in text and r"\stop" not in text, hostile
+        for _, value in made.fields:
+            assert_allowed(value)
+        assert dict(made.fields)["author"].endswith(" and Bob")
+
+
+KEPT = [
+    r"Caf\'e M\"uller \c{c}a \v{s} \~n \^o \`a \=a \.z \u{a} \r{a} \k{a} Mart\'{\i}n",
+    r"Stra\ss e \o \O \l \L \aa \AE \oe \i \j",
+    r"$\alpha$ and $\ell_1$, $\log n$, $\sqrt{x}$, $\frac{1}{2}$, $\mathbb{R}^n$",
+    r"$\mathcal{O}(n \log n)$ $a \le b \ge c \times d \cdot e$ $\sum_i x_i$ $\infty$",
+    r"\emph{x} \textit{y} \textbf{z} {braced} \& \% \# \_ \$ \textbackslash{} \dots",
+    r"a \ldots b \textendash{} c \textemdash{} d, a\\ b, a~b, x\,y",
+]
+
+
+def test_the_markup_a_bibliography_needs_is_kept() -> None:
+    for text in KEPT:
+        assert latex_text(text, protect=False) == text
+        assert latex_text(latex_text(text, protect=False), protect=False) == text
+
+
+def test_a_command_name_ends_where_tex_ends_it() -> None:
+    # XeTeX and LuaTeX read non-ASCII letters into a name, `\makeatletter` reads `@`.
+    assert latex_text(r"$\alphaé$ \ss@x") == r"{$\alpha é$} \ss @x"
+
+
+def test_fields_that_are_not_text_hold_no_tex() -> None:
+    hostile = paper(
+        url="https://example.org/a%20b/^^5cinput{x}\\y",
+        doi="10.1000/x^^5cinput",
+        arxiv_url="https://arxiv.org/abs/2401.00001",
+    )
+    fields = dict(entry(hostile).fields)
+    assert fields["url"] == "https://example.org/a%20b/%5E%5E5cinput%7Bx%7D%5Cy"  # `%` kept
+    assert "doi" not in fields
+    assert fields["eprint"] == "2401.00001"
+    assert dict(entry(paper(doi="10.1145/3292500.3330701")).fields)["doi"] == (
+        "10.1145/3292500.3330701"
+    )
+
+
+# --- linear time ------------------------------------------------------------------------
+
+BOUND_SECONDS_PER_MB = 1.0  # as tests/test_text_bounds.py: CPU time of this thread
+LONG_TEXTS = [
+    "$" * MEGABYTE,  # quadratic before: 16,000 took 4 s
+    "{" * MEGABYTE,
+    "a}" * (MEGABYTE // 2),
+    "$x$" * (MEGABYTE // 3),
+    "\\(" * (MEGABYTE // 2),
+    "\\H{o}" * (MEGABYTE // 5),
+    "aB " * (MEGABYTE // 3),
+    "a a " * (MEGABYTE // 4),  # a key reads words until a telling one
+]
+
+
+def cpu_seconds(work: Any, argument: Any, bound: float) -> float:
+    """CPU seconds of this thread for `work(argument)`, run once more if over `bound`, the
+    lesser kept: the cost of the code, not of what else a shared machine ran meanwhile."""
+    times: list[float] = []
+    while len(times) < 2 and (not times or times[-1] >= bound):
+        start = time.thread_time()
+        work(argument)
+        times.append(time.thread_time() - start)
+    return min(times)
+
+
+def long_tex_texts() -> st.SearchStrategy[str]:
+    """A fragment of TeX pieces repeated up to a megabyte (as `hostile_texts`)."""
+    fragment = st.lists(st.sampled_from(TEX_PIECES), min_size=1, max_size=6).map("".join)
+    return st.builds(
+        lambda piece, size: (piece * (size // len(piece) + 1))[:size],
+        fragment.filter(bool),
+        st.just(MEGABYTE) | st.integers(min_value=1, max_value=MEGABYTE),
+    )
+
+
+@settings(
+    max_examples=6,
+    deadline=None,  # timed below, in CPU time
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(long_tex_texts() | hostile_texts())
+@example(LONG_TEXTS[0])
+def test_latex_text_takes_under_a_second_a_megabyte(text: str) -> None:
+    bound = BOUND_SECONDS_PER_MB * max(len(text) / MEGABYTE, 0.1)
+    assert cpu_seconds(latex_text, text, bound) < bound
+
+
+@pytest.mark.parametrize("text", LONG_TEXTS, ids=lambda text: repr(text[:6]))
+def test_a_megabyte_of_fields_is_written_in_under_a_second(text: str) -> None:
+    third = text[: len(text) // 3]
+    hostile = [paper(title=third, authors=[third[: len(third) // 2]] * 2, venue=third)]
+    assert cpu_seconds(bibtex, hostile, BOUND_SECONDS_PER_MB) < BOUND_SECONDS_PER_MB
