@@ -32,8 +32,9 @@ The contract:
   `\\input`), so a `^` is `\\^{}` outside math and `^^` is `^{}{}^` inside. An allow list,
   because TeX has more ways to read a file, run a program or end the document than any
   block list names. Fields that are not text (`url`, `doi`, `eprint`, `year`) hold
-  only a URL's characters (no backslash, brace, `^`, quote or space), or are left out;
-  the `url` keeps its percent-encoding's `%` (read verbatim by `\\url` and biblatex).
+  only a URL's characters (no backslash, brace, `^`, double quote or space), or are
+  left out; the `url` keeps its percent-encoding's `%` (read verbatim by `\\url` and
+  biblatex).
 - Hostile text cannot break an entry or inject another: braces are balanced as BibTeX
   counts them (an unmatched `{` or `}` becomes `\\textbraceleft{}` / `\\textbraceright{}`,
   `\\lbrace{}` / `\\rbrace{}` in math, and `\\{`, `\\}` are written the same way, since
@@ -113,7 +114,7 @@ DERIVED_NOTE = "Title derived from the abstract by Paperboy; check the published
 LONG_SUFFIX_DIGITS = 16
 _ARXIV_CATEGORY = re.compile(r"[a-z-]+(?:\.[A-Za-z-]+)?")
 # What a field that is not text may hold (a URL's characters, RFC 3986): no backslash,
-# brace, `^`, space or quote can reach TeX through one.
+# brace, `^`, space or double quote can reach TeX through one.
 _VERBATIM = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%<>-]+")
 # A DOI (Crossref's pattern, and the `<>` of older ones).
 _DOI = re.compile(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9<>\[\]]+")
