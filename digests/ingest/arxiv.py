@@ -6,8 +6,9 @@ import logging
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from itertools import chain
 
-from digests.ingest.decode import Limits
+from digests.ingest.decode import Limits, skip_blank
 from digests.ingest.errors import IngestError
 from digests.ingest.jsonl import read_document
 from digests.records import PaperRecord
@@ -47,14 +48,24 @@ def parse_arxiv(
 ) -> list[PaperRecord]:
     """Records for each `<entry>`; venue "arXiv", year from `<published>`. The feed is
     read whole, up to the document limit (arXiv pages are a few MB)."""
-    text = read_document(lines, path=path, limits=limits or Limits(), what="an Atom feed")
+    # Blank lines before the feed are counted, not held (an XML declaration must come
+    # first in the text): line numbers add them.
+    blank, first, rest = skip_blank(lines)
+    text = read_document(
+        chain([first], rest) if first is not None else [],
+        path=path,
+        limits=limits or Limits(),
+        what="an Atom feed",
+    )
     if "<!DOCTYPE" in text[:2000] or "<!ENTITY" in text:
         # Entity expansion is how XML bombs work; arXiv never sends a DTD.
         raise IngestError(path, 1, "is XML with a DTD or entities, which an arXiv feed never has")
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
-        raise IngestError(path, exc.position[0], f"is not well-formed XML ({exc})") from None
+        raise IngestError(
+            path, blank + exc.position[0], f"is not well-formed XML ({exc})"
+        ) from None
     if root.tag != f"{ATOM}feed":
         raise IngestError(path, 1, f"is XML but not an Atom feed (root <{root.tag}>)")
     records: list[PaperRecord] = []
@@ -62,7 +73,7 @@ def parse_arxiv(
     # linear. (Finding each entry's id in the text scanned to the end for every id not
     # there verbatim: a 1.6 MB feed of ids with double spaces took 20 s per pass.)
     tags = _ENTRY_TAG.finditer(text)
-    searched, line = 0, 1
+    searched, line = 0, blank + 1
     for entry in root.findall(f"{ATOM}entry"):
         entry_id = _text(entry.find(f"{ATOM}id"))
         tag = next(tags, None)

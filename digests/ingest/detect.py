@@ -43,3 +43,13 @@ def detect_format(path: Path, text: str) -> str:
     """A known extension decides (so a `.csv` without an abstract column is an error,
     not prose); otherwise the content does."""
     return _BY_SUFFIX.get(path.suffix.lower()) or sniff(text)
+
+
+def whole_document(kind: str, first: str) -> str | None:
+    """What a file of format `kind` whose first line that is not blank is `first` is, if
+    it is read as one document ("a JSON array", "an Atom feed"), else None."""
+    if kind == "arxiv":
+        return "an Atom feed"
+    if kind == "jsonl" and first.lstrip().startswith("["):
+        return "a JSON array"
+    return None

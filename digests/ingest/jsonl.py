@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from digests.ingest.decode import Limits
+from digests.ingest.decode import Limits, lines_in, skip_blank
 from digests.ingest.errors import IngestError
 from digests.ingest.fields import has_field, normalise_key, record_from_row
 from digests.records import PaperRecord
@@ -59,12 +59,7 @@ def read_document(lines: Iterable[str], *, path: str, limits: Limits, what: str)
     for line in lines:
         size += len(line)
         if size > limits.max_document_chars:
-            raise IngestError(
-                path,
-                None,
-                f"is {what} over {limits.max_document_chars // 1_000_000} MB; "
-                "split it, or use JSON Lines or TSV, which are read one paper at a time",
-            )
+            raise IngestError(path, None, limits.too_big(what))
         parts.append(line)
     return "".join(parts)
 
@@ -73,33 +68,35 @@ def parse_json(
     lines: Iterable[str], *, source: str, path: str, limits: Limits | None = None
 ) -> Iterator[PaperRecord]:
     """Records for each object: JSON Lines read line by line, or one JSON array (read
-    whole, up to the document limit). Invalid JSON is an error naming its line."""
+    whole, up to the document limit). Invalid JSON is an error naming its line. `lines`
+    as `decode.read_lines` gives them (a run of blank lines may be one item)."""
     limits = limits or Limits()
-    stream = iter(lines)
-    head: list[str] = []
-    for line in stream:
-        head.append(line)
-        if line.strip():
-            break
+    blank, first, stream = skip_blank(lines)
     found = 0
-    if head and head[-1].lstrip().startswith("["):
-        text = read_document(chain(head, stream), path=path, limits=limits, what="a JSON array")
+    if first is not None and first.lstrip().startswith("["):
+        # The blank lines before the array are counted, not held: line numbers add them.
+        text = read_document(chain([first], stream), path=path, limits=limits, what="a JSON array")
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise IngestError(path, exc.lineno, f"is not valid JSON ({exc.msg})") from None
+            raise IngestError(path, blank + exc.lineno, f"is not valid JSON ({exc.msg})") from None
         except RecursionError:
-            raise IngestError(path, 1, "is JSON nested too deeply to be a paper list") from None
+            raise IngestError(
+                path, blank + 1, "is JSON nested too deeply to be a paper list"
+            ) from None
         if not isinstance(values, list):
-            raise IngestError(path, 1, "is not a JSON array of papers")
+            raise IngestError(path, blank + 1, "is not a JSON array of papers")
         escapes = _may_escape(text)
         for value in values:
             found += 1
-            yield _record(value, source=source, path=path, line=1, escapes=escapes)
-    else:
-        for number, line in enumerate(chain(head, stream), start=1):
+            yield _record(value, source=source, path=path, line=blank + 1, escapes=escapes)
+    elif first is not None:
+        number = blank
+        for line in chain([first], stream):
             if not line.strip():
+                number += lines_in(line)
                 continue
+            number += 1
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -20,8 +20,8 @@ from db import papers
 from digests.enrich.paper import Row, build_row, merge_rows
 from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
-from digests.ingest.decode import Limits, read_lines
-from digests.ingest.detect import FORMATS, detect_format
+from digests.ingest.decode import Limits, Stat, blank_lines, read_lines, skip_blank
+from digests.ingest.detect import FORMATS, detect_format, whole_document
 from digests.ingest.errors import IngestError
 from digests.ingest.ids import FINGERPRINT_ALIAS, find_by_fingerprint, new_id, same_fingerprint
 from digests.ingest.jsonl import parse_json
@@ -72,22 +72,26 @@ def read_records(
     venue: str | None = None,
     limits: Limits | None = None,
     versions: dict[str, str] | None = None,
+    seen: dict[str, Stat] | None = None,
 ) -> Iterator[PaperRecord]:
     """Parse one file into records, one at a time (memory stays bounded whatever the
     file's size). `fmt` overrides detection; `venue` ("ICLR 2021") fills in venue and
     year where the file has none. Raises IngestError, naming the file and line.
-    `versions`: see `decode.read_lines` (a file that changed between two reads)."""
+    `versions`, `seen`: see `decode.read_lines` (a file that changed between two reads,
+    or since the caller saw it)."""
     limits = limits or Limits()
     if fmt is not None and fmt not in FORMATS:
         raise IngestError(str(path), None, f"unknown format {fmt!r}; use one of {FORMATS}")
-    lines = read_lines(path, limits, versions)
-    head: list[str] = []
-    for line in lines:  # the first line that says something decides the format
-        head.append(line)
-        if line.strip():
-            break
-    kind = fmt or detect_format(path, "".join(head))
-    stream = chain(head, lines)
+
+    def document(first: str) -> str | None:
+        return whole_document(fmt or detect_format(path, first), first)
+
+    lines = read_lines(path, limits, versions, document=document, seen=seen)
+    # The first line that says something decides the format; the blank lines before it
+    # are counted, not held, and handed on as a few runs (the parsers count lines).
+    blank, first, rest = skip_blank(lines)
+    kind = fmt or detect_format(path, first or "")
+    stream = chain(blank_lines(blank), [first] if first is not None else [], rest)
     shown, source = str(path), path.name
     records: Iterable[PaperRecord]
     if kind == "seed":

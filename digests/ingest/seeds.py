@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 
-from digests.ingest.decode import Limits
+from digests.ingest.decode import Limits, lines_in
 from digests.ingest.errors import IngestError
 from digests.ingest.venue import parse_venue
 from digests.records import PaperRecord
@@ -19,20 +19,24 @@ def paragraphs(
     lines: Iterable[str], *, path: str = "", limits: Limits | None = None
 ) -> Iterator[tuple[int, int, str]]:
     """(first line number, line count, text with its lines joined) for each paragraph,
-    read as the lines come. A paragraph over the record limit is an error."""
+    read as the lines come (as `decode.read_lines` gives them: a run of blank lines may
+    be one item). A paragraph over the record limit is an error."""
     limit = (limits or Limits()).max_record_chars
     current: list[str] = []
-    size = start = 0
-    for number, line in enumerate(lines, start=1):
+    size = start = number = 0
+    for line in lines:
         stripped = line.strip()
         if stripped:
+            number += 1
             if not current:
                 start, size = number, 0
             current.append(stripped)
             size += len(stripped) + 1
             if size > limit:
                 raise IngestError(path, start, (limits or Limits()).too_long("a paragraph", size))
-        elif current:
+            continue
+        number += lines_in(line)
+        if current:
             yield start, len(current), " ".join(current)
             current = []
     if current:

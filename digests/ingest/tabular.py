@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Iterable, Iterator
 
-from digests.ingest.decode import Limits
+from digests.ingest.decode import Limits, lines_in
 from digests.ingest.errors import IngestError
 from digests.ingest.fields import has_field, normalise_key, record_from_row
 from digests.records import PaperRecord
@@ -20,7 +20,9 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 class _Metered:
     """The lines csv reads, counted: a record (which may span lines inside quotes)
-    over the limit stops the read before it is held in memory."""
+    over the limit stops the read before it is held in memory. Blank lines between
+    records never reach csv (a run of them is one item of `decode.read_lines`, which csv
+    would refuse, and each would be a row to skip): only their count is kept."""
 
     def __init__(self, lines: Iterable[str], path: str, limits: Limits) -> None:
         self.lines, self.path, self.limits = lines, path, limits
@@ -33,7 +35,11 @@ class _Metered:
 
     def __iter__(self) -> Iterator[str]:
         for line in self.lines:
-            self.number += 1
+            if not self.pending and not line.strip():
+                self.number += lines_in(line)
+                self.start = self.number + 1
+                continue
+            self.number += lines_in(line)
             self.pending += len(line)
             if self.pending > self.limits.max_record_chars:
                 message = self.limits.too_long("a row", self.pending)
@@ -61,11 +67,12 @@ def parse_tabular(
     except StopIteration:
         raise IngestError(path, 1, "is empty: there are no papers in it") from None
     except csv.Error as exc:
-        raise IngestError(path, 1, f"has a malformed header ({exc})") from None
+        raise IngestError(path, metered.start, f"has a malformed header ({exc})") from None
+    header_line = metered.start
     keys = [normalise_key(name) for name in header]
     if not has_field(set(keys), "abstract"):
         shown = ", ".join(name.strip() for name in header[:8] if name.strip()) or "none"
-        raise IngestError(path, 1, f"has no 'abstract' column (columns: {shown})")
+        raise IngestError(path, header_line, f"has no 'abstract' column (columns: {shown})")
     rows = 0
     line = 1
     try:
@@ -86,4 +93,4 @@ def parse_tabular(
     except csv.Error as exc:
         raise IngestError(path, metered.number, f"is not valid CSV/TSV ({exc})") from None
     if not rows:
-        raise IngestError(path, 2, "has a header but no rows")
+        raise IngestError(path, header_line + 1, "has a header but no rows")
