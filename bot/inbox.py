@@ -31,7 +31,7 @@ from bot.delivery import SENDER, sender_alive
 from db import text_index
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
-from digests.ingest.bulk import IngestInterrupted
+from digests.ingest.bulk import IngestInterrupted, is_busy
 from digests.ingest.decode import Limits
 from digests.ingest.errors import FileChanged
 from digests.timestamps import stamp
@@ -214,8 +214,10 @@ def _ingest_one(
         result.failed.append(f"{path.name}: {exc.message}")
         log.warning("inbox: skipped %s", exc)
     except sqlite3.OperationalError as exc:
-        result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
-        log.warning("inbox: %s not ingested, database busy (%s); will retry", path.name, exc)
+        # Busy, or the disk full or failing: the next run tries again.
+        what = f"database busy ({exc})" if is_busy(exc) else str(exc)
+        result.failed.append(f"{path.name}: {what}; will retry next run")
+        log.warning("inbox: %s not ingested: %s; will retry", path.name, what)
         _release(db, path)
         return
     except Exception as exc:

@@ -51,6 +51,7 @@ from typing import Any, BinaryIO, overload
 from urllib.parse import quote
 
 from sqlite_utils import Database
+from sqlite_utils.db import NotFoundError
 
 from db import papers
 from db.connection import BUSY_TIMEOUT_MS
@@ -536,11 +537,12 @@ class Writer:
                 chunk.without_abstract += 1
             elif row is not None:
                 rows.append((row, external_id))
-        with write_transaction(self.db):
+        done = self.done + len(self.pending)
+        created = None
+        with self._transaction():
             if self.ingest_id is None:
                 backfill_title_keys(self.db)
             store_chunk(self.db, rows, self.now, chunk)
-            done = self.done + len(self.pending)
             progress = {
                 "added": self.summary.added + chunk.added,
                 "merged": self.summary.merged + chunk.merged,
@@ -551,29 +553,71 @@ class Writer:
                 "finished_at": stamp(self.now) if last else None,
             }
             if self.ingest_id is None:
-                start = {"started_at": stamp(self.now), "files": self.summary.files}
-                self.ingest_id = papers.start_ingest(
-                    self.db, start | {"total": self.total} | progress
-                )
+                created = papers.start_ingest(self.db, self._start() | progress)
             else:
                 papers.update_ingest(self.db, self.ingest_id, progress)
+        # Only now is the row there: a commit that fails (a full disk) rolls it back.
+        if created is not None:
+            self.ingest_id = created
         self.done = done
         self.pending.clear()
         for name in ("added", "merged", "skipped", "without_abstract"):
             setattr(self.summary, name, getattr(self.summary, name) + getattr(chunk, name))
 
-    def stopped(self, error: str) -> None:
-        """Record that the ingest stopped part-way (best effort: it is already failing)."""
-        if self.ingest_id is None:
-            return
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction that is rolled back whatever fails, its commit too (SQLite
+        may leave a transaction open when its commit fails)."""
+        outer = self.db.conn.in_transaction
         try:
             with write_transaction(self.db):
-                papers.update_ingest(
-                    self.db, self.ingest_id, {"status": "stopped", "error": error[:500]}
-                )
-        except sqlite3.Error as exc:
-            # A warning, not a traceback: the failure itself is being reported already.
-            log.warning("ingest: could not record that ingest %s stopped (%s)", self.ingest_id, exc)
+                yield
+        except BaseException:
+            if not outer and self.db.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.conn.rollback()
+            raise
+
+    def _start(self) -> dict[str, Any]:
+        return {"started_at": stamp(self.now), "files": self.summary.files, "total": self.total}
+
+    def stopped(self, error: str, *, unrecorded: bool = False) -> None:
+        """Record that the ingest stopped part-way (best effort: it is already failing).
+        `unrecorded`: an ingest whose first chunk did not commit is recorded too, as
+        stopped with nothing stored. When the stop with its error cannot be written (a
+        full disk: the longer row may need a page), its status alone is, in place."""
+        if self.ingest_id is None and not unrecorded:
+            return
+        stop = {"status": "stopped", "error": error[:500]}
+        try:
+            created = None
+            with self._transaction():
+                if self.ingest_id is not None:
+                    papers.update_ingest(self.db, self.ingest_id, stop)
+                else:
+                    counts = {"added": 0, "merged": 0, "skipped": 0, "done": 0}
+                    created = papers.start_ingest(self.db, self._start() | counts | stop)
+            self.ingest_id = self.ingest_id or created
+            return
+        except (sqlite3.Error, NotFoundError) as exc:
+            failure: Exception = exc
+        if self.ingest_id is not None:
+            try:
+                with self._transaction():
+                    # "running" and "stopped" are as long: the row keeps its size.
+                    self.db.execute(
+                        "update ingests set status = 'stopped' where id = ?", [self.ingest_id]
+                    )
+                return
+            except sqlite3.Error as exc:
+                failure = exc
+        # A warning, not a traceback: the failure itself is being reported already.
+        log.warning("ingest: could not record that ingest %s stopped (%s)", self.ingest_id, failure)
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether the database was busy (another writer held it), not full, failing or broken."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def partial_note(summary: IngestSummary, done: int, total: int) -> str:
@@ -709,11 +753,11 @@ def _ingest(
         # One line for the user that says what was stored (a full disk, a busy or broken
         # database, a worker killed for memory), of the same kind for sqlite errors, so
         # that callers treat them as before (the inbox retries those files).
-        writer.stopped(f"{type(exc).__name__}: {exc}")
-        if writer.ingest_id is None:
-            note = "; nothing was stored; run the same ingest again"
-        else:
-            note = partial_note(summary, writer.done, total)
+        # Even with nothing stored, the status then says it stopped (a full disk), unless
+        # the database was only busy: the same wait again would be for nothing.
+        busy = isinstance(exc, sqlite3.Error) and is_busy(exc)
+        writer.stopped(f"{type(exc).__name__}: {exc}", unrecorded=not busy)
+        note = partial_note(summary, writer.done, total)
         if isinstance(exc, WorkerFailed):
             raise IngestInterrupted(", ".join(summary.files), None, f"{exc}{note}") from None
         raise type(exc)(f"{exc}{note}") from None
