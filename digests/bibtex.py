@@ -250,6 +250,9 @@ def latex_text(text: str, protect: bool = True) -> str:
     for token, following in itertools.pairwise(tokens):
         first = token[0]
         if first not in special:
+            if len(token) == 1:  # the most tokens a text can have: one character each
+                append(escapes[in_math].get(ord(first), first))
+                continue
             if guard and token[1:] != token[1:].lower():  # a capital, maybe inside a word
                 token = _protect_words(token)
             token = token.translate(escapes[in_math])
