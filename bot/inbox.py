@@ -2,7 +2,9 @@
 
 Each file is ingested on its own (one transaction each; a large one in chunks, see
 `digests.ingest.bulk`), once per version (path, size and modification time). A bad file
-is reported and skipped; the others load.
+is reported and skipped; the others load. A file modified less than `SETTLE_SECONDS`
+before the run is left for the next run (it may still be being written), and so is one
+whose size or time changes between the scan and a commit: that chunk is not stored.
 
 Safe to call from several threads or processes at once: a file's version is first
 claimed in a short transaction (`inbox_files.status = 'ingesting'`), so only one
@@ -46,6 +48,12 @@ _monotonic = time.monotonic  # tests step it
 # Files still being downloaded or saved: browsers and editors rename them when done. Read
 # early, their cut-off last paper would be stored as a paper of its own.
 UNFINISHED_SUFFIXES = (".part", ".partial", ".crdownload", ".download", ".tmp", ".swp", "~")
+# A file written to this recently may be cut off mid-paper (a copy or a save in progress,
+# a writer between two writes): read now, the cut-off paper would stay stored for good.
+SETTLE_SECONDS = 5.0
+# A modification time this far past the run's clock is another clock's (a file system's
+# on another machine, an unpacked archive), not a write in progress: it cannot say.
+FUTURE_SECONDS = 3600.0
 
 
 @dataclass
@@ -53,6 +61,7 @@ class InboxResult:
     loaded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # "file: reason"
     added: int = 0
+    waiting: list[str] = field(default_factory=list)  # modified too recently: next run
 
 
 def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) -> bool:
@@ -134,12 +143,22 @@ def _release(db: Database, path: Path) -> None:
 
 
 def ingest_inbox(
-    db: Database, folder: Path | None, now: datetime, *, max_record_kb: int | None = None
+    db: Database,
+    folder: Path | None,
+    now: datetime,
+    *,
+    max_record_kb: int | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> InboxResult:
     """Ingest the new or changed files in `folder`; never raises for a bad file, a busy
     database or an unexpected failure with one file (those are reported in the result
     and the log; only a bad file is not retried until it changes). Symbolic links and
-    anything but regular files are refused (reported once per version, never read)."""
+    anything but regular files are refused (reported once per version, never read).
+
+    A file modified within `settle_seconds` before `now` (the run's clock), or after it
+    (up to FUTURE_SECONDS), is left for a later run (`InboxResult.waiting`), and so is a
+    file whose size or modification time is not the scan's when a chunk of its papers
+    is about to be stored: that chunk is not stored."""
     limits = Limits.from_kb(max_record_kb) if max_record_kb else Limits()
     result = InboxResult()
     if folder is None or not folder.is_dir():
@@ -165,6 +184,10 @@ def ingest_inbox(
             and rows[0]["status"] in ("loaded", "error")
         ):
             continue  # the cheap check: most runs end here without taking the write lock
+        if _unsettled(stat.st_mtime_ns, now, settle_seconds):
+            result.waiting.append(path.name)
+            log.info("inbox: %s was modified just now; left for the next run", path.name)
+            continue
         try:
             if not _claim(db, path, stat.st_size, stat.st_mtime_ns, now):
                 continue
@@ -179,6 +202,12 @@ def ingest_inbox(
     return result
 
 
+def _unsettled(mtime_ns: int, now: datetime, settle_seconds: float) -> bool:
+    """Whether a file modified at `mtime_ns` may still be being written at `now`."""
+    age = now.timestamp() - mtime_ns / 1e9
+    return -FUTURE_SECONDS <= age < settle_seconds
+
+
 def _ingest_one(
     db: Database,
     path: Path,
@@ -190,7 +219,12 @@ def _ingest_one(
 ) -> None:
     try:
         summary = ingest_files(
-            db, [path], now=now, limits=limits, progress=_renewing(db, path, now)
+            db,
+            [path],
+            now=now,
+            limits=limits,
+            progress=_renewing(db, path, now),
+            seen={str(path): (size, mtime_ns)},  # the scan's version, and no other
         )
         status, detail = "loaded", summary.describe()
         result.loaded.append(path.name)

@@ -59,7 +59,7 @@ from db.transactions import write_transaction
 from digests.enrich.paper import Row
 from digests.enrich.text import plain_text
 from digests.identity import fingerprint_hash, legacy_id, own_id
-from digests.ingest.decode import CHANGED, CHANGED_PART, Limits
+from digests.ingest.decode import CHANGED, CHANGED_PART, Limits, Stat, check_unchanged
 from digests.ingest.errors import FileChanged, IngestError
 from digests.ingest.ids import FINGERPRINT_ALIAS
 from digests.ingest.pipeline import (
@@ -178,12 +178,13 @@ def check_files(
     venue: str | None,
     limits: Limits,
     versions: dict[str, str],
+    seen: dict[str, Stat] | None = None,
 ) -> int:
     """The first pass: read and check every file; the number of papers. Raises
-    IngestError (nothing is written)."""
+    IngestError (nothing is written). `seen`: see `decode.read_lines`."""
     count = 0
     for path in paths:
-        for record in read_records(path, fmt, venue, limits, versions):
+        for record in read_records(path, fmt, venue, limits, versions, seen):
             _check_rendered(record, str(path))
             count += 1
     return count
@@ -520,6 +521,9 @@ class Writer:
     ingest_id: int | None = None
     done: int = 0  # papers read whose outcome is committed
     pending: list[Item] = field(default_factory=list)
+    # Each file's (size, modification time) when it was read: a chunk commits only while
+    # they still are (`decode.check_unchanged`).
+    seen: dict[str, Stat] = field(default_factory=dict)
 
     def add(self, item: Item) -> None:
         self.pending.append(item)
@@ -556,6 +560,9 @@ class Writer:
                 created = papers.start_ingest(self.db, self._start() | progress)
             else:
                 papers.update_ingest(self.db, self.ingest_id, progress)
+            # Last, just before the commit: a file written to meanwhile (a download, an
+            # editor) may end in a cut-off paper; this chunk rolls back instead.
+            check_unchanged(self.seen)
         # Only now is the row there: a commit that fails (a full disk) rolls it back.
         if created is not None:
             self.ingest_id = created
@@ -646,10 +653,16 @@ def ingest_files(
     venue: str | None = None,
     progress: Progress | None = None,
     limits: Limits | None = None,
+    seen: dict[str, Stat] | None = None,
 ) -> IngestSummary:
     """Ingest `paths` (see the module's doc). Raises IngestError: before writing anything
     for a bad file; after some chunks were stored, with a message saying how many and
-    that running it again finishes the ingest."""
+    that running it again finishes the ingest.
+
+    A chunk is stored only if every file still has the size and modification time it had
+    when it was first read, or, for a file in `seen` (by its path as given), when the
+    caller saw it: else FileChanged, and that chunk is not stored (a file still being
+    written would end in a cut-off paper)."""
     limits = limits or Limits()
     versions: dict[str, str] = {}  # each file's content hash on the first pass
     db_path = database_file(db)
@@ -663,7 +676,9 @@ def ingest_files(
             log.warning("ingest: no enrichment worker (%s); enriching in this process", exc)
     try:
         with page_cache(db, INGEST_CACHE_KB):
-            return _ingest(db, paths, now, fmt, venue, progress, limits, versions, workers)
+            return _ingest(
+                db, paths, now, fmt, venue, progress, limits, versions, workers, dict(seen or {})
+            )
     finally:
         if workers is not None:
             workers.stop()
@@ -728,8 +743,9 @@ def _ingest(
     limits: Limits,
     versions: dict[str, str],
     workers: Workers | None,
+    seen: dict[str, Stat],
 ) -> IngestSummary:
-    total = check_files(paths, fmt, venue, limits, versions)
+    total = check_files(paths, fmt, venue, limits, versions, seen)
     summary = IngestSummary(files=[str(path) for path in paths])
 
     def here() -> Iterator[list[Item]]:
@@ -737,7 +753,7 @@ def _ingest(
 
     batches = _or_here(workers.batches(versions), here) if workers is not None else here()
     items = Counted(chain.from_iterable(batches), total)
-    writer = Writer(db, now, total, summary)
+    writer = Writer(db, now, total, summary, seen=seen)
     try:
         for item in progress(items) if progress else items:
             writer.add(item)
