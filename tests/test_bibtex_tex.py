@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from digests.bibtex import Entry, bibtex, latex_text, names_value
+from digests.bibtex import Entry, bibtex, entry, latex_text, names_value
 from digests.enrich.paper import clean_title
 from tests.conftest import ICLR2021
 from tests.test_bibtex import TEX_PIECES, paper
@@ -278,33 +278,51 @@ def hostile_paper(attack: str, index: int) -> dict[str, Any]:
     )
 
 
-def article(attack: str, index: int) -> str:
-    """An @article with the attack in its journal and note (the entries Paperboy writes
-    hold fixed texts there; written here as any text field is)."""
-    made = Entry(
-        "article",
-        f"article{index}",
-        (
-            ("title", latex_text(attack)),
-            ("author", names_value([attack])),
-            ("journal", latex_text(attack)),
-            ("year", "2021"),
-            ("note", latex_text(attack)),
-        ),
+def hostile_entry(attack: str, index: int) -> str:
+    """`entry()` of the hostile paper, and a note holding the attack too (Paperboy's note
+    is a fixed text, written through `latex_text` as any text field is; plain prints it)."""
+    made = entry(hostile_paper(attack, index))
+    return Entry(made.kind, made.key, (*made.fields, ("note", latex_text(attack)))).text()
+
+
+def hostile_article(attack: str, index: int) -> str:
+    """An @article with the attack in its title, author and journal (Paperboy's journal
+    names are fixed texts, written through `latex_text`; plain prints it as it prints a
+    booktitle, in italics)."""
+    fields = (
+        ("title", latex_text(attack)),
+        ("author", names_value([attack])),
+        ("journal", latex_text(attack)),
+        ("year", "2021"),
     )
-    return made.text()
+    return Entry("article", f"article{index}", fields).text()
 
 
-def hostile_bib(kind: str, attack: str, index: int, folders: Folders) -> str:
-    attack = folders.fill(attack)
-    return bibtex([hostile_paper(attack, index)]) if kind == "entry" else article(attack, index)
+# The attacks also compiled as an @article: one of each kind the old block list let through.
+ARTICLE_ATTACKS = [
+    r"$\^^69nput{/etc/passwd}$",
+    r"$\^^)nput{SECRET}$",
+    r"\pdffiledump length 99{SECRET}",
+    r"Title \stop",
+    r"$\^^69ffalse$ never",
+    r"$\^^69mmediate\^^6fpenout15=pwned-here.tex \^^69mmediate\^^77rite15{x}$",
+    r"$\^^69mmediate\^^77rite18{touch PARENT/pwned-shell}$ \write18{touch ../pwned}",
+    r"\pdfcatalog{/OpenAction << /S /JavaScript /JS (app.alert(1)) >>}",
+]
+
+
+def hostile_bib(make: Callable[[str, int], str], attack: str, index: int, folders: Folders) -> str:
+    return make(folders.fill(attack), index)
 
 
 def test_hostile_text_in_any_field_stays_text(tex: Tex) -> None:
+    assert set(ARTICLE_ATTACKS) <= set(ATTACKS)
     jobs = [
-        (f"{kind} {attack}", functools.partial(hostile_bib, kind, attack, index))
+        (f"entry {attack}", functools.partial(hostile_bib, hostile_entry, attack, index))
         for index, attack in enumerate(ATTACKS)
-        for kind in ("entry", "article")
+    ] + [
+        (f"article {attack}", functools.partial(hostile_bib, hostile_article, attack, index))
+        for index, attack in enumerate(ARTICLE_ATTACKS)
     ]
     for label, compiled in compile_all(tex, jobs):
         assert_contained(tex, compiled, label)
