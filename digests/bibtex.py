@@ -154,7 +154,10 @@ TEXT_COMMANDS = frozenset(
         "textunderscore textbar textless textgreater textdollar textsterling textendash "
         "textemdash textquoteleft textquoteright textquotedblleft textquotedblright "
         "textellipsis textbullet textperiodcentered textdagger textdaggerdbl textsection "
-        "textparagraph textregistered texttrademark textcopyright dots ldots slash"
+        "textparagraph textregistered texttrademark textcopyright dots ldots slash "
+        # nothing: an author name's group that holds a command starts `{\\relax`, so
+        # BibTeX reads it as one character (see `names_value`)
+        "relax"
     ).split()
 )
 MATH_COMMANDS = frozenset(
@@ -356,8 +359,88 @@ def names_value(authors: Sequence[Any]) -> str:
         # Read in the name as given: writing it adds neither a word "and" nor a comma.
         if text.count(",") > 2 or _AND.search(text):
             name = "{" + name + "}"
-        names.append(name)
+        names.append(_special_characters(name) if "\\" in name else name)
     return " and ".join(names)
+
+
+# A written name's tokens: a command (with the space that may end its name, and its
+# arguments when they hold no group or command: `\\textbackslash{}`, `\\H{o}`), a brace
+# or `$`, or a run of text.
+_NAME_TOKEN = re.compile(r"\\(?:[A-Za-z]+ ?(?:\{[^\\{}$]*\})*|\\ ?|.)|[{}$]|[^\\{}$]+", flags=re.S)
+_PLAIN_COMMAND = re.compile(r"\\(?:[A-Za-z]+ ?(?:\{[^\\{}$]*\})*|\\ ?|[^A-Za-z\\])", flags=re.S)
+_ACCENT_COMMAND = re.compile(r"\\(?:[cvuHrdbtk](?![A-Za-z])|['\"`^~=.])")
+_ACCENTS_OF_NAMES = frozenset("c v u H r d b t k ' \" ` ^ ~ = .".split())  # noqa: SIM905
+
+
+def _special_characters(name: str) -> str:
+    """`name` (a written name) with every backslash inside a BibTeX special character, a
+    group at brace depth 0 that starts `{\\`: a command at depth 0 braced with what it
+    applies to (`{\\'e}`, `{\\c{c}}`, `{\\ss }`), a group or maths holding one begun
+    `{\\relax`. Styles cut names by characters (alpha's label is a surname's first
+    three: `\\iff` would be `\\if`, `ab\\%` would be `ab\\` before the year) and abbreviate
+    them, but take a special character only whole. Linear: one pass to pair the groups,
+    one to write."""
+    if "$" not in name and not _ACCENT_COMMAND.search(name):
+        # Only commands with plain arguments, and text: each braced, at C speed.
+        rest = _PLAIN_COMMAND.sub("", name)
+        if "{" not in rest and "\\" not in rest:
+            return _PLAIN_COMMAND.sub(r"{\g<0>}", name)
+    tokens = _NAME_TOKEN.findall(name)
+    ends: dict[int, int] = {}  # where a group (`{`, or `$` at one depth) starts: after its end
+    braces: list[int] = []
+    dollars: dict[int, int] = {}  # depth: its open `$`
+    commands = [0]  # commands before each token
+    for index, token in enumerate(tokens):
+        if token[0] == "\\":
+            commands.append(commands[-1] + 1)
+            continue
+        if token == "{":
+            braces.append(index)
+        elif token == "}" and braces:
+            dollars.pop(len(braces), None)
+            ends[braces.pop()] = index + 1
+        elif token == "$":
+            if (opened := dollars.pop(len(braces), None)) is not None:
+                ends[opened] = index + 1
+            else:
+                dollars[len(braces)] = index
+        commands.append(commands[-1])
+    out: list[str] = []
+    at = 0
+    while at < len(tokens):
+        token = tokens[at]
+        end = ends.get(at)
+        if not token:  # a text whose first letter went with the accent before it
+            at += 1
+        elif token[0] == "\\" and token[-1] == "}":  # a command with its plain arguments
+            out.append("{" + token + "}")
+            at += 1
+        elif end is not None:
+            part = "".join(tokens[at:end])
+            if commands[end] == commands[at] or (tokens[at + 1][:1] == "\\" and token == "{"):
+                out.append(part)  # no command inside, or a special character already
+            elif token == "{":
+                out.append("{\\relax " + part[1:])
+            else:
+                out.append("{\\relax " + part + "}")
+            at = end
+        elif token[0] == "\\":
+            end = at + 1
+            following = tokens[end] if end < len(tokens) else ""
+            if token.strip()[1:] in _ACCENTS_OF_NAMES and following:
+                if following.rstrip() in (r"\i", r"\j"):  # the dotless letter it accents
+                    end += 1
+                elif following[0].isalpha():  # the letter it accents, alone
+                    token += following[0]
+                    tokens[end] = following[1:]
+            while end < len(tokens) and tokens[end] == "{" and end in ends:  # its arguments
+                end = ends[end]
+            out.append("{" + token + "".join(tokens[at + 1 : end]) + "}")
+            at = end
+        else:
+            out.append(token)
+            at += 1
+    return "".join(out)
 
 
 # --- keys -------------------------------------------------------------------------------

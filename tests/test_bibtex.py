@@ -13,7 +13,7 @@ from bibtexparser import middlewares
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from digests.bibtex import COMMANDS, SYMBOLS, bibtex, cite_key, entry, latex_text
+from digests.bibtex import COMMANDS, SYMBOLS, bibtex, cite_key, entry, latex_text, names_value
 from tests.test_text_bounds import MEGABYTE, hostile_texts
 
 
@@ -270,7 +270,7 @@ def test_titles_cannot_run_tex_where_the_entry_is_compiled() -> None:
     assert not unsafe.search(bibtex(papers))
     # Author names too: they are compiled the same way.
     (item,) = fields_of(parse(bibtex([paper(authors=[r"Eve \input{x}", "Bob"])])))
-    assert item["author"] == r"Eve \textbackslash{}input{x} and Bob"
+    assert item["author"] == r"Eve {\textbackslash{}}input{x} and Bob"
 
 
 def test_findings_and_submissions_are_not_the_main_conference() -> None:
@@ -412,6 +412,74 @@ def test_the_exploits_are_written_as_text_in_every_field() -> None:
         for _, value in made.fields:
             assert_allowed(value)
         assert dict(made.fields)["author"].endswith(" and Bob")
+
+
+def text_prefix(value: str, count: int) -> str:
+    r"""BibTeX's `text.prefix$`: the first `count` characters of `value`, a special
+    character (a group at depth 0 that starts `{\`) counted as one and kept whole, the
+    braces left open closed."""
+    out: list[str] = []
+    depth = at = read = 0
+    while at < len(value) and read < count:
+        char = value[at]
+        if char == "{" and depth == 0 and value[at + 1 : at + 2] == "\\":
+            end, inner = at + 1, 1
+            while end < len(value) and inner:
+                inner += {"{": 1, "}": -1}.get(value[end], 0)
+                end += 1
+            out.append(value[at:end])
+            read += 1
+            at = end
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(depth - 1, 0)
+        else:
+            read += 1
+        out.append(char)
+        at += 1
+    return "".join(out) + "}" * depth
+
+
+def bibtex_words(value: str) -> list[str]:
+    """`value` split where BibTeX splits a name into tokens: spaces and `~` at depth 0."""
+    words, depth, start = [], 0, 0
+    for at, char in enumerate(value):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth == 0 and char in " ~":
+            words.append(value[start:at])
+            start = at + 1
+    return [*words, value[start:]]
+
+
+def assert_cut_names_allowed(authors: list[str]) -> None:
+    # alpha's label is a surname's first three characters (`text.prefix$`), then the year:
+    # no cut may make another command (`\iff` as `\if`) or end on a backslash (`ab\%` as
+    # `ab\` before the `2` of the year, or the `}` of the label).
+    for word in bibtex_words(names_value(authors)):
+        for count in range(1, len(word) + 1):
+            cut = text_prefix(word, count)
+            for name in tex_commands(cut + "21]"):
+                assert name in COMMANDS or name in SYMBOLS, (name, cut, authors)
+
+
+def test_a_name_cut_by_characters_makes_no_other_command() -> None:
+    assert text_prefix(r"\iff", 3) == r"\if" and text_prefix(r"{\iff}x", 1) == r"{\iff}"
+    assert names_value([r"\iff"]) == r"{\iff}"
+    assert names_value([r"Caf\'e M\"uller Stra\ss e \c{c}a"]) == (
+        r"Caf{\'e} M{\"u}ller Stra{\ss }e {\c{c}}a"
+    )
+    assert names_value([r"x \iff and y", "Bob Smith"]) == r"{\relax x \iff and y} and Bob Smith"
+    for authors in ([r"\iff"], [r"{{\iff}}"], [r"xy\%"], [r"xy\textbackslash"], [r"{xy\iff}"],
+                    [r"x \iff and y"], [r"$\sqrt[3]{x} \iff$"], [r"a\\"], [r"\'\i\iff"]):  # fmt: skip
+        assert_cut_names_allowed(authors)
+
+
+@settings(max_examples=300, deadline=None)
+@given(authors=st.lists(tex_texts, max_size=3))
+def test_any_name_cut_by_characters_makes_no_other_command(authors: list[str]) -> None:
+    assert_cut_names_allowed(authors)
 
 
 KEPT = [

@@ -452,3 +452,12 @@ def test_the_bundled_samples_read_the_same(tex: Tex, seeded_db: Any) -> None:
     papers = [decode(row) for row in seeded_db.query("select * from papers")]
     assert len(papers) == 38
     assert_reads_the_same(tex, papers, "bundled samples")
+
+
+def test_a_label_cut_from_a_name_stays_text(tex: Tex) -> None:
+    # alpha's label is the surname's first three characters and the year: `\iff` cut to
+    # `\if` would skip the rest of the bibliography and end the document early.
+    folders = Folders.make(tex.scratch)
+    made = paper(authors=[r"\iff"], year=2021)
+    compiled = compile_bib(tex, folders, bibtex([made]), DOCUMENT.replace("{plain}", "{alpha}"))
+    assert_contained(tex, compiled, "alpha label of \\iff")
