@@ -182,19 +182,27 @@ def outcome_of(read: Callable[[], list[PaperRecord]]) -> object:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     name=st.sampled_from(sorted(PARSERS)),
     picks=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=30),
     crlf=st.booleans(),
+    short=st.sampled_from([0, 10**9]),
 )
 def test_runs_of_blank_lines_read_as_the_lines_one_by_one(
-    tmp_path: Path, name: str, picks: list[int], crlf: bool
+    tmp_path: Path, name: str, picks: list[int], crlf: bool, short: int
 ) -> None:
     """Same papers, same line numbers, same errors as one line per item, for files
     mixing blank, whitespace-only and paper lines (CSV: a quoted field across blank
-    lines too)."""
+    lines too), whichever way read_lines splits them (`short`: every text read as lines
+    as they usually are, or as blank lines mostly)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "SHORT_LINE_CHARS", short)
+        check_runs_read_as_one_by_one(tmp_path, name, picks, crlf)
+
+
+def check_runs_read_as_one_by_one(tmp_path: Path, name: str, picks: list[int], crlf: bool) -> None:
     pieces = PIECES[name]
     text = "".join(pieces[pick % len(pieces)] + "\n" for pick in picks)
     if name == "rows.csv":
@@ -207,6 +215,26 @@ def test_runs_of_blank_lines_read_as_the_lines_one_by_one(
     else:
         expected = f"{path}:1: is empty: there are no papers in it"
     assert outcome_of(lambda: read_file(path)) == expected
+
+
+@pytest.mark.parametrize("short", [0, 10**9])
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("SLACK_BOT_TOKEN=xoxb-" + "1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "token"),
+        ("y" * 150_000, "a line is 150 KB"),
+    ],
+)
+def test_a_line_refused_after_runs_of_blank_lines_is_named_by_its_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: int, bad: str, says: str
+) -> None:
+    monkeypatch.setattr(decode, "SHORT_LINE_CHARS", short)
+    path = tmp_path / "seed.txt"
+    path.write_text("\n" * 200_000 + " \t\n" * 5 + ABSTRACT + "\n\n" + bad + "\n", encoding="utf-8")
+    with pytest.raises(IngestError) as caught:
+        read_file(path)
+    assert str(caught.value).startswith(f"{path}:200008: ")
+    assert says in str(caught.value)
 
 
 # --- long lines ----------------------------------------------------------------------------
