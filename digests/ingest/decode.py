@@ -119,10 +119,10 @@ def read_lines(
     document: Callable[[str], str | None] | None = None,
     seen: dict[str, Stat] | None = None,
 ) -> Iterator[str]:
-    """The file's lines, decoded, each ending in `\\n` (the last one may not). A run of
-    blank lines (nothing but whitespace) comes as one string, those lines joined, so that
-    blank lines cost little however many there are: count an item's lines with
-    `lines_in`.
+    """The file's lines, decoded, each ending in `\\n` (the last one may not). Where blank
+    lines (nothing but whitespace) are most of the text, a run of them comes as one
+    string, those lines joined, so that they cost little however many there are: count
+    an item's lines with `lines_in`.
 
     Raises IngestError (naming the line) for a special, binary, undecodable, empty or
     `.env`-style file, a line over the record limit (its size measured, not held), or a
