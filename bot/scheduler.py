@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -51,7 +51,7 @@ from bot.delivery import (
     queue_digest,
 )
 from bot.fetching.schedule import FetchJobs
-from bot.inbox import ingest_inbox
+from bot.inbox import SETTLE_SECONDS, ingest_inbox
 from bot.send import platform_messages
 from bot.services import Services
 from db import channels as channel_store
@@ -124,12 +124,15 @@ class DigestScheduler:
         services: Services,
         posters: Mapping[str, Poster],
         configured: Iterable[str] | None = None,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`posters` may be live (a platform appears once it has connected); `configured`
         names the platforms that will deliver, connected or not (default: `posters`'), so
         their digests are built and queued on time and sent once they connect."""
         self.services = services
         self.posters = posters
+        self.sleep = sleep  # the inbox's wait for a file still being written
         self.configured = set(configured if configured is not None else posters)
         self.stopping = False
         self.scheduler = AsyncIOScheduler(timezone="UTC")
@@ -157,15 +160,27 @@ class DigestScheduler:
         arrives while an ingest is under way waits for that one instead of starting its
         own (six channels re-reading one file in parallel held the write lock in turn)."""
         if self._inbox is None or self._inbox.done():
-            self._inbox = asyncio.ensure_future(
-                self.services.in_background_thread(self._ingest_sync, now)
-            )
+            self._inbox = asyncio.ensure_future(self._ingest_settled(now))
         # Shielded: one waiter cancelled (a stop) must not cancel the others' ingest.
         await asyncio.shield(self._inbox)
 
-    def _ingest_sync(self, now: datetime) -> None:
+    async def _ingest_settled(self, now: datetime) -> None:
+        """The inbox, and once more `SETTLE_SECONDS` later if a file was left because it
+        was modified just now: it then goes in this digest, not the next one (a week on)."""
+        waiting = await self.services.in_background_thread(self._ingest_sync, now)
+        if waiting and not self.stopping:
+            await self.sleep(SETTLE_SECONDS)
+            if not self.stopping:
+                later = self.services.clock()
+                await self.services.in_background_thread(self._ingest_sync, later)
+
+    def _ingest_sync(self, now: datetime) -> bool:
+        """Ingest the inbox as of `now`; whether a file was left for being too new."""
         settings = self.services.settings
-        ingest_inbox(self.services.db(), settings.inbox, now, max_record_kb=settings.max_record_kb)
+        result = ingest_inbox(
+            self.services.db(), settings.inbox, now, max_record_kb=settings.max_record_kb
+        )
+        return bool(result.waiting)
 
     async def _build(self, channel: str, built_at: datetime, now: datetime, on_time: bool) -> bool:
         """Build and queue the channel's digest in the next batch (see `_run_batch`): False

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.delivery import PermanentError, TransientError, deliver_channel
+from bot.inbox import InboxResult
 from bot.local import LocalPoster
 from bot.scheduler import DigestScheduler
 from bot.services import Services
@@ -621,6 +622,39 @@ async def test_the_inbox_loads_new_files_and_skips_bad_ones(
     assert rows == {"good.tsv": "loaded", "bad.csv": "error"}
 
 
+async def test_an_inbox_file_modified_just_now_goes_in_this_digest_once_it_is_quiet(
+    services: Services, clock: Clock, tmp_path: Path
+) -> None:
+    """A file still being written is left by the inbox; the digest looks once more after
+    the settle time instead of leaving it for the next digest, maybe a week later."""
+    import os
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    paper = inbox / "new.tsv"
+    paper.write_text(
+        "title\tabstract\nGrasp Everything\tWe propose GraspAll, a robot grasping method.\n"
+    )
+    services.settings = replace(services.settings, inbox=inbox)
+    monday_nine(services, "local:lab")
+    clock.now = NOW + timedelta(days=1)
+    just_now = (clock.now - timedelta(seconds=1)).timestamp()
+    os.utime(paper, (just_now, just_now))
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # the settle wait, on the fake clock
+        waits.append(seconds)
+        clock.now += timedelta(seconds=seconds)
+
+    scheduler = DigestScheduler(
+        services, {"local": LocalPoster(services.settings.local_dir, clock)}, sleep=sleep
+    )
+    await scheduler.run_digest("local:lab")
+    assert waits == [5.0]
+    [line] = local_lines(services, "lab")
+    assert "Grasp Everything" in line["text"]
+
+
 # --- the database under load -----------------------------------------------------------------
 
 
@@ -976,9 +1010,10 @@ async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothi
     )
     gate, entered = threading.Event(), threading.Event()
 
-    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> None:
+    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> InboxResult:
         entered.set()
         gate.wait(20)
+        return InboxResult()
 
     monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
     scheduler = DigestScheduler(
@@ -1111,9 +1146,10 @@ async def test_no_build_starts_after_the_stop(
     monday_nine(services, "local:lab")
     entered, gate, built = threading.Event(), threading.Event(), []
 
-    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> None:
+    def slow_ingest(db: Any, folder: Path | None, now: datetime, **_: Any) -> InboxResult:
         entered.set()
         gate.wait(20)
+        return InboxResult()
 
     monkeypatch.setattr(scheduler_module, "ingest_inbox", slow_ingest)
     monkeypatch.setattr(scheduler_module, "build_digests", lambda *a, **k: built.append(a))
@@ -1136,7 +1172,9 @@ async def test_no_inbox_ingest_starts_after_the_stop(
     monday_nine(services, "local:lab")
     ingested: list[datetime] = []
     monkeypatch.setattr(
-        scheduler_module, "ingest_inbox", lambda db, f, now, **_: ingested.append(now)
+        scheduler_module,
+        "ingest_inbox",
+        lambda db, f, now, **_: ingested.append(now) or InboxResult(),
     )
     scheduler = DigestScheduler(
         services, {"local": LocalPoster(services.settings.local_dir, clock)}
