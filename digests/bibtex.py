@@ -34,7 +34,9 @@ The contract:
   block list names. Fields that are not text (`url`, `doi`, `eprint`, `year`) hold
   only a URL's characters (no backslash, brace, `^`, double quote or space), or are
   left out; the `url` keeps its percent-encoding's `%` (read verbatim by `\\url` and
-  biblatex).
+  biblatex). In author names every command sits inside a BibTeX special character
+  (`{\\iff}`, `Caf{\\'e}`, `{\\relax ...}`): styles cut names by characters (`alpha`'s
+  labels), and a cut must never leave another command (`\\iff` cut to `\\if`).
 - Hostile text cannot break an entry or inject another: braces are balanced as BibTeX
   counts them (an unmatched `{` or `}` becomes `\\textbraceleft{}` / `\\textbraceright{}`,
   `\\lbrace{}` / `\\rbrace{}` in math, and `\\{`, `\\}` are written the same way, since
