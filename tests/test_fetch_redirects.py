@@ -142,6 +142,7 @@ def test_the_classifier() -> None:
         "64:ff9b::a9fe:a9fe": "a NAT64 169.254.169.254, a link-local address",
         "2002:7f00:1::": "a 6to4 127.0.0.1, a loopback address",
         "2002:c0a8:101::1": "a 6to4 192.168.1.1, a private address",
+        "2002:808:808::1": "a 6to4 tunnel address",  # Python 3.11.2 and 3.11.7 disagree on it
         "2001:0:4136:e378:8000:63bf:3fff:fdd2": "a Teredo tunnel address",
         "127.1": "not a canonical IP address",
         "2130706433": "not a canonical IP address",
@@ -151,7 +152,7 @@ def test_the_classifier() -> None:
         assert refusal(address) == why, address
     public = ["8.8.8.8", "93.184.215.14", "1.1.1.1", "172.32.0.1", "192.0.0.9", "223.255.255.1",
               "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8",
-              "64:ff9b::808:808", "2002:808:808::1"]  # fmt: skip
+              "64:ff9b::808:808"]  # fmt: skip
     for address in public:
         assert refusal(address) is None, address
     # What aiohttp connects to without its resolver is checked as a literal; the rest

@@ -66,7 +66,8 @@ def refusal(address: str) -> str | None:
     """Why a redirect may not lead to `address` (an IP address, v4 or v6), or None when it
     is public. Anything Python does not count as global is refused (documentation, shared
     and benchmarking ranges too), and so are multicast, reserved and site-local addresses
-    and IPv4 addresses inside IPv6 (mapped, NAT64, 6to4) whose IPv4 address is refused."""
+    and IPv4 addresses inside IPv6 (mapped, NAT64) whose IPv4 address is refused; 6to4 and
+    Teredo tunnel addresses always are."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -80,8 +81,9 @@ def refusal(address: str) -> str | None:
             why = _kind(ipv4)
             if why is not None:
                 return f"{kind} {ipv4}, {why}"
-            if kind != "a 6to4":  # mapped and NAT64 addresses are reserved as IPv6 addresses
-                return None
+            if kind == "a 6to4":  # deprecated relays; Python releases disagree on them
+                return "a 6to4 tunnel address"
+            return None  # mapped and NAT64 addresses are reserved as IPv6 addresses
     return _kind(ip)
 
 
