@@ -1,6 +1,12 @@
 """A paper's date with a UTC offset no clock keeps (beyond ±14:00) is unknown, and the
 paper is kept: on every path a date enters by (a feed's RFC 822 or ISO 8601 dates,
-arXiv's API, OpenReview's epoch milliseconds), parsed and as stored."""
+arXiv's API, OpenReview's epoch milliseconds), parsed and as stored.
+
+A feed date feedparser would have to make up is unknown, and the paper kept: a month,
+day, hour, minute or offset minute out of range (its ISO 8601 / W3C-DTF parser rolls it
+over: `2024-00-00`, a year only, became 2023-11-30), or a date with no year (it takes the
+missing parts from today's date: `-03` became 2003 with this month). Real dates, leap days
+and the ISO forms without those faults are kept as before."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from digests.ingest.fetched import fetched_row
 from digests.sources.arxiv import parse_arxiv_page
 from digests.sources.feeds import parse_feed
 from digests.sources.openreview import parse_openreview_page
-from digests.timestamps import source_moment, written_offset_is_real
+from digests.timestamps import source_moment, written_date_is_real, written_offset_is_real
 from tests.fakes.arxiv_api import Entry, feed_xml
 from tests.fakes.openreview_api import note
 
@@ -200,3 +206,118 @@ def test_source_moment() -> None:
     assert source_moment(east) == datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
     beyond = datetime(2026, 11, 30, 8, 0, tzinfo=timezone(timedelta(hours=14, seconds=1)))
     assert source_moment(beyond) is None and source_moment(None) is None
+
+
+# --- dates a lenient parser would make up ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "published",
+    [
+        "2024-00-00",  # a year only, as bibliographic systems write it: was 2023-11-30
+        "2024-10-00",  # was 2024-09-30
+        "2024-00-10",  # was 2023-12-10
+        "2024-13-01",  # was 2025-01-01
+        "2024-02-30",  # was 2024-03-01
+        "2023-02-29",  # not a leap year: was 2023-03-01
+        "2024-10-32T10:00:00Z",
+        "20241305",
+        "2024-10-05T25:00:00Z",  # was the next day
+        "2024-10-05T10:61:00Z",
+        "2024-10-05T10:00:61Z",
+        "2024-10-05T10:00:00+09:60",  # was read as +10:00
+        "2024-10-05T10:00:00+0099",  # was read as +01:39
+        "-03",  # no year: was 2003 with today's month
+        "--12-25",  # was the 25th of December this year
+        "---05",
+        "-335",
+        "20",  # a century: was 1901 with today's month
+        "2024/10/05",  # read as 2024 with today's month
+        "2024 Oct 05",
+        "2024-W49",
+        "10:00:00Z",  # a time alone: was today
+        "T10:00",
+    ],
+)
+def test_a_feed_date_feedparser_would_make_up_is_unknown(published: str) -> None:
+    (paper,) = parse_feed(_atom(published), source="feed:j", content_type="application/atom+xml")
+    assert paper.title == "Learning to Plan"
+    assert (paper.published, paper.year) == (None, None)
+    row = fetched_row(paper, NOW)
+    assert row is not None and row["published_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("published", "expected"),
+    [
+        ("2024-02-29", datetime(2024, 2, 29, tzinfo=UTC)),  # a leap day
+        ("2024-10-05", datetime(2024, 10, 5, tzinfo=UTC)),
+        ("2024-10", datetime(2024, 10, 1, tzinfo=UTC)),
+        ("2024", datetime(2024, 1, 1, tzinfo=UTC)),
+        ("20241005", datetime(2024, 10, 5, tzinfo=UTC)),
+        ("2024-337", datetime(2024, 12, 2, tzinfo=UTC)),  # an ordinal date
+        ("24-10-05", datetime(2024, 10, 5, tzinfo=UTC)),
+        ("2024-10-05T23:59:59Z", datetime(2024, 10, 5, 23, 59, 59, tzinfo=UTC)),
+        ("2024-10-05T24:00:00Z", datetime(2024, 10, 6, tzinfo=UTC)),  # ISO's end of day
+        ("2024-10-05T10:00:00+05:45", datetime(2024, 10, 5, 4, 15, tzinfo=UTC)),
+        ("2024-10-05T10:00:00.250-09:30", datetime(2024, 10, 5, 19, 30, tzinfo=UTC)),
+        ("2024-10-05 10:00:00", datetime(2024, 10, 5, 10, 0, tzinfo=UTC)),
+    ],
+)
+def test_a_real_iso_feed_date_is_kept(published: str, expected: datetime) -> None:
+    (paper,) = parse_feed(_atom(published), source="feed:j", content_type="application/atom+xml")
+    assert paper.published == expected
+
+
+@pytest.mark.parametrize(
+    ("pub_date", "expected"),
+    [
+        ("Sat, 05 Oct 2024 10:00:00 GMT", datetime(2024, 10, 5, 10, 0, tzinfo=UTC)),
+        ("Sat, 5 Oct 24 10:00 +0100", datetime(2024, 10, 5, 9, 0, tzinfo=UTC)),
+        ("Thu, 29 Feb 2024 23:59:59 -0000", datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)),
+        ("Sat Oct  5 16:29:06 2024", datetime(2024, 10, 5, 16, 29, 6, tzinfo=UTC)),
+        ("Fri, 2006/09/15 08:19:53 EDT", datetime(2006, 9, 15, 12, 19, 53, tzinfo=UTC)),
+        ("2004-07-08 23:56:58.0", datetime(2004, 7, 8, 23, 56, 58, tzinfo=UTC)),
+    ],
+)
+def test_a_real_rss_date_is_kept(pub_date: str, expected: datetime) -> None:
+    (paper,) = parse_feed(_rss(pub_date), source="feed:j", content_type="application/rss+xml")
+    assert paper.published == expected
+
+
+@pytest.mark.parametrize(
+    "pub_date", ["Sat, 05 Oct 2024 10:00:00 +0960", "Sat, 05 Oct 2024 10:00:00 GMT+01:99"]
+)
+def test_an_rss_offset_with_its_minutes_out_of_range_is_unknown(pub_date: str) -> None:
+    (paper,) = parse_feed(_rss(pub_date), source="feed:j", content_type="application/rss+xml")
+    assert (paper.published, paper.year) == (None, None)
+
+
+def test_an_arxiv_offset_with_its_minutes_out_of_range_is_unknown() -> None:
+    """Python's fromisoformat reads `+09:60` as +10:00."""
+    for published in ("2025-01-02T00:00:00+09:60", "2025-01-02T00:00:00+1360"):
+        (paper,) = parse_arxiv_page(_arxiv_page(published), source="arxiv:cs.LG").papers
+        assert (paper.published, paper.year) == (None, None), published
+    page = parse_arxiv_page(_arxiv_page("2025-01-02T00:00:00+09:59"), source="arxiv:cs.LG")
+    (paper,) = page.papers
+    assert paper.published == datetime(2025, 1, 1, 14, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "real"),
+    [
+        ("2024-02-29", True),
+        ("2100-02-29", False),  # not a leap year
+        ("2000-02-29", True),
+        ("2024-1-5", True),  # not what feedparser's ISO parser reads; left alone
+        ("2024-10-05t23:59:60z", True),  # a leap second
+        ("2024-10-05T24:00:01Z", False),
+        ("Sat, 05 Oct 2024 10:00:00 +1359", True),
+        ("Sat, 05 Oct 2024 10:00:00 +1360", False),
+        ("Sat, 05 Oct 2024 10:00:00 UT", True),
+        ("  --12-25  ", False),
+        ("", True),  # nothing written: nothing made up
+    ],
+)
+def test_written_dates(text: str, real: bool) -> None:
+    assert written_date_is_real(text) is real
