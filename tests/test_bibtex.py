@@ -571,4 +571,9 @@ def test_latex_text_takes_under_a_second_a_megabyte(text: str) -> None:
 def test_a_megabyte_of_fields_is_written_in_under_a_second(text: str) -> None:
     third = text[: len(text) // 3]
     hostile = [paper(title=third, authors=[third[: len(third) // 2]] * 2, venue=third)]
-    assert cpu_seconds(bibtex, hostile, BOUND_SECONDS_PER_MB) < BOUND_SECONDS_PER_MB
+    # A slow spell of a shared machine raises the bound with it: ordinary text of the same
+    # size, in the same run, takes about a fifth of it.
+    plain = ("Conservative Q-Learning for Offline RL " * len(text))[: len(text) // 3]
+    ordinary = [paper(title=plain, authors=[plain[: len(plain) // 2]] * 2, venue=plain)]
+    bound = max(BOUND_SECONDS_PER_MB, 4 * cpu_seconds(bibtex, ordinary, 0.0))
+    assert cpu_seconds(bibtex, hostile, bound) < bound
