@@ -1,8 +1,7 @@
-"""Paperboy's settings: declared once, with defaults, overridden by the environment.
+"""Paperboy's settings, each declared once as a field of `Settings`, overridden by the environment.
 
-Every setting is a `Setting` in `SETTINGS`; `load_settings()` reads them from the
-environment (and from a `.env` file, which is the only other place secrets may come
-from) and fails with one line naming the variable when a value is malformed.
+`load_settings()` reads them from the environment and a `.env` file (the only places secrets
+may come from) and fails with one line naming the variable when a value is malformed.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("db") / "paperboy.db"
 Number = TypeVar("Number", int, float)
+T = TypeVar("T")
 
 
 class SettingsError(ValueError):
@@ -29,6 +29,8 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting: its `Settings` field, environment variable, default, meaning, parser."""
+
     name: str
     env: str
     default: Any
@@ -174,8 +176,8 @@ def _api_base(value: str) -> str:
     return _http_url(value).rstrip("/")
 
 
-def _cron(value: str) -> str:
-    """A crontab line (minute hour day month weekday), read as UTC."""
+def parse_cron(value: str) -> str:
+    """A crontab line (minute hour day month weekday), read as UTC, with its spaces collapsed."""
     from apscheduler.triggers.cron import CronTrigger
 
     value = " ".join(value.split())
@@ -188,6 +190,9 @@ def _cron(value: str) -> str:
     return value
 
 
+_cron = parse_cron  # bot/cli.py's import, until it names parse_cron
+
+
 def _email(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"[^@\s;()<>]+@[^@\s;()<>]+\.[^@\s;()<>]+", value):
@@ -197,289 +202,264 @@ def _email(value: str) -> str:
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("db_path", "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path),
-    Setting(
-        "digest_size",
-        "PAPERBOY_DIGEST_SIZE",
-        5,
-        "Papers per subscribed topic in one digest.",
-        _positive_int,
-    ),
-    Setting(
-        "empty_digest",
+
+def setting(
+    env: str, default: T, help: str, parse: Callable[[str], T], *, secret: bool = False
+) -> T:
+    """A `Settings` field read from the variable `env` by `parse`; `help` is its Markdown
+    meaning. A secret stays out of repr(), so a logged Settings object leaks nothing."""
+    metadata = {"env": env, "help": help, "parse": parse, "secret": secret}
+    return field(default=default, repr=not secret, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, declared once: its field, variable, default, meaning and parser."""
+
+    # RUF009: setting() returns a field(), which dataclass does not share between objects.
+    db_path: Path = setting(  # noqa: RUF009
+        "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path
+    )
+    digest_size: int = setting(
+        "PAPERBOY_DIGEST_SIZE", 5, "Papers per subscribed topic in one digest.", _positive_int
+    )
+    empty_digest: str = setting(
         "PAPERBOY_EMPTY_DIGEST",
         "notice",
-        'A week with nothing new: "notice" posts one line saying so, "skip" posts nothing.',
+        "A digest with nothing new: `notice` posts one line saying so, `skip` posts nothing.",
         _choice("notice", "skip"),
-    ),
-    Setting(
-        "first_digest_days",
+    )
+    first_digest_days: int = setting(
         "PAPERBOY_FIRST_DIGEST_DAYS",
         7,
-        "Days a channel's first digest looks back for new papers.",
+        "Days a channel's first digest looks back for new papers (and how long before the "
+        "previous digest a paper may have been published and still be new).",
         _positive_int,
-    ),
-    Setting(
-        "default_weekday",
+    )
+    default_weekday: str = setting(
         "PAPERBOY_DEFAULT_WEEKDAY",
         "mon",
-        "Weekday of a new channel's digest (mon .. sun).",
+        "Weekday of a new channel's digest (`mon` .. `sun`).",
         _choice(*WEEKDAYS),
-    ),
-    Setting(
-        "default_time", "PAPERBOY_DEFAULT_TIME", "09:00", "Time of a new channel's digest.", _clock
-    ),
-    Setting(
-        "default_timezone",
+    )
+    default_time: str = setting(
+        "PAPERBOY_DEFAULT_TIME", "09:00", "Time of a new channel's digest (24-hour).", _clock
+    )
+    default_timezone: str = setting(
         "PAPERBOY_DEFAULT_TIMEZONE",
         "UTC",
         "IANA timezone of a new channel's schedule.",
         _timezone,
-    ),
-    Setting(
-        "slack_bot_token",
+    )
+    slack_bot_token: str | None = setting(
         "SLACK_BOT_TOKEN",
         None,
-        "Slack bot token (xoxb-...). Set it to run the Slack app.",
+        "Slack bot token (`xoxb-...`). Set it to run the Slack app.",
         _prefixed("xoxb-", "a Slack bot token"),
         secret=True,
-    ),
-    Setting(
-        "slack_app_token",
+    )
+    slack_app_token: str | None = setting(
         "SLACK_APP_TOKEN",
         None,
-        "Slack app-level token (xapp-...) with connections:write, for Socket Mode.",
+        "Slack app-level token (`xapp-...`) with `connections:write`, for Socket Mode.",
         _prefixed("xapp-", "a Slack app-level token"),
         secret=True,
-    ),
-    Setting(
-        "slack_signing_secret",
+    )
+    slack_signing_secret: str | None = setting(
         "SLACK_SIGNING_SECRET",
         None,
         "Slack signing secret, to verify requests in HTTP mode.",
         _signing_secret,
         secret=True,
-    ),
-    Setting(
-        "slack_api_url",
+    )
+    slack_api_url: str = setting(
         "SLACK_API_URL",
         "https://slack.com/api/",
-        "Slack Web API base URL (tests point it at a local fake).",
+        "Slack Web API base URL (tests point it at a local fake; HTTP mode then also sends "
+        "`response_url` answers to that host).",
         _http_url,
-    ),
-    Setting(
-        "slack_managers",
+    )
+    slack_managers: str = setting(
         "PAPERBOY_SLACK_MANAGERS",
         "anyone",
-        'Who may change a channel\'s topics and schedule in Slack: "anyone" in the channel, '
-        '"admins" of the workspace, or a comma-separated list of user ids.',
+        "Who may change a channel's topics, schedule, backlog and pause in Slack: `anyone` "
+        "in the channel, `admins` of the workspace, or user ids such as `U012AB3CD,U045EF6GH`.",
         _managers,
-    ),
-    Setting(
-        "discord_token",
+    )
+    discord_token: str | None = setting(
         "DISCORD_TOKEN",
         None,
         "Discord bot token. Set it to run the Discord bot.",
         _discord_token,
         secret=True,
-    ),
-    Setting(
-        "discord_guild_id",
+    )
+    discord_guild_id: int | None = setting(
         "DISCORD_GUILD_ID",
         None,
-        "A Discord server id: sync /papers to that server only, instantly (for development).",
+        "A Discord server id: sync `/papers` to that server only, at once (development).",
         _snowflake,
-    ),
-    Setting(
-        "discord_api_url",
+    )
+    discord_api_url: str = setting(
         "DISCORD_API_URL",
         "https://discord.com/api/v10",
         "Discord REST base URL (tests point it at a local fake).",
         _api_base,
-    ),
-    Setting(
-        "local_dir",
+    )
+    local_dir: Path = setting(  # noqa: RUF009
         "PAPERBOY_LOCAL_DIR",
         Path("db") / "outbox",
-        "Folder where local:NAME channels deliver: one JSON line per message in NAME.jsonl.",
+        "Where `local:NAME` channels deliver: `NAME.jsonl`, one JSON line per message.",
         Path,
-    ),
-    Setting(
-        "inbox",
+    )
+    inbox: Path | None = setting(  # noqa: RUF009
         "PAPERBOY_INBOX",
         None,
         "Folder of paper lists to ingest before each digest run (new or changed files only).",
         Path,
-    ),
-    Setting(
-        "max_record_kb",
+    )
+    max_record_kb: int = setting(
         "PAPERBOY_MAX_RECORD_KB",
         100,
         "Largest paper (row, paragraph, JSON object) or line a paper list may hold, in KB; "
         "a file with a bigger one is refused.",
         _positive_int,
-    ),
-    Setting(
-        "catchup_hours",
+    )
+    catchup_hours: int = setting(
         "PAPERBOY_CATCHUP_HOURS",
         24,
-        "After downtime, post a missed digest on start-up if it was due at most this long ago.",
+        "After downtime, post a missed digest on start-up if due at most this long ago.",
         _positive_int,
-    ),
-    Setting(
-        "max_attempts",
+    )
+    max_attempts: int = setting(
         "PAPERBOY_MAX_ATTEMPTS",
         8,
-        "Attempts to send a message through transient errors before giving it up.",
+        "Attempts to send a message through transient errors before giving up.",
         _positive_int,
-    ),
-    Setting(
-        "outbox_keep_days",
+    )
+    outbox_keep_days: int = setting(
         "PAPERBOY_OUTBOX_KEEP_DAYS",
         30,
-        "Days a sent message's payload is kept in the outbox (once a day the older ones are "
-        "emptied; the rows stay); 0 keeps them forever.",
+        "Days a sent message's payload (the message as posted) is kept in the outbox; once a "
+        "day older ones are emptied, their rows kept. `0` keeps them forever.",
         _keep_days,
-    ),
-    Setting(
-        "delivery_concurrency",
+    )
+    delivery_concurrency: int = setting(
         "PAPERBOY_DELIVERY_CONCURRENCY",
         64,
-        "Channels delivered at the same time (each sends at most one message a second on "
-        "Slack, so keep it above twice PAPERBOY_SLACK_POSTS_PER_SECOND).",
+        "Channels delivered at the same time (keep it above twice "
+        "`PAPERBOY_SLACK_POSTS_PER_SECOND`: a Slack channel sends one message a second).",
         _positive_int,
-    ),
-    Setting(
-        "slack_posts_per_second",
+    )
+    slack_posts_per_second: float = setting(
         "PAPERBOY_SLACK_POSTS_PER_SECOND",
         5.0,
         "Digest messages posted per second across the Slack workspace, all channels "
-        "together (Slack's workspace-wide limit; lowered by itself after a 429).",
+        "together: Slack's workspace-wide limit, which it does not publish. Lowered by "
+        "itself after a 429, then back.",
         _positive_rate,
-    ),
-    Setting(
-        "discord_posts_per_second",
+    )
+    discord_posts_per_second: float = setting(
         "PAPERBOY_DISCORD_POSTS_PER_SECOND",
         50.0,
         "Digest messages posted per second by the Discord bot, all channels together "
-        "(Discord's global limit; lowered by itself after a 429).",
+        "(Discord's global limit). Lowered by itself after a 429; set above the bot's real "
+        "limit, that limit is measured from its 429s and kept to.",
         _positive_rate,
-    ),
-    Setting(
-        "slack_ack_seconds",
+    )
+    slack_ack_seconds: float = setting(
         "PAPERBOY_SLACK_ACK_SECONDS",
         1.0,
-        "HTTP mode: a /papers answer not ready this long after the request arrived is "
-        'acknowledged with "Working on it…" and sent after.',
+        "HTTP mode: a `/papers` answer not ready this long after the request arrived is "
+        'acknowledged with "Working on it…" and sent after. At most 2.5: Slack waits 3 '
+        "seconds.",
         _positive_seconds,
-    ),
-    Setting(
-        "slack_max_body_bytes",
+    )
+    slack_max_body_bytes: int = setting(
         "PAPERBOY_SLACK_MAX_BODY_BYTES",
         65536,
         "HTTP mode: larger request bodies are refused (413) unread.",
         _positive_int,
-    ),
-    Setting(
-        "slack_header_timeout",
+    )
+    slack_header_timeout: float = setting(
         "PAPERBOY_SLACK_HEADER_TIMEOUT",
         10.0,
         "HTTP mode: seconds a connection has to send a request's headers.",
         _positive_seconds,
-    ),
-    Setting(
-        "slack_body_timeout",
+    )
+    slack_body_timeout: float = setting(
         "PAPERBOY_SLACK_BODY_TIMEOUT",
         10.0,
         "HTTP mode: seconds a request has to send its body (and to read the answer).",
         _positive_seconds,
-    ),
-    Setting(
-        "slack_max_connections",
+    )
+    slack_max_connections: int = setting(
         "PAPERBOY_SLACK_MAX_CONNECTIONS",
         1000,
-        "HTTP mode: open connections at most; at the cap a new one evicts the oldest that "
-        "has not sent a whole request yet.",
+        "HTTP mode: open connections at most; at the cap a new one evicts the one whose "
+        "unfinished request began first.",
         _positive_int,
-    ),
-    Setting(
-        "fetch_cron",
+    )
+    fetch_cron: str = setting(
         "PAPERBOY_FETCH_CRON",
         "0 5 * * *",
-        "When `paperboy run` fetches the sources (crontab, UTC); a source's own schedule wins.",
-        _cron,
-    ),
-    Setting(
-        "arxiv_url",
+        "When `paperboy run` fetches the sources: a crontab line (minute hour day month "
+        "weekday), in UTC. A source's own schedule wins.",
+        parse_cron,
+    )
+    arxiv_url: str = setting(
         "PAPERBOY_ARXIV_URL",
         "https://export.arxiv.org/api",
         "arXiv export API base URL (tests point it at a local fake).",
         _api_base,
-    ),
-    Setting(
-        "openreview_url",
+    )
+    openreview_url: str = setting(
         "PAPERBOY_OPENREVIEW_URL",
         "https://api2.openreview.net",
         "OpenReview API v2 base URL (tests point it at a local fake).",
         _api_base,
-    ),
-    Setting(
-        "contact_email",
+    )
+    contact_email: str | None = setting(
         "PAPERBOY_CONTACT_EMAIL",
         None,
-        "An address sent in the User-Agent of every fetch, so arXiv can reach the operator.",
+        "An address sent in every fetch's User-Agent, so arXiv and OpenReview can reach you "
+        "instead of blocking you.",
         _email,
-    ),
-    Setting(
-        "fetch_allow_private_redirects",
+    )
+    fetch_allow_private_redirects: bool = setting(
         "PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS",
         False,
-        "1: a source's redirects may lead to loopback, private and other non-public "
-        "addresses (a local mirror that redirects); by default such a redirect fails the "
-        "fetch. The source's own URL may point anywhere either way.",
+        "`1` lets a source's redirects lead to loopback, private and other non-public "
+        "addresses (a local mirror that redirects, even to itself). Off, such a hop fails "
+        "the fetch with one line. Only http(s) is followed either way; see `docs/security.md`.",
         _flag,
-    ),
+    )
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(f.name, default=f.default, **f.metadata) for f in fields(Settings)
 )
 
 
-@dataclass(frozen=True)
-class Settings:
-    db_path: Path = DEFAULT_DB
-    digest_size: int = 5
-    empty_digest: str = "notice"
-    first_digest_days: int = 7
-    default_weekday: str = "mon"
-    default_time: str = "09:00"
-    default_timezone: str = "UTC"
-    # Secrets never appear in repr(), so logging a Settings object leaks nothing.
-    slack_bot_token: str | None = field(default=None, repr=False)
-    slack_app_token: str | None = field(default=None, repr=False)
-    slack_signing_secret: str | None = field(default=None, repr=False)
-    slack_api_url: str = "https://slack.com/api/"
-    slack_managers: str = "anyone"
-    discord_token: str | None = field(default=None, repr=False)
-    discord_guild_id: int | None = None
-    discord_api_url: str = "https://discord.com/api/v10"
-    local_dir: Path = Path("db") / "outbox"
-    inbox: Path | None = None
-    max_record_kb: int = 100
-    catchup_hours: int = 24
-    max_attempts: int = 8
-    outbox_keep_days: int = 30
-    delivery_concurrency: int = 64
-    slack_posts_per_second: float = 5.0
-    discord_posts_per_second: float = 50.0
-    slack_ack_seconds: float = 1.0
-    slack_max_body_bytes: int = 65536
-    slack_header_timeout: float = 10.0
-    slack_body_timeout: float = 10.0
-    slack_max_connections: int = 1000
-    fetch_cron: str = "0 5 * * *"
-    arxiv_url: str = "https://export.arxiv.org/api"
-    openreview_url: str = "https://api2.openreview.net"
-    contact_email: str | None = None
-    fetch_allow_private_redirects: bool = False
+def _shown(default: Any) -> str:
+    """A default as the reference shows it: blank when unset, a flag as 1 or 0."""
+    if default is None:
+        return ""
+    if isinstance(default, bool):
+        return f"`{int(default)}`"
+    if isinstance(default, Path):
+        return f"`{default.as_posix()}`"
+    return f"`{default:g}`" if isinstance(default, float) else f"`{default}`"
+
+
+def reference_markdown() -> str:
+    """The configuration reference: a Markdown table of every setting's variable, default
+    and meaning, in declaration order."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for s in SETTINGS:
+        rows.append(
+            f"| `{s.env}` | {_shown(s.default)} | {s.help}{' Secret.' if s.secret else ''} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
