@@ -1,30 +1,10 @@
 """Learned topic models, per-topic lines, and feedback: all as weighted terms.
 
-A learned model is a linear model over the matcher's own features: each word and word
-pair of a paper's normalised text, valued as `digests.matching.score` values a term
-(1 + ln(count in abstract), + 1 in the title, + 1 in the keywords). Its weights are
-therefore term weights, and a model ships as terms (`config/topic_models.toml`, written
-by `bench/train_topics.py`) added to a catalog topic's hand terms: the digest scores it
-with the same `Matcher`, at the same cost per (paper, term), and nothing else changes.
-
-A topic's own line (`threshold` in the model file, or in a topic of
-`config/topics.toml`) is applied by scaling: its weights are multiplied by
-(catalog threshold / its threshold), so a score reaches the catalog's one threshold
-exactly when it reaches the topic's own line. Every consumer of scores (digest
-selection, the window cache keyed by terms, the archive, `topics` output) keeps one
-threshold, and scores of different topics are on one scale (a channel's merged list
-and "the best of several topics" compare like with like).
-
-A model is fitted to its topic's hand terms (the mix `hand` and the line are chosen on
-hand + learned scores), so the file records a hash of them (`hand_terms`): a topic whose
-hand terms were edited since keeps its hand terms alone, with one warning, until the
-models are learned again. A model that is malformed (a missing, non-finite, zero or
-negative line or weight, a huge weight) is likewise left out with one warning: the
-models are an improvement on the hand terms, never a reason for the catalog to fail.
-
-`refine` is the feedback hook (issue 13): labelled papers of a channel's topic shift
-its weights Rocchio-style towards the words of the papers marked relevant and away
-from those marked not.
+A model (`config/topic_models.toml`, written by `bench/train_topics.py`) is terms over the
+matcher's own features (`features`), added to a catalog topic's hand terms and scaled so
+that the catalog's one threshold is the topic's own line (`combine`). A model fitted to
+other hand terms (`hand_key`) or malformed is left out with one warning. `refine` moves a
+topic towards the papers marked relevant and away from the others (Rocchio).
 """
 
 from __future__ import annotations
@@ -39,12 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from digests.matching import PaperText, Term
-
-if TYPE_CHECKING:
-    from digests.topics import Topic
+from digests.topic import Topic
 
 log = logging.getLogger(__name__)
 
@@ -215,15 +192,10 @@ def refine(
     """The topic moved towards `positives` and away from `negatives` (Rocchio):
     weight += scale x (FEEDBACK_POSITIVE x mean feature of the positives
                        - FEEDBACK_NEGATIVE x mean feature of the negatives),
-    for the `max_terms` words and pairs the labels move most that occur in at least
-    two labelled papers of one side (one paper's odd words are not its topic). `scale`
-    is the size of a typical term weight on the topic's scale: by default the median of
-    its weights (a learned topic's weights are scaled to its line, so a fixed step would
-    move a topic with a high line much more than one with a low line).
-    The returned topic has the same id; its terms are new, so caches keyed by terms
-    (the digest's windows) score it afresh. No labels: the topic unchanged.
-    `featurize`: `features`, or a cache of it (`digests.learning` refines many channels'
-    topics with the same papers in a batch)."""
+    for the `max_terms` phrases moved most among those in at least two labelled papers of
+    one side. `scale` defaults to the median of the topic's weights (learned weights are
+    on the topic's own line). The same id, new terms (term-keyed caches score it afresh);
+    no labels: the topic unchanged. `featurize`: `features`, or a cache of it."""
     if not positives and not negatives:
         return topic
     if scale is None:
@@ -232,9 +204,8 @@ def refine(
         ([featurize(paper) for paper in papers], weight)
         for papers, weight in ((positives, FEEDBACK_POSITIVE), (negatives, -FEEDBACK_NEGATIVE))
     ]
-    # Only phrases in at least two papers of one side can move (counted in C, not phrase
-    # by phrase: a paper has ~300 and few are shared); their shifts are summed over the
-    # papers in the same order as summing all of them would, so the same floats.
+    # Only phrases in at least two papers of one side can move (counted by Counter, as few
+    # are shared); shifts are summed in the papers' order, so the floats are the same.
     shared: set[str] = set()
     for found, _ in sides:
         support: Counter[str] = Counter()

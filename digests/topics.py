@@ -1,8 +1,5 @@
-"""Topics: the catalog from `config/topics.toml`, and custom free-text topics.
-
-A topic has an id (`offline-rl`), a label, a description, aliases users may type,
-and weighted terms that `digests.matching.score` counts in a paper. A channel's
-free text ("diffusion policy") becomes a custom topic matched the same way.
+"""The topic catalog (`config/topics.toml`, with its learned models), and custom topics
+made from a channel's free text ("diffusion policy"), matched the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +19,8 @@ from typing import Any
 
 from config.topics import catalog_path
 from digests.enrich.text import name_key
-from digests.matching import PaperText, Term, normalise, score
+from digests.matching import Term, normalise
+from digests.topic import Topic as Topic  # re-exported: most modules import it from here
 from digests.topic_model import MODELS_FILE, combine, hand_key, load_models, warn_once
 
 log = logging.getLogger(__name__)
@@ -48,46 +46,13 @@ _GLUE_WORDS = frozenset(
 
 
 # A learned topic's full-text search (the archive) asks for its hand phrases and this many
-# of its strongest learned terms that are not hand phrases. At 100k papers, over the 17
-# learned topics, the archive's 5 best of each: all 85 kept (vs reading every match) at
-# ~1/3 the cost of all terms; hand phrases alone kept 79 (computer-vision 0 of 5):
-# docs/relevance.md "Learned topic models", bench/archive_search.py.
+# of its strongest learned terms that are not hand phrases: enough to keep the archive's
+# best papers at a fraction of the cost of all terms (bench/archive_search.py).
 SEARCH_LEARNED = 5
 
 
 class CatalogError(ValueError):
     """The topic catalog file is malformed; the message says where."""
-
-
-@dataclass(frozen=True)
-class Topic:
-    id: str
-    label: str
-    description: str
-    terms: tuple[Term, ...]
-    aliases: tuple[str, ...] = ()
-    custom_text: str | None = None
-    based_on: tuple[str, ...] = ()  # catalog topics a custom topic's text names
-    # The topic's own line, before its terms were scaled to the catalog's threshold
-    # (`digests.topic_model`): None for the catalog's one line.
-    threshold: float | None = None
-    # What a full-text search asks for when not all its terms (`search_phrases`).
-    searched: tuple[str, ...] = ()
-
-    @property
-    def is_custom(self) -> bool:
-        return self.custom_text is not None
-
-    def score(self, paper: PaperText) -> float:
-        return score(paper, self.terms)
-
-    @property
-    def search_phrases(self) -> tuple[str, ...]:
-        """The phrases a full-text search for the topic's papers (the digest's archive)
-        asks for: a learned topic's hand-written terms and its SEARCH_LEARNED strongest
-        learned terms, not all 60 (those include words common enough to match most of a
-        store, which made the search several times dearer); other topics' terms."""
-        return self.searched or tuple(term.phrase for term in self.terms)
 
 
 @dataclass(frozen=True)
@@ -266,16 +231,11 @@ def custom_slug(text: str) -> str:
 def custom_topic(text: str, catalog: Catalog | None = None) -> Topic:
     """A topic for free text: the whole phrase weighs most, then its telling words.
 
-    Generic words ("learning", "model") alone would match nearly every paper, so they
-    only count inside the phrase. Weights are set so that one mention of the phrase
-    plus its words clears the catalog threshold, as a strong catalog term does, while
-    its words alone need many mentions: "diffusion policy" wants papers about diffusion
-    policies first, not every diffusion paper.
-
-    Text made only of one catalog topic's names (its label, id or aliases) and glue
-    words ("continual learning and catastrophic forgetting") means that topic: the
-    custom topic carries the catalog topic's terms too, and `based_on` names it.
-    `catalog` is the bundled one unless given.
+    One mention of the phrase plus its words clears the catalog threshold; its words
+    alone need many mentions, and generic words ("learning") count only inside the
+    phrase. Text made only of one catalog topic's names and glue words ("continual
+    learning and catastrophic forgetting") also carries that topic's terms (`based_on`
+    names it). `catalog` is the bundled one unless given.
     """
     cleaned = " ".join(text.split())
     own = _own_terms(cleaned)
@@ -351,9 +311,8 @@ def _named_topics(cleaned: str, catalog: Catalog) -> tuple[Topic, ...]:
 @functools.lru_cache(maxsize=CUSTOM_TOPICS_KEPT)
 def stored_custom_topic(text: str) -> Topic:
     """`custom_topic(text)` against the bundled catalog, made once per text: a batch of
-    10,000 channels reads ~10,000 free-text subscriptions, most of them shared texts
-    (making each afresh was 1.0 of 42 profiled seconds). A Topic is frozen, so sharing
-    one is safe."""
+    channels reads many free-text subscriptions, most of them shared texts. A Topic is
+    frozen, so sharing one is safe."""
     return custom_topic(text)
 
 
