@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from sqlite_utils import Database
 
 from config.settings import Settings
-from db import open_db
+from db import open_db, transactions
 from digests.commands import Context
 from digests.topics import Catalog
 
@@ -125,8 +125,6 @@ class ChangeWriter(Executor):
 
     `connect()` gives the database of the calling thread (`Services.db`): the work reaches
     the same connection through the same call, as it runs in this executor's thread.
-    Under 50 concurrent `/papers subscribe`, commits one at a time left each command
-    waiting for the fsyncs of all the ones before it (docs/benchmarks.md, "Commands").
     """
 
     def __init__(
@@ -189,7 +187,7 @@ class ChangeWriter(Executor):
             except BaseException as exc:  # a bug: the thread must live on for the next ones
                 log.exception("the change writer failed on a batch of %d", len(batch))
                 with contextlib.suppress(Exception):
-                    self._connect().conn.rollback()
+                    transactions.rollback(self._connect())
                 for future, *_ in batch:
                     if not future.done():
                         with contextlib.suppress(InvalidStateError):
@@ -204,17 +202,16 @@ class ChangeWriter(Executor):
         settled: list[tuple[Future[Any], bool, Any]] = []  # known outcomes, in order
         pending: list[tuple[Future[Any], Any]] = []  # done, but only once the COMMIT is
         try:
-            conn = self._connect().conn
+            db = self._connect()
             for future, fn, args, kwargs in live:
-                if not conn.in_transaction:  # the first, or the one before ended it
-                    conn.execute("BEGIN IMMEDIATE")
-                conn.execute("SAVEPOINT change")
+                if not transactions.in_transaction(db):  # the first, or the one before ended it
+                    transactions.begin_immediate(db)
+                transactions.savepoint(db, "change")
                 try:
                     value = fn(*args, **kwargs)
                 except BaseException as exc:  # settled below, after the commit
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK TO SAVEPOINT change")
-                        conn.execute("RELEASE SAVEPOINT change")
+                    if transactions.in_transaction(db):
+                        transactions.undo(db, "change")
                     elif pending:
                         # SQLite rolled the whole transaction back (a full disk, an I/O
                         # error, a trigger's RAISE(ROLLBACK)): the changes before this one
@@ -225,19 +222,19 @@ class ChangeWriter(Executor):
                         pending.clear()
                     settled.append((future, False, exc))
                     continue
-                if conn.in_transaction:
-                    conn.execute("RELEASE SAVEPOINT change")
+                if transactions.in_transaction(db):
+                    transactions.release(db, "change")
                     pending.append((future, value))
                 else:  # it committed the transaction itself, and the changes before it
                     settled += [(done, True, result) for done, result in pending]
                     settled.append((future, True, value))
                     pending.clear()
-            if conn.in_transaction:
-                conn.commit()
+            if transactions.in_transaction(db):
+                transactions.commit(db)
         except BaseException as exc:  # BEGIN or COMMIT failed: nothing uncommitted stays
             log.warning("a batch of %d changes failed: %s", len(live), exc)
             with contextlib.suppress(Exception):
-                self._connect().conn.rollback()
+                transactions.rollback(self._connect())
             known = {id(future) for future, _, _ in settled}
             settled += [(work[0], False, exc) for work in live if id(work[0]) not in known]
             pending.clear()

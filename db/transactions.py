@@ -1,4 +1,5 @@
-"""Write transactions that take the write lock up front.
+"""Transaction control: write transactions that take the write lock up front, and the
+steps of a batch of changes in savepoints of their own.
 
 Several connections share the database (command handlers in worker threads, the
 scheduler on the event loop). A deferred transaction that reads and then writes can
@@ -32,3 +33,39 @@ def write_transaction(db: Database) -> Iterator[Database]:
         raise
     else:
         db.conn.commit()
+
+
+def in_transaction(db: Database) -> bool:
+    """Whether a transaction is open on `db`'s connection (SQLite may end one by itself:
+    a full disk or an I/O error rolls it back)."""
+    return db.conn.in_transaction
+
+
+def begin_immediate(db: Database) -> None:
+    """Open a write transaction, waiting for the write lock (`write_transaction`)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+
+
+def savepoint(db: Database, name: str) -> None:
+    """Open the savepoint `name` (a name from our code, not input)."""
+    db.conn.execute(f"SAVEPOINT {name}")
+
+
+def release(db: Database, name: str) -> None:
+    """Keep what was done since the savepoint `name`, and end it."""
+    db.conn.execute(f"RELEASE SAVEPOINT {name}")
+
+
+def undo(db: Database, name: str) -> None:
+    """Undo what was done since the savepoint `name`, and end it."""
+    db.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+    db.conn.execute(f"RELEASE SAVEPOINT {name}")
+
+
+def commit(db: Database) -> None:
+    db.conn.commit()
+
+
+def rollback(db: Database) -> None:
+    """Undo the open transaction, if any."""
+    db.conn.rollback()
