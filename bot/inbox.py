@@ -30,6 +30,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from bot.delivery import SENDER, sender_alive
+from db import inbox as inbox_files
 from db import text_index
 from db.transactions import write_transaction
 from digests.ingest import IngestError, ingest_files
@@ -67,9 +68,8 @@ class InboxResult:
 def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) -> bool:
     """Take this version of the file for ingesting; False if it was done or is taken."""
     with write_transaction(db):
-        rows = list(db.query("select * from inbox_files where path = ?", [str(path)]))
-        if rows:
-            row = rows[0]
+        row = inbox_files.get_file(db, str(path))
+        if row is not None:
             same_version = row["size"] == size and row["mtime_ns"] == mtime_ns
             if same_version and row["status"] in ("loaded", "error"):
                 return False
@@ -84,17 +84,7 @@ def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) ->
 def _record(
     db: Database, path: Path, size: int, mtime_ns: int, status: str, detail: str, now: datetime
 ) -> None:
-    db.table("inbox_files").upsert(
-        {
-            "path": str(path),
-            "size": size,
-            "mtime_ns": mtime_ns,
-            "status": status,
-            "detail": detail,
-            "seen_at": stamp(now),
-        },
-        pk="path",
-    )
+    inbox_files.record_file(db, str(path), size, mtime_ns, status, detail, stamp(now))
 
 
 def _renewing(db: Database, path: Path, now: datetime) -> Any:
@@ -119,11 +109,7 @@ def _renewing(db: Database, path: Path, now: datetime) -> Any:
 def _renew(db: Database, path: Path, at: datetime) -> None:
     try:
         with write_transaction(db):
-            db.execute(
-                "update inbox_files set seen_at = ? "
-                "where path = ? and status = 'ingesting' and detail = ?",
-                [stamp(at), str(path), SENDER],
-            )
+            inbox_files.renew_claim(db, str(path), SENDER, stamp(at))
     except sqlite3.OperationalError as exc:  # busy: the next renewal tries again
         log.warning("inbox: could not renew the claim on %s (%s)", path.name, exc)
 
@@ -132,10 +118,7 @@ def _release(db: Database, path: Path) -> None:
     """Drop our claim so the next run tries again (the file was not ingested)."""
     try:
         with write_transaction(db):
-            db.execute(
-                "delete from inbox_files where path = ? and status = 'ingesting' and detail = ?",
-                [str(path), SENDER],
-            )
+            inbox_files.drop_claim(db, str(path), SENDER)
     except sqlite3.OperationalError:
         log.warning(
             "inbox: could not release %s; it is retried after %d minutes", path.name, CLAIM_MINUTES
@@ -174,14 +157,12 @@ def ingest_inbox(
             continue  # removed meanwhile
         if S_ISDIR(stat.st_mode):
             continue
-        rows = list(
-            db.query("select size, mtime_ns, status from inbox_files where path = ?", [str(path)])
-        )
+        known = inbox_files.file_version(db, str(path))
         if (
-            rows
-            and rows[0]["size"] == stat.st_size
-            and rows[0]["mtime_ns"] == stat.st_mtime_ns
-            and rows[0]["status"] in ("loaded", "error")
+            known is not None
+            and known["size"] == stat.st_size
+            and known["mtime_ns"] == stat.st_mtime_ns
+            and known["status"] in ("loaded", "error")
         ):
             continue  # the cheap check: most runs end here without taking the write lock
         if _unsettled(stat.st_mtime_ns, now, settle_seconds):
