@@ -1,38 +1,6 @@
-"""Clicks on Paperboy's buttons in Slack (`block_actions`), for both transports.
-
-Socket Mode (`bot.slack.app`) and HTTP (`bot.slack.endpoint`) acknowledge a click at
-once (Slack wants it within 3 seconds), then call `handle_block_actions`, which:
-
-- applies a 👍, 👎 or 🔖 on a digest item (`digests.actions.apply_action`, in the
-  caller's writer thread: the HTTP endpoint's `ChangeWriter` lane), for the channel of the
-  message the button sits on (`slack:TEAM/CHANNEL`; in a direct message, the clicking
-  user's personal digest `slack:TEAM/@USER`; on an ephemeral message, also the clicker's
-  own personal digest, shown to them alone by a command anywhere), so a button of another
-  channel's digest, or a forged value, changes nothing and gets a clear error. The
-  conversation decides, not the team ids of the payload (`conversation_digest`): in a
-  channel shared between workspaces (Slack Connect) or an org-wide install, `team` can
-  be null or another workspace than the one the digest was subscribed from;
-- after a vote that changed something, updates the message (`chat.update`) so its
-  items' vote buttons show the counts ("👍 3"): the message's own blocks from the
-  payload, in which only Paperboy's item buttons (`block_id` "paperboy_item:<paper>...")
-  are rebuilt from the database, for papers of that digest; nothing else of the payload
-  is interpreted. A message's updates run one at a time, each with the counts read when
-  it starts, and a click whose vote an update already showed sends none (a burst of
-  clicks, or a 429, costs Slack a few calls, not one per click). A Slack error there is
-  logged (its error code) and the vote stands;
-- after a save, re-publishes the clicker's App Home if they have opened it before
-  (`bot.slack.home.refresh_home`), so its saved papers include the new one;
-- answers the clicker ephemerally through the payload's `response_url` (only a Slack
-  URL, `slack_url`) when there is something to say: a save, a repeated vote, an error,
-  a vote whose message could not be updated, or any click on an ephemeral message (a
-  command's reply showing the digest: Slack sends no `message` for it and it cannot be
-  updated);
-- ignores the link buttons (PDF, Code: Slack opened the link and still sends the click);
-- passes other action ids to the handler registered for their prefix (`register`: the
-  App Home's `paperboy_home_*`), with the caller's writer lane, and ignores the rest.
-
-`check_payload` is the shape check both transports run first: the HTTP endpoint answers
-400 to a signed payload that fails it, and nothing runs.
+"""Clicks on Paperboy's buttons in Slack (`block_actions`), for both transports: a digest
+item's 👍 👎 🔖 is applied here, any other button goes to the handler its app registered
+for the action id's prefix (`ClickHandlers`). `check_payload` is the shape check run first.
 """
 
 from __future__ import annotations
@@ -44,7 +12,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -53,6 +21,8 @@ from sqlite_utils import Database
 
 from bot.services import Services
 from bot.slack.client import error_code
+from bot.slack.home import refresh_home
+from bot.slack.lanes import run_in
 from bot.slack.verify import slack_url
 from db.papers import get_paper
 from digests.actions import (
@@ -71,7 +41,6 @@ from digests.render.slack import LINK_ACTIONS, item_actions, item_paper
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Handler = Callable[
     [Services, AsyncWebClient, dict[str, Any], dict[str, Any], Executor | None], Awaitable[None]
 ]
@@ -84,8 +53,6 @@ _ID = re.compile(r"[A-Z0-9]{2,32}", re.ASCII)  # team, user and channel ids
 _WORKSPACE = re.compile(r"T[A-Z0-9]{2,31}", re.ASCII)  # a workspace's id, not an org's
 _TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
 MAX_ACTION_ID = 255
-
-_handlers: list[tuple[str, Handler]] = []
 
 
 @dataclass(eq=False)
@@ -101,21 +68,26 @@ class _Message:
 _messages: weakref.WeakValueDictionary[tuple[str, str], _Message] = weakref.WeakValueDictionary()
 
 
-def register(action_id_prefix: str, handler: Handler) -> None:
-    """Send the clicks whose action id starts with `action_id_prefix` to `handler(services,
-    client, payload, action, executor)` (after the acknowledgement). `executor` is the
-    caller's writer lane (None: a thread of the services); the handler runs its writes
-    there (`run_in`), so they keep the lane's batching and its stop rules. Registering a
-    prefix again replaces its handler. Paperboy's item actions cannot be taken over."""
-    if not action_id_prefix or any(a.startswith(action_id_prefix) for a in ACTIONS):
-        raise ValueError(f"cannot register the prefix {action_id_prefix!r}")
-    _handlers[:] = [(p, h) for p, h in _handlers if p != action_id_prefix]
-    _handlers.append((action_id_prefix, handler))
+class ClickHandlers:
+    """One app's handlers of the clicks that are not on a digest item, by action-id prefix."""
 
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
 
-def _registered(action_id: str) -> Handler | None:
-    found = [(p, h) for p, h in _handlers if action_id.startswith(p)]
-    return max(found, key=lambda pair: len(pair[0]))[1] if found else None
+    def register(self, action_id_prefix: str, handler: Handler) -> None:
+        """Send the clicks whose action id starts with `action_id_prefix` to `handler(services,
+        client, payload, action, executor)` (after the acknowledgement). `executor` is the
+        caller's writer lane (None: a thread of the services); the handler runs its writes
+        there (`run_in`). Registering a prefix again replaces its handler; a prefix of
+        Paperboy's item actions is refused (ValueError)."""
+        if not action_id_prefix or any(a.startswith(action_id_prefix) for a in ACTIONS):
+            raise ValueError(f"cannot register the prefix {action_id_prefix!r}")
+        self._handlers[action_id_prefix] = handler
+
+    def get(self, action_id: str) -> Handler | None:
+        """The handler of the longest registered prefix of `action_id`, if any."""
+        found = [prefix for prefix in self._handlers if action_id.startswith(prefix)]
+        return self._handlers[max(found, key=len)] if found else None
 
 
 def _id(value: object) -> bool:
@@ -208,11 +180,19 @@ async def handle_block_actions(
     services: Services,
     client: AsyncWebClient,
     payload: dict[str, Any],
+    handlers: ClickHandlers,
     executor: Executor | None = None,
 ) -> None:
-    """Handle one acknowledged `block_actions` payload (see the module docstring). Writes
-    run in `executor` (by default a thread of the services). Never raises for bad input
-    or a failure of Slack's; a bug is logged and the clicker told something went wrong."""
+    """Handle one acknowledged `block_actions` payload. A digest item's 👍 👎 🔖 is applied
+    to the digest of the conversation clicked in (`conversation_digest`); a vote that
+    changed something updates the message's counts (`chat.update`, one update at a time
+    per message, none for a click an earlier update already showed); a save re-publishes
+    the clicker's Home (`refresh_home`). The clicker is answered through `response_url`
+    when there is something to say (a save, an error, a repeated vote, a count not
+    shown, any click on an ephemeral message). Link buttons are ignored; other action
+    ids go to `handlers`. Writes run in `executor` (by default a thread of the
+    services). Never raises for bad input or a failure of Slack's; a bug is logged and
+    the clicker told something went wrong."""
     problem = check_payload(payload, services.settings.slack_api_url)
     if problem is not None:
         log.warning("ignored a Slack click: %s", problem)
@@ -224,7 +204,7 @@ async def handle_block_actions(
                 await _item_click(services, client, payload, action, executor)
             elif action_id in LINK_ACTIONS:
                 continue  # a link button: Slack opened the link; nothing to do
-            elif (handler := _registered(action_id)) is not None:
+            elif (handler := handlers.get(action_id)) is not None:
                 await handler(services, client, payload, action, executor)
             else:
                 log.debug("ignored a Slack click on %r", action_id[:40])
@@ -291,11 +271,7 @@ async def _item_click(
 
 
 def _refresh_home(services: Services, client: AsyncWebClient, key: str, user: str) -> None:
-    """A save shows in the Home of the list's owner (`key`: `slack:TEAM/USER`),
-    re-published now if they opened it before (`bot.slack.home.refresh_home`)."""
-    # Imported here: bot.slack.home registers its buttons with this module on import.
-    from bot.slack.home import refresh_home
-
+    """A save shows in the Home of the list's owner (`key`: `slack:TEAM/USER`)."""
     team = key.removeprefix("slack:").split("/", 1)[0]
     refresh_home(services, client, team, user)
 
@@ -319,16 +295,6 @@ async def _show_counts(
     channel_id = str(payload["channel"]["id"])
     ts = str(payload["container"]["message_ts"])
     return await _update(client, payload, channel_id, ts, blocks, fresh)
-
-
-async def run_in(
-    services: Services, executor: Executor | None, fn: Callable[..., T], *args: Any
-) -> T:
-    """`fn(*args)` in `executor` (a caller's lane), or in a thread of the services when
-    there is none."""
-    if executor is None:
-        return await services.in_thread(fn, *args)
-    return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
 
 def _item_of(block: dict[str, Any]) -> str | None:

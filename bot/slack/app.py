@@ -36,9 +36,16 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
-from bot.slack.actions import handle_block_actions, run_in
+from bot.slack.actions import ClickHandlers, handle_block_actions
 from bot.slack.client import error_code
-from bot.slack.home import home_opened, home_tab_opened, refresh_home
+from bot.slack.home import (
+    HOME_PREFIX,
+    handle_home_action,
+    home_opened,
+    home_tab_opened,
+    refresh_home,
+)
+from bot.slack.lanes import run_in
 from db.home import record_manager
 from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
@@ -285,6 +292,13 @@ async def answer_payloads(
         return payloads(error(FAILURE))
 
 
+def click_handlers() -> ClickHandlers:
+    """The handlers of an app's clicks beyond the digest items': the App Home's buttons."""
+    handlers = ClickHandlers()
+    handlers.register(HOME_PREFIX, handle_home_action)
+    return handlers
+
+
 def create_app(
     services: Services,
     client: AsyncWebClient,
@@ -302,6 +316,7 @@ def create_app(
         process_before_response=False,
         logger=logging.getLogger("bot.slack.bolt"),
     )
+    handlers = click_handlers()
 
     @app.command(COMMAND)
     async def papers(
@@ -321,7 +336,7 @@ def create_app(
     @app.block_action(re.compile(".*"))
     async def clicked(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()  # at once: Slack waits 3 s; the click runs after
-        await handle_block_actions(services, client, body)
+        await handle_block_actions(services, client, body, handlers)
 
     @app.event("app_home_opened")
     async def home_tab(body: dict[str, Any], client: AsyncWebClient) -> None:

@@ -42,7 +42,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import ChangeWriter, Services
 from bot.slack.actions import check_payload, handle_block_actions, respond
-from bot.slack.app import COMMAND, WORKING, answer_payloads
+from bot.slack.app import COMMAND, WORKING, answer_payloads, click_handlers
 from bot.slack.home import home_opened, home_tab_opened
 from bot.slack.http import Request, Response
 from bot.slack.verify import ReplayMemory, check, slack_url
@@ -106,6 +106,7 @@ class SlackEndpoint:
         self.replays = ReplayMemory()
         self.commands_run = 0  # for tests and the benchmark
         self.clicks = 0  # button clicks accepted, for tests
+        self.click_handlers = click_handlers()
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="slack-command")
         self._change_executor = ChangeWriter(services.db, name="slack-change")
@@ -201,7 +202,9 @@ class SlackEndpoint:
     async def _click(self, payload: dict[str, Any]) -> None:
         lane = _Lane(self._change_executor, self)
         try:
-            await handle_block_actions(self.services, self.client, payload, lane)
+            await handle_block_actions(
+                self.services, self.client, payload, self.click_handlers, lane
+            )
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not self._closing or (current is not None and current.cancelling()):

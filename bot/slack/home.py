@@ -68,8 +68,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from sqlite_utils import Database
 
 from bot.services import Services
-from bot.slack.actions import register, run_in
 from bot.slack.client import error_code
+from bot.slack.lanes import run_in
 from bot.slack.poster import SlackPoster
 from db import home as home_store
 from db.channels import active_subscriptions, get_channel, remove_subscription
@@ -832,9 +832,3 @@ def _unsave(services: Services, team: str, user_id: str, value: str) -> Outcome:
     db = services.db()
     with write_transaction(db):
         return unsave(db, team, user_id, value)
-
-
-# The Home's buttons reach `handle_home_action` through the click dispatcher both
-# transports share (`bot.slack.actions`); registered when this module is imported
-# (`bot.slack.app` imports it).
-register(HOME_PREFIX, handle_home_action)
