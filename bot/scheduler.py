@@ -57,6 +57,7 @@ from bot.services import Services
 from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
+from db import sources as source_store
 from db.transactions import write_transaction
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digests, schedule_of
@@ -88,21 +89,14 @@ PRUNE_FIRST_MINUTES = 10
 
 def scheduled_channels(services: Services) -> dict[str, Schedule]:
     """Channels with at least one subscription, and their schedules."""
-    rows = services.db().query(
-        "select * from channels where id in "
-        "(select channel from subscriptions where removed_at is null) order by id"
-    )
+    rows = channel_store.subscribed_channels(services.db())
     return {row["id"]: schedule_of(row) for row in rows}
 
 
 def _fetches_under_way(db: Database, since: datetime) -> list[datetime]:
     """When the fetches claimed at or after `since`, and not finished, started."""
-    rows = db.query(
-        "select fetch_started_at from sources where fetching_by is not null "
-        "and fetch_started_at >= ?",
-        [stamp(since)],
-    )
-    return [datetime.fromisoformat(str(row["fetch_started_at"])) for row in rows]
+    started = source_store.fetches_started_since(db, stamp(since))
+    return [datetime.fromisoformat(moment) for moment in started]
 
 
 @dataclass
@@ -150,7 +144,7 @@ class DigestScheduler:
         # Builds waiting to go, together, and the task that will take them (`_run_batch`).
         self._waiting: list[_Build] = []
         self._batching: asyncio.Task[None] | None = None
-        # Fetching the sources (issue 10): its own jobs and tasks (bot/fetching/schedule.py).
+        # Fetching the sources: its own jobs and tasks (bot/fetching/schedule.py).
         self.fetching = FetchJobs(services, self.scheduler, self._spawn)
 
     # --- what happens ---------------------------------------------------------------
@@ -328,9 +322,9 @@ class DigestScheduler:
                 self._queue(db, [(build, digest)])
 
     def _queue(self, db: Database, built: list[tuple[_Build, Digest]]) -> None:
-        """Queue built digests' messages, in one transaction (a commit per digest was
-        half the cost of 10,000 digests); each build's `outcome` says how it went: a
-        failure (rendering, its insert: rolled back to its own savepoint) is its own."""
+        """Queue built digests' messages, in one transaction (a commit waits for the disk);
+        each build's `outcome` says how it went: a failure (rendering, its insert: rolled
+        back to its own savepoint) is its own."""
         rendered = []
         for build, digest in built:  # rendered before the write lock is taken
             try:
@@ -489,7 +483,7 @@ class DigestScheduler:
                 with write_transaction(db):
                     recorded = digest_store.failures(db, channel)
                     if not recorded or recorded[0]["due_at"] <= row["due_at"]:
-                        db.table("digest_failures").upsert(row, pk="channel")
+                        digest_store.put_failure(db, row)
             except sqlite3.Error:
                 return  # still busy: they stay in memory, and are retried from there
             self._unrecorded.pop(channel, None)
@@ -720,8 +714,7 @@ class DigestScheduler:
 
     async def _maintenance(self) -> None:
         """Each step on its own: a busy database skips that step until the next run (30 s
-        later) with one warning line, and never the steps after it (it used to end the job
-        with an ERROR traceback, and no delivery started that round)."""
+        later) with one warning line, and never the steps after it."""
         steps = (self.sync_jobs, self.retry_failed_builds, self.start_due_deliveries)
         for step in (*steps, self.fetching.maintain):
             try:
@@ -765,8 +758,8 @@ class DigestScheduler:
             self._maintenance, "interval", seconds=MAINTENANCE_SECONDS, id="maintenance",
             coalesce=True, max_instances=1,
         )  # fmt: skip
-        # A day's prune may start late (APScheduler's default is to skip a run more than
-        # 1 s late: a digest batch holding the interpreter at that moment cost the day's).
+        # A day's prune may start late: APScheduler skips a run more than 1 s late by default,
+        # and a digest batch may hold the interpreter at that moment.
         self.scheduler.add_job(
             self._prune, "interval", hours=PRUNE_HOURS, id="outbox-prune", coalesce=True,
             max_instances=1, misfire_grace_time=PRUNE_HOURS * 3600 // 2,

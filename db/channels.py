@@ -78,6 +78,16 @@ def all_channels(db: Database) -> list[Row]:
     return list(db.query("select * from channels order by id"))
 
 
+def subscribed_channels(db: Database) -> list[Row]:
+    """The channels with at least one subscription, by id."""
+    return list(
+        db.query(
+            "select * from channels where id in "
+            "(select channel from subscriptions where removed_at is null) order by id"
+        )
+    )
+
+
 def active_subscriptions(db: Database, channel: str) -> list[Row]:
     return list(
         db.query(

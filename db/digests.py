@@ -197,7 +197,8 @@ def record_failure(
         rows = list(db.query("select * from digest_failures where channel = ?", [channel]))
         same = rows[0] if rows and rows[0]["due_at"] == due_at else None
         attempts = int(same["attempts"]) + 1 if same else 1
-        db.table("digest_failures").upsert(
+        put_failure(
+            db,
             {
                 "channel": channel,
                 "due_at": due_at,
@@ -206,9 +207,14 @@ def record_failure(
                 "first_failed_at": same["first_failed_at"] if same else now,
                 "next_attempt_at": next_attempt_at,
             },
-            pk="channel",
         )
     return attempts
+
+
+def put_failure(db: Database, row: Row) -> None:
+    """Store a failed build's row as it is (`failures` gives them), in place of the
+    channel's one."""
+    db.table("digest_failures").upsert(row, pk="channel")
 
 
 def clear_failure(db: Database, channel: str, up_to: str) -> None:

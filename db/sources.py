@@ -57,6 +57,16 @@ def claim(db: Database, name: str, holder: str, now: str, expected: str | None) 
     return bool(cursor.rowcount)
 
 
+def fetches_started_since(db: Database, since: str) -> list[str]:
+    """When the fetches claimed at or after `since`, and not finished, started."""
+    rows = db.query(
+        "select fetch_started_at from sources where fetching_by is not null "
+        "and fetch_started_at >= ?",
+        [since],
+    )
+    return [str(row["fetch_started_at"]) for row in rows]
+
+
 def release(db: Database, name: str, holder: str) -> None:
     with write_transaction(db):
         db.execute(
