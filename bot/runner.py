@@ -273,7 +273,8 @@ class SlackComponent:
         assert self._socket is not None
         watch = _SOCKET_FAILURES
         watch.failed, watch.error = asyncio.Event(), None
-        connecting = asyncio.ensure_future(self._socket.connect_async())
+        # slack_bolt's Socket Mode handler has no annotations (here and below).
+        connecting = asyncio.ensure_future(self._socket.connect_async())  # type: ignore[no-untyped-call]
         failing = asyncio.ensure_future(watch.failed.wait())
         try:
             done, _ = await asyncio.wait(
@@ -293,14 +294,14 @@ class SlackComponent:
             await asyncio.gather(connecting, failing, return_exceptions=True)
         socket, self._socket = self._socket, None
         socket.client.wss_uri = None  # ask Slack for a fresh URL next time
-        await socket.close_async()
+        await socket.close_async()  # type: ignore[no-untyped-call]
         if isinstance(watch.error, SlackApiError) and _refused(watch.error):
             raise SettingsError(f"SLACK_APP_TOKEN was refused by Slack ({error_code(watch.error)})")
         raise Unavailable(f"cannot open the Socket Mode connection ({_describe(watch.error)})")
 
     async def stop(self) -> None:
         if self._socket is not None:
-            await self._socket.close_async()
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
         try:
             if self._http is not None:
                 await self._http.stop()

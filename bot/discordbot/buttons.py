@@ -30,7 +30,7 @@ import asyncio
 import logging
 import re
 import weakref
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import discord
@@ -113,7 +113,12 @@ def view_of(rows: list[dict[str, Any]]) -> discord.ui.View:
 def _message_rows(message: discord.Message | None) -> list[dict[str, Any]]:
     if message is None:
         return []
-    return [row.to_dict() for row in message.components if isinstance(row, discord.ActionRow)]
+    # discord.py types a row's JSON as a TypedDict; it is a plain dict.
+    return [
+        cast(dict[str, Any], row.to_dict())
+        for row in message.components
+        if isinstance(row, discord.ActionRow)
+    ]
 
 
 def takes(interaction: discord.Interaction[Any]) -> bool:

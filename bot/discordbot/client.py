@@ -42,7 +42,6 @@ class PaperboyClient(discord.Client):
         services: Services,
         *,
         guild_id: int | None = None,
-        application_id: int | None = None,
         ack_budget: float = ACK_BUDGET_SECONDS,
     ) -> None:
         # Told of every answer to a request of this client, before discord.py handles it.
@@ -52,7 +51,6 @@ class PaperboyClient(discord.Client):
         super().__init__(
             http_trace=trace,
             intents=discord.Intents(guilds=True),
-            application_id=application_id,
             allowed_mentions=discord.AllowedMentions.none(),
             # A longer rate limit raises discord.RateLimited instead of sleeping through it
             # (an hour's retry_after blocked `digest --send` for an hour): the outbox waits.

@@ -437,6 +437,19 @@ class PapersGroup(app_commands.Group):
     async def unsubscribe_topics(
         self, interaction: discord.Interaction[Any], current: str
     ) -> list[app_commands.Choice[str]]:
+        return await self.followed_topics(interaction, current)
+
+    @feedback.autocomplete("topic")
+    async def feedback_topics(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        """The channel's topics, as for unsubscribe: feedback is kept per topic."""
+        return await self.followed_topics(interaction, current)
+
+    async def followed_topics(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        """The channel's topics matching `current` (with `me`, the user's own digest's)."""
         typed = current.lower().strip()
         channel = channel_of(interaction)
         key = key_of(interaction)
@@ -457,13 +470,6 @@ class PapersGroup(app_commands.Group):
             if typed in name.lower():
                 choices.append(app_commands.Choice(name=name[:100], value=value))
         return choices[:MAX_CHOICES]
-
-    @feedback.autocomplete("topic")
-    async def feedback_topics(
-        self, interaction: discord.Interaction[Any], current: str
-    ) -> list[app_commands.Choice[str]]:
-        """The channel's topics, as for unsubscribe: feedback is kept per topic."""
-        return await self.unsubscribe_topics(interaction, current)
 
     @schedule.autocomplete("timezone")
     async def timezones(
