@@ -1,32 +1,11 @@
 """Where a personal digest goes: the direct-message channel of its user, remembered.
 
-A personal digest's reference names a user (`slack:T/@U`, `discord:@USER`:
-`digests.channels`); the posters open the DM channel with that user (Slack
-`conversations.open`, Discord `POST /users/@me/channels`) before the first message and
-remember its id here, so a digest of many parts, the next digest and (with a database)
-the next process do not open it again: opening is rate-limited more tightly than posting
-(Slack's conversations.open is Tier 3, "50+ per minute", against chat.postMessage's
-several hundred), and 10,000 personal digests after a restart would otherwise wait on it
-for over three hours.
-
-Opening is paced (`DmChannels.opened`): each open takes a turn of the poster's `opening`
-limits first (Slack: `SLACK_OPENS_PER_SECOND`, since Slack limits each method apart;
-Discord: no rate of its own, discord.py keeps to the route's bucket, only the pauses of
-its 429s), and the post after an open takes a fresh turn of the posting limits: the
-message's own turn went before the wait for the open (Slack) or to the open itself (on
-Discord an open is one more request against the bot's global 50 a second). Before, opens
-went out at the posting rate, with one turn for the open and the post: a first delivery of
-many personal digests opened Slack DMs at 5 a second, six times Tier 3, each 429 taken for
-the workspace's posting limit (every channel paused, the posting rate lowered), and sent
-Discord's two requests a message at the rate meant for one. A 429 on an open pauses the
-opens for its Retry-After and the open is tried again (`MAX_OPEN_RETRIES`); then, or for a
-wait longer than the limits' `max_wait`, a rate-limited `TransientError` (no attempt
-counted, the message waits in the outbox). Never a blocked DM: that is for the platform's
-refusals.
-
-The id is kept in memory, and in `app_state` (key `dm <reference>`) when a database is
-given. A stale id (a DM channel the platform no longer knows) is `forget`-ten by the poster,
-which then opens the DM again once.
+The posters open the DM channel (Slack `conversations.open`, Discord `POST
+/users/@me/channels`) before the first message and remember its id here, in memory and in
+`app_state` (`dm <reference>`), since opening is rate-limited more tightly than posting.
+Opens are paced by the poster's `opening` limits and the post after takes a fresh turn; a
+429 on an open pauses the opens and is retried (`MAX_OPEN_RETRIES`), then becomes a
+rate-limited `TransientError`. A stale id is `forget`-ten and the DM opened again once.
 """
 
 from __future__ import annotations
@@ -95,8 +74,8 @@ class DmChannels:
 
         Each call first takes a turn of `limits` (under `key`): the waits for those turns
         are inside a send, bounded by its timeout and its claim, so together they are no
-        longer than the limits' `max_wait` (one wait each, 4 x 60 s and a post's turn
-        could outlast the send's 300 s: a timeout, counted as an attempt). A 429 is told to
+        longer than the limits' `max_wait` (else they could outlast the send's timeout,
+        which counts as an attempt). A 429 is told to
         `limits` (an open's pause, or a global one: its `scope`) and the open tried again
         after it, up to `MAX_OPEN_RETRIES` times. Beyond, or when the turn is further off
         than what is left of `max_wait`, raises a rate-limited `TransientError` of the
@@ -139,9 +118,8 @@ class DmChannels:
         """Seconds before a send to `reference` could open its DM (0: its DM is known, or
         an open may go now): the posters' `ready_in`, which the delivery asks before it
         takes a posting turn. A send whose open is further off than the limits' `max_wait`
-        would take that turn, and its claim, only to give both back (`opened`): with
-        thousands of first personal digests waiting for Tier 3 opens, those wasted turns
-        held every channel's posts back."""
+        would take that turn, and its claim, only to give both back (`opened`), holding
+        every channel's posts back."""
         if limits is None or self.get(reference) is not None:
             return 0.0
         return limits.delay(key)

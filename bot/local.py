@@ -1,14 +1,8 @@
 """The local transport: `local:NAME` channels deliver into `PAPERBOY_LOCAL_DIR/NAME.jsonl`.
 
-One JSON line per message, appended and fsynced before the outbox records it as sent,
-so an operator (or a test, or a mail pipe) sees exactly what was delivered.
-
-Every line stays valid JSON whatever fails: the append happens under an exclusive lock
-on the file, and on any OSError (a full disk mid-write, a failed fsync) the file is cut
-back to its size before the append. A line torn by a crash (kill -9 mid-write, so never
-recorded as sent) is cut off before the next append; that message is sent again. The
-write and fsync run in a daemon thread (a slow disk never blocks the event loop); a send
-cut off meanwhile leaves that append to finish or be cut back in the thread.
+One JSON line per message, appended under an exclusive lock and fsynced (in a daemon
+thread) before the outbox records it as sent. Every line stays valid JSON whatever fails:
+an append that fails is cut back, and a line torn by a crash is cut off before the next.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
 """Pacing the messages sent to one platform, so that it rarely has to say 429.
 
-Slack and Discord limit posting per channel (about one message a second) and for everything
-an app sends together (Slack: a workspace-wide limit it does not publish, "several hundred
-messages per minute"; Discord: 50 requests a second per bot). A `SendLimits` belongs to a
-poster (one per Slack client or Discord bot) and is shared by every delivery through it:
-
-- `wait_turn(channel)` waits for the channel's spacing (`channel_interval`; Slack's poster
-  sets 1 s, Discord's none: discord.py spaces each channel by its bucket's
-  `X-RateLimit-Remaining` and `-Reset-After`), for any pause a 429 asked for, and for a slot
-  of the platform-wide rate. Slots are handed out in order, `1 / rate` apart (a GCRA, with no
-  burst): however many channels deliver at once, they send at most `rate` messages a second
-  between them, and at that rate as long as any is waiting.
-- `limited(channel, retry_after, scope)` is told of every 429: a channel's pauses that
-  channel; a platform-wide one (Discord's `global`; any Slack 429, since Slack does not say
-  and the channel spacing should have kept within the channel's limit) pauses every send
-  for `retry_after`, and lowers the rate by a fifth (at most once a second): the
-  configured rate was more than the platform allows now. It climbs back by 1% of the
-  configured rate a second without 429s.
-- A 429 the platform declares global (`declared`: Discord's `global` flag or
-  `X-RateLimit-Global`) teaches the platform's real rate (issue 11): at the first the rate
-  is halved (nothing measured yet: the platform's burst went out at the start); at a later
-  one, 2 to 30 s after, the platform's bucket was empty at both, so what it accepted
-  between them (`accepted`), over the time between them, is its rate (one further apart
-  starts a new measure: the bot may have idled between). The rate is then 98% of that,
-  and does not climb back above it for 10 minutes after the last declared global 429
-  (nor until the setting changes); then it climbs back as after any 429. A channel's 429 with
-  its bucket's size and the time until it is full (`X-RateLimit-Limit`,
-  `-Reset-After`) spaces that channel's later sends at the bucket's rate.
-- A pause longer than `max_wait` is not waited out: `wait_turn` raises `Throttled`, and the
-  outbox tries again after it, without holding a delivery slot meanwhile.
-
+A `SendLimits` belongs to a poster and is shared by every delivery through it. `wait_turn`
+waits for the channel's spacing, any 429's pause and a slot of the platform-wide rate (slots
+`1 / rate` apart, no burst); a pause longer than `max_wait` raises `Throttled`. `limited` is
+told of every 429: it pauses the channel or every send, lowers the rate (then climbs back),
+and from the platform's declared global 429s measures the real rate and keeps to it a while.
 Times are on `monotonic`; tests pass a fake clock and a sleep that moves it.
 """
 
@@ -54,8 +29,7 @@ DEFAULT_PAUSE_SECONDS = 1.0  # a 429 that does not say for how long
 SLOW_DOWN = 0.8  # the rate after a platform-wide 429, as a share of what it was
 # A platform-wide 429 lowers the rate at most once in this long: the sends already under
 # way when the limit was hit come back 429 over their round trips, after a pause as short
-# as Discord's (a few ms) has ended, and say nothing new. Lowered by each of them, 1,000
-# Discord channels told 100/s against 50/s fell to the 0.5/s floor: 5% of the allowed rate.
+# as Discord's (a few ms) has ended, and say nothing new.
 SLOW_DOWN_INTERVAL = 1.0
 RECOVERY_PER_SECOND = 0.01  # of the configured rate, regained per second without a 429
 MIN_RATE = 0.5  # messages a second: a 429 lowers no rate below it (nor lifts one to it)
@@ -66,9 +40,8 @@ LEARN_MARGIN = 0.98  # of a measured rate: the rate sent at once it is known
 # within a round trip, and over a short time the answers still on their way count more.
 MIN_MEASURE_SECONDS = 2.0
 # 429s further apart measure nothing either: the bucket was empty at both only if the bot
-# kept sending between them, and one that idled between two batches (a 429 on Monday's,
-# another on Tuesday's: 10,000 posts over a day, 0.1/s) "measured" the 0.5/s floor and
-# kept to it for good. The later one starts a new measure instead.
+# kept sending between them (it may have idled between two batches). The later one starts
+# a new measure instead.
 MAX_MEASURE_SECONDS = 30.0
 # A measured rate holds this long after the last declared global 429, then the rate
 # climbs back towards the setting (and a 429 measures again): a wrong measure (a forged
@@ -80,7 +53,7 @@ def pause_seconds(retry_after: float | None) -> float | None:
     """A platform's Retry-After as a wait we can keep: None stays None (no figure given);
     negative is 0; infinite, not a number, or over `MAX_PAUSE_SECONDS` is
     `MAX_PAUSE_SECONDS` (a longer one only means another 429 then, which costs no attempt;
-    taken as given, it overflowed the date of the retry, or paused every send for good)."""
+    taken as given, it could overflow the retry's date, or pause every send for good)."""
     if retry_after is None:
         return None
     if not retry_after < MAX_PAUSE_SECONDS:  # also nan and inf
@@ -250,8 +223,7 @@ class SendLimits:
                 )
             else:
                 # Once measured, a 429 too soon to measure again (a burst of sends a late
-                # event loop let out together) only pauses: a fifth less, and 10 s to climb
-                # back, cost 3-6% of the allowed rate in the benchmark.
+                # event loop let out together) only pauses: slowing down would cost rate.
                 factor = FIRST_SLOW_DOWN if first else 1.0 if self.learned else SLOW_DOWN
                 self.rate = max(self.rate * factor, floor)
                 log.info(
@@ -269,7 +241,7 @@ class SendLimits:
     def accepted(self) -> None:
         """The platform answered a send as posted (Discord's poster hears every answer).
         Counted by answer, not by turn: at a 429, the turns taken but not yet answered
-        (at 100/s and a loop 100-300 ms late, 10-30 of them) made the measure 15% low."""
+        (10-30 of them at 100/s on a late loop) would make the measure low."""
         self._accepted += 1
 
     def _measure(self, now: float) -> float | None:

@@ -1,49 +1,12 @@
 """BibTeX entries for stored papers (`/papers bibtex`, `/papers saved export`,
 `paperboy saved --format bibtex`).
 
-The contract:
-- Type: `@inproceedings` with `booktitle` for a conference or workshop paper (a
-  "Findings" paper of ACL, EMNLP or NAACL in the Findings volume, not the conference),
-  `@article` with `journal` for a journal (JMLR, TMLR, TACL), `@misc` otherwise,
-  including a venue text that says the paper was submitted, rejected or withdrawn. A
-  paper with an arXiv id carries `eprint`, `archivePrefix = {arXiv}` and, when its
-  categories are known, `primaryClass`, whatever its type.
-- Keys are stable: the same paper always gets the same key, built from the first
-  author's surname (folded to ASCII), the year and the first telling word of the title,
-  plus a suffix taken from the paper id (`smith2025offline_380c62`). Never from the
-  order of an export, so a key cited in a paper still names the same entry in the next
-  export. In the one case two papers of an export would still share a key (same
-  author, year, word and suffix), both take a longer suffix from their ids.
-- Text survives the round trip through a BibTeX parser: LaTeX in titles (`$\\alpha$-DPO`)
-  is kept; `&`, `%`, `#` are escaped everywhere and `_` outside math; capitals inside a
-  word (`DPO`, `LoRA`) and math are braced so styles that lower-case titles keep them
-  (and `\\H{o}` becomes `{\\H{o}}`, which BibTeX lower-cases without turning it into
-  `\\h`); non-ASCII text is kept as UTF-8 (biber, and BibTeX with inputenc, read it).
-- Hostile text cannot run anything where the entry is compiled: every field is written
-  through an allow list. Kept: accents (`\\'e`, `\\"o`, `\\c{c}`, `\\v{s}`), letters and
-  symbols (`\\ss`, `\\o`, `\\i`, `\\&`, `\\_`, `\\textbackslash`, `\\dots`, `\\textendash`),
-  `\\emph`, `\\textit`, `\\textbf`, braces, a line break `\\\\`, and math between `$` with
-  its symbols (Greek letters, operators, `\\frac`, `\\sqrt`, `\\mathbb`, sub- and
-  superscripts): `TEXT_COMMANDS`, `MATH_COMMANDS`, `SYMBOLS`. Every other command is
-  written as text (`\\input` as `\\textbackslash{}input`; `\\csname`, `\\catcode`, `\\stop`,
-  `\\verb`, `\\char` alike), and so is a backslash that starts no kept command (`\\@`,
-  `\\(`, an accent with nothing to accent). Two carets never meet: TeX reads `^^69` as
-  `i` and `^^5c` as a backslash before it reads a command's name (`\\^^69nput` is
-  `\\input`), so a `^` is `\\^{}` outside math and `^^` is `^{}{}^` inside. An allow list,
-  because TeX has more ways to read a file, run a program or end the document than any
-  block list names. Fields that are not text (`url`, `doi`, `eprint`, `year`) hold
-  only a URL's characters (no backslash, brace, `^`, double quote or space), or are
-  left out; the `url` keeps its percent-encoding's `%` (read verbatim by `\\url` and
-  biblatex). In author names every command sits inside a BibTeX special character
-  (`{\\iff}`, `Caf{\\'e}`, `{\\relax ...}`): styles cut names by characters (`alpha`'s
-  labels), and a cut must never leave another command (`\\iff` cut to `\\if`).
-- Hostile text cannot break an entry or inject another: braces are balanced as BibTeX
-  counts them (an unmatched `{` or `}` becomes `\\textbraceleft{}` / `\\textbraceright{}`,
-  `\\lbrace{}` / `\\rbrace{}` in math, and `\\{`, `\\}` are written the same way, since
-  BibTeX and bibtexparser disagree on whether a backslash escapes a brace), line breaks
-  become spaces, and a value never ends in a backslash. An `@` inside a balanced value
-  is plain text to both.
-- Linear time: a megabyte of fields is written in under a second of CPU.
+The contract: `@inproceedings`, `@article` or `@misc` (a submission is no publication), with
+arXiv's `eprint` when known. A key is stable: first author's surname, year, the title's first
+telling word and a suffix from the paper id (`smith2025offline_380c62`), never from the
+order of an export. Text survives a BibTeX parser's round trip, capitals and maths braced.
+Every field goes through an allow list (docs/security.md): hostile text can neither run
+anything where the entry is compiled nor break or inject an entry. Linear time.
 """
 
 from __future__ import annotations
@@ -193,7 +156,7 @@ MATH_COMMANDS = frozenset(
 COMMANDS = TEXT_COMMANDS | MATH_COMMANDS
 # Control symbols (a backslash and one character) kept: the escaped specials, a line
 # break, spaces, and the text accents (`\'e`, `\"o`, `\^o`, `\~n`), these only before the
-# letter or group they accent. `\{` and `\}` are written as words (see the module doc).
+# letter or group they accent. `\{` and `\}` are written as words (`_AS_TEXT`).
 SYMBOLS = frozenset("&%#_$\\ ,;:!|/-'\"`^~=.")
 _TOKEN = re.compile(
     r"\\(?:[A-Za-z]+"  # a control word
@@ -230,7 +193,7 @@ _ACCENTS = frozenset({r"\H"})  # of those, the one that takes an argument
 
 
 def latex_text(text: str, protect: bool = True) -> str:
-    """`text` as a BibTeX field value through the allow list (see the module doc): the
+    """`text` as a BibTeX field value through the allow list (`COMMANDS`, `SYMBOLS`): the
     markup kept as it is; any other command, a `^` and the specials written as text;
     braces balanced as BibTeX counts them. `protect`: brace words with a capital after
     their first letter (`DPO`, `LoRA`) and maths, so a style's lower-casing keeps them.

@@ -1,16 +1,9 @@
 """Channel references: `local:NAME`, `slack:TEAM/CHANNEL`, `discord:GUILD/CHANNEL`, and
 personal digests: `slack:TEAM/@USER` and `discord:@USER`.
 
-Everything Paperboy stores is keyed by the full reference, so two workspaces or
-guilds never see each other's subscriptions, digests or deliveries.
-
-A personal reference names a user instead of a channel: their own digest, delivered as
-a direct message. It is a channel like any other for subscriptions, schedules, the
-outbox and "never the same paper twice"; only the posters differ (they open the DM
-first: `bot/dm.py`). Slack users belong to a workspace, so the team stays in the
-reference; Discord users are global, so a Discord personal digest belongs to no guild
-(one DM channel per user, whichever server the user subscribed from). A local personal
-digest does not exist: there is nobody to send a direct message to.
+Everything Paperboy stores is keyed by the full reference, so two workspaces or guilds
+never share anything. A personal reference is a channel like any other but delivered as a
+direct message (`bot/dm.py`); a Discord one belongs to no guild; there is no local one.
 """
 
 from __future__ import annotations

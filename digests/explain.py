@@ -1,16 +1,8 @@
 """Why a paper was picked for a channel (`/papers why <id>`).
 
-For each topic the channel follows, the paper's score as the digest computes it
-(`digests.matching`: weighted terms counted in the title, abstract and keywords), the
-terms that matched with what each contributed, and the channel's feedback on that
-topic: the topic refined by its 👍/👎 papers (`digests.topic_model.refine`, as the digest
-does) against the topic alone, so the explanation says how far feedback moved the
-paper. A paper reaches a refined topic's line only if its score on the topic's own
-terms does too, as in the digest: feedback re-ranks a topic's papers, it adds none. The
-digest that carried the paper, if one did, says which topics picked it.
-
-Reads only; a paper the channel's digests never carried is explained all the same
-(how it scores, and so why it was not picked).
+For each topic the channel follows: the paper's score as the digest computes it, the terms
+that matched and what each gave, and how far the channel's 👍/👎 feedback moved it (as in the
+digest, feedback re-ranks a topic's papers, it adds none). Reads only.
 """
 
 from __future__ import annotations

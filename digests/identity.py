@@ -14,9 +14,9 @@ log = logging.getLogger(__name__)
 
 ID_PREFIX = "p"
 # 64 bits: at 10M papers the expected number of pairs sharing an id is n^2/2^65, 2.7e-6
-# (at 40 bits, the ids stored before issue 11, it was 45: docs/architecture.md).
+# (at 40 bits, the legacy ids, it is 45: docs/architecture.md).
 ID_HEX_DIGITS = 16
-LEGACY_HEX_DIGITS = 10  # ids stored before issue 11; a stored id's shape never changes
+LEGACY_HEX_DIGITS = 10  # the first ids' length; a stored id's shape never changes
 # What `papers.fingerprint` keeps of the fingerprint's SHA-256: 128 bits, so two different
 # abstracts agree on it with a chance of n^2/2^129 (1.5e-25 at 10M), in 32 bytes a row.
 FINGERPRINT_HEX_DIGITS = 32
@@ -34,7 +34,7 @@ _ASCII_FOLD = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 0x20 for c in r
 
 def _words(text: str) -> bytes:
     """`text`'s words, case-folded and NFKC-normalised, joined by single spaces (UTF-8)."""
-    if text.isascii():  # most abstracts: 8 times faster than the Unicode regex (issue 11)
+    if text.isascii():  # most abstracts: far faster than the Unicode regex
         return b" ".join(text.encode("ascii").translate(_ASCII_FOLD).split())
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(_WORD.findall(folded)).encode("utf-8")
@@ -66,8 +66,8 @@ def paper_id(abstract: str) -> str:
 
 
 def legacy_id(fingerprint: str) -> str:
-    """The 10-hex-digit id a paper with this fingerprint hash got before issue 11 (a
-    prefix of its new one); stored papers keep it."""
+    """The 10-hex-digit id of the first stored papers with this fingerprint hash (a
+    prefix of its `own_id`); stored papers keep it."""
     return ID_PREFIX + fingerprint[:LEGACY_HEX_DIGITS]
 
 

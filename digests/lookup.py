@@ -193,7 +193,7 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
         return []
     topic = catalog_topic(query, catalog)
     depth = limit if topic is None else max(limit, ROUTE_DEPTH)
-    # With the semantic extra and stored embeddings, words and meaning fused (issue 12).
+    # With the semantic extra and stored embeddings, words and meaning fused.
     hits = semantic.hybrid_hits(db, query, depth)
     if hits is None:
         hits = search_papers(db, query, depth)
@@ -203,11 +203,8 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
 
 
 # A query naming a catalog topic is ranked among this many lexical matches (at least
-# `limit`). Reading and scoring them is most of a routed find's cost: at 100 (8409fa1)
-# a routed find cost ~7.6 ms CPU at 100k papers against ~1.2 ms for the plain top 10, and
-# with only such queries `/papers find` p99 at 1M under 50 users rose from 253 to 787 ms
-# (goal < 300). On Set A the top 10 is as precise at 30 as at 100 or 200 (P@10 0.956,
-# unrouted 0.911; 0.911 at 10): docs/relevance.md "Routed find".
+# `limit`). Reading and scoring them is most of a routed find's cost, and the top 10 is as
+# precise at 30 as at 100 or 200: docs/relevance.md "Routed find".
 ROUTE_DEPTH = 30
 ROUTE_MAX_CHARS = 200  # longer text is never only a topic's names
 
@@ -227,7 +224,7 @@ def catalog_topic(query: str, catalog: Catalog | None = None) -> Topic | None:
 def _matcher(terms: tuple[Term, ...]) -> Matcher:
     """A topic's terms as a `Matcher`, built once per topic (the same scores as `score`;
     it checks only the terms whose first words a paper has, where `score` scans the text
-    once per term: ~65 against ~72 µs a paper at 100k, most of it reading the text)."""
+    once per term)."""
     return Matcher({"": terms})
 
 

@@ -1,15 +1,9 @@
 """Score how well a paper fits a topic: weighted terms and phrases, counted in its text.
 
-Text and terms are normalised the same way: plain text, case-folded, hyphens and
-punctuation as spaces, a light plural stemmer ("policies" -> "policy"). A term is a
-phrase of such tokens; it matches where the paper has the same tokens in a row.
-
-    score = sum over terms of weight * (1 + ln(count in abstract))
-                             + weight * [term in title] + weight * [term in keywords]
-
-so repetition counts, but with diminishing returns, and a term in the title or the
-authors' keywords counts once more. The threshold a digest applies is calibrated on
-labelled papers (see docs/relevance.md), not guessed.
+Text and terms are normalised alike (plain, case-folded, punctuation as spaces, a light
+plural stemmer); a term matches where the paper has its tokens in a row. The score is the
+sum over terms of weight * (1 + ln(count in abstract)), plus weight once more for the title
+and once for the keywords; the digest's threshold is calibrated (docs/relevance.md).
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ def _stem(token: str) -> str:
 
 
 # Stems of the tokens seen so far: a vocabulary is small, and stemming each token of each
-# abstract again was most of the cost of normalising a paper (issue 11).
+# abstract again would be most of the cost of normalising a paper.
 _STEMS: dict[str, str] = {}
 STEMS_SIZE = 200_000
 

@@ -1,33 +1,10 @@
 """Characters that must never reach a terminal or a chat message: terminal escape
 sequences, control characters, bidi overrides and invisible characters.
 
-Paper text and command text come from anyone. On a terminal, `ESC ] 0 ; … BEL` sets
-the window title and `ESC [ 2 J` clears the screen; in a chat, U+202E turns
-"Offline RL" around and invisible characters make two names look the same.
-`strip_unsafe()` removes all of them (whole escape sequences, not just the ESC) and
-keeps newlines and tabs; `has_unsafe()` says whether there was anything to remove.
-
-Removed: C0 controls except `\\n` and `\\t` (so `\\r` too), DEL, C1 controls (U+0080 to
-U+009F), bidi embeddings, overrides, isolates and marks (U+202A to U+202E, U+2066 to
-U+2069, U+200E, U+200F, U+061C), invisible characters (U+200B, U+2060 to U+2064, the
-deprecated format characters U+206A to U+206F, U+FEFF, U+180E, the interlinear
-annotation characters U+FFF9 to U+FFFB, the tag characters U+E0000 to U+E007F, and the
-other default-ignorable characters that show as nothing: the soft hyphen U+00AD, U+034F,
-the Hangul and Khmer fillers, shorthand and musical format controls),
-and U+2028/U+2029 (line and paragraph separators, which some terminals and clients
-treat as line breaks; they become a space).
-
-Kept, because people's text needs them:
-- a zero-width joiner or non-joiner (U+200D, U+200C) between two visible non-ASCII
-  characters: emoji sequences (👩‍💻), Persian (می‌خواهم), Indic scripts (क्‍ष). Anywhere
-  else (next to ASCII, a space, the start or end) it only hides something, and goes.
-- a variation selector (U+FE00 to U+FE0F, U+E0100 to U+E01EF, and the Mongolian ones)
-  right after a visible non-ASCII character (❤️, CJK variants), or in a keycap (1️⃣). After
-  ASCII it shows as nothing, and goes: `x\ufe0fo\ufe0fx\ufe0fb` hid a token.
-- tag characters that spell a subdivision flag after U+1F3F4 (🏴 England, Scotland,
-  Wales), up to the cancel tag U+E007F.
-
-Every pattern is linear in the input.
+`strip_unsafe()` removes them (whole escape sequences, not just the ESC) and keeps
+newlines and tabs; U+2028/U+2029 become a space. Kept where people's text needs them: a
+joiner between two visible non-ASCII characters (👩‍💻, Persian), a variation selector after
+one (❤️) or in a keycap (1️⃣), a subdivision flag's tags (🏴). Every pattern is linear.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Only well-formed http(s) URLs are ever shown as links.
 
-Paper URLs come from files anyone can write. Discord refuses a whole message when one
-embed URL is malformed (a space, `<`, `|`), and Slack's `<url|label>` syntax breaks on
-`>` or `|`. `safe_url()` returns the URL in a form every platform accepts, or None:
-
-- the scheme is http or https, and there is a host: DNS labels (non-ASCII names in
-  their IDNA form) with at least one dot, or an IP address; an optional numeric port;
-- no user name or password (`https://github.com@evil.example` misleads the reader);
-- no control, bidi or zero-width characters anywhere, tab and newline included (Python's
-  `urlsplit` drops those silently, so the link would differ from the text: such a URL is
-  broken or a trick);
-- an IPv6 address without a zone (`[fe80::1%25eth0]` means nothing off that machine), and
-  a port from 1 to 65535;
-- in the path, query and fragment, spaces and characters outside RFC 3986 (`<>|"{}^\\`
-  and backtick, `[` `]`, non-ASCII letters) are percent-encoded, and a `%` that starts no
-  escape becomes `%25`;
-- at most `MAX_URL` characters, after encoding.
+`safe_url()` returns the URL in a form every platform accepts, or None: http(s) with a host
+(DNS labels with a dot, or an IP address without a zone) and a valid port; no user name or
+password; no control, bidi or zero-width character; characters outside RFC 3986
+percent-encoded; at most `MAX_URL` characters.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Fetching sources over HTTP (aiohttp): arXiv's export API, OpenReview API v2, feeds.
 
-For the integrator (storage, CLI, scheduler):
-
-    spec = parse_source("arxiv:cs.LG")            # digests.sources.spec; SourceError
-    config = FetchConfig(arxiv_url=..., contact_email=...)   # from settings
-    async with open_session(config) as session:
-        fetch = open_fetch(spec, session, config, since=..., etag=..., last_modified=...)
-        async for page in fetch:                  # FetchPage: .papers, list[FetchedPaper]
-            store(page.papers)                    # merge on external_ids(); one transaction a page
-        result = fetch.result                     # FetchResult: complete, cursor, etag, ...
-        if result.complete:
-            advance_cursor(result.cursor, result.etag, result.last_modified)
-
-Redirects are followed by `PoliteClient`, each hop checked by `bot.fetching.guard`: a
-hop to a non-public address or off http(s) fails (unless `allow_private_redirects`).
-Every failure is a `FetchError` (`str()` is one line naming the source): log it at
-warning/error without a traceback and go on with the next source. The resume contract
-(no duplicates, no gaps after kill -9) is in `bot.fetching.pages`. `sleep` and `clock`
-are injectable everywhere, so tests neither wait nor depend on the wall clock.
+`open_fetch(spec, session, config, ...)` (the session from `open_session`) is an async
+iterable of `FetchPage`s to store one at a time; its `result` says whether it completed and
+where the cursor goes (the resume contract: `bot.fetching.pages`). Every failure is a
+one-line `FetchError`; `sleep` and `clock` are injectable everywhere.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Fetching an arXiv source from the export API, newest first, page by page.
 
-`ArxivFetch(spec, session, config, since=...)` is an async iterable of `FetchPage`s; its
-`result` is set once the pages are exhausted. Requests:
-`{arxiv_url}/query?search_query=Q&start=N&max_results=M&sortBy=submittedDate&sortOrder=descending`,
-`config.arxiv_delay` (3 s) apart. Paging stops at the first entry published before
-`since`, at the end of the results (`opensearch:totalResults`), or at
-`config.max_results` (then `complete=False`). A zero-entry page while totalResults says
-more exist is asked again up to `config.empty_page_retries` times; if it stays empty the
-fetch ends with `complete=False` (the caller keeps its cursor; nothing is lost).
-Entries repeated within one fetch (papers pushed down a page) are yielded once.
-
-With `config.arxiv_revisions` (the default) a second pass follows, sorted by
-`lastUpdatedDate`, down to the first entry last updated before `since`: it yields the new
-versions (v2, v3) of papers submitted before `since`, which the submission-date order
-never reaches. `result.complete` needs both passes complete; `result.cursor` is the newest
-submission date of the first pass.
+`ArxivFetch(spec, session, config, since=...)` is an async iterable of `FetchPage`s, pages
+`config.arxiv_delay` apart, down to the first entry published before `since` (or
+`config.max_results`: then incomplete); an empty page that should not be is asked again
+(`config.empty_page_retries`). With `config.arxiv_revisions` a second pass by
+`lastUpdatedDate` brings the new versions of older papers. Repeated entries come once.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """The polite HTTP client every fetcher uses: spacing, retries, size cap, one error type.
 
-`PoliteClient.request(url, parse=...)` makes one logical request:
-- waits until `delay` seconds have passed since the previous request to the same host
-  by any client sharing its `Pacer` (arXiv asks for 3 s), with the injected `sleep` and
-  `clock`, so tests never wait;
-- retries 5xx, 429, timeouts, dropped connections and unreachable hosts, and answers
-  that `parse` rejects with a `ParseError` (a malformed page), up to `attempts` in all,
-  waiting `backoff * 2**n` seconds, or the server's `Retry-After` when longer. A
-  `Retry-After` beyond `max_wait` fails at once (never sleeps for hours);
-- follows redirects itself (301, 302, 303, 307, 308; at most 10; http and https only),
-  with the same headers, cap and deadline: the URL asked for may point anywhere, but a
-  hop to a loopback, private or other non-public address is refused, checked after DNS
-  resolution on the address connected to (`bot.fetching.guard`; the session must come
-  from `open_session`), unless `config.allow_private_redirects`;
-- fails at once, without retrying, on any other 4xx, on a body over `max_bytes` (every
-  answer is capped: `config.max_bytes` unless the caller sets a cap), on a refused
-  redirect, and on the `ParseError`s that say the answer will never be right
-  (`ArxivAPIError`, `NotAFeedError`).
-Every failure is a `FetchError`: one line, naming the source and the host (never the
-query string, which may hold a private feed's token). Retries log one warning line each.
+`PoliteClient.request(url, parse=...)` spaces requests to a host `delay` apart (a shared
+`Pacer`); retries 5xx, 429, network errors and a `ParseError` with backoff or the server's
+`Retry-After` (failing at once beyond `max_wait`); follows redirects itself, each hop checked
+by `bot.fetching.guard`; fails at once on other 4xx, an answer over its cap and a final
+`ParseError`. Every failure is a one-line `FetchError` naming the source and the host, never
+the query string (it may hold a private feed's token).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What the fetchers need to know, as one value (the integrator maps settings onto it).
-
-Settings to map: `PAPERBOY_ARXIV_URL` -> `arxiv_url`, `PAPERBOY_OPENREVIEW_URL` ->
-`openreview_url`, `PAPERBOY_CONTACT_EMAIL` -> `contact_email`,
-`PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS` -> `allow_private_redirects`. The rest are
+"""What the fetchers need to know, as one value (the integrator maps settings onto it:
+`arxiv_url`, `openreview_url`, `contact_email`, `allow_private_redirects`); the rest are
 defaults that tests shrink.
 """
 

@@ -1,11 +1,9 @@
 """Fetching an OpenReview venue from API v2, page by page.
 
-`OpenReviewFetch(spec, session, config)` is an async iterable of `FetchPage`s; `result` is
-set at the end. Requests: `{openreview_url}/notes?content.venueid=V&limit=L&offset=N`,
-`config.openreview_delay` apart, until `offset` reaches the answer's `count`. A page
-with no notes before that is asked again (`config.empty_page_retries`), then the fetch
-ends with `complete=False`. The whole venue is read every time; `result.cursor` is the
-newest modification time seen (informational: OpenReview has no "since" here).
+`OpenReviewFetch(spec, session, config)` is an async iterable of `FetchPage`s, requests
+`config.openreview_delay` apart until `offset` reaches the answer's `count`; an empty page
+before that is asked again (`config.empty_page_retries`), then the fetch is incomplete. The
+whole venue is read every time; `result.cursor` (newest modification) is informational.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """What a fetch yields (`FetchPage`) and reports when done (`FetchResult`), and the
-resume contract shared by every fetcher.
+resume contract every fetcher keeps: a fetch killed midway leaves no duplicates, no gaps.
 
-The contract, so that a fetch killed midway (kill -9) leaves no duplicates and no gaps:
-- A fetch yields pages; the caller stores each page before asking for the next one
-  (merging on `FetchedPaper.external_ids()`: arXiv id without version, OpenReview id,
-  DOI). Re-storing a paper already stored merges into it, so overlapping or repeated
-  pages never duplicate: this is what makes a re-fetch after a crash safe.
-- The caller advances the source's cursor (`FetchResult.cursor`) only after the fetch
-  finished with `complete=True`. A killed or failed fetch leaves the old cursor, so the
-  next fetch starts from the same `since` and covers the whole window again: no gap.
-- arXiv is read newest first (by submission date) and stops at the first entry older
-  than `since`. Papers announced while paging push older ones down a page, which repeats
-  an entry (merged), never skips one. arXiv announces papers a day or more after their
-  submission date, and a held paper later still: `next_arxiv_since()` therefore
-  starts the next fetch `ARXIV_OVERLAP` before the newest submission date seen.
-- OpenReview and feeds are read whole every time (a venue's notes, a feed's entries).
+The caller stores each page before asking for the next (a paper stored again merges on
+`external_ids()`), and advances the cursor only after `complete=True`, so the next fetch
+covers the whole window again. arXiv is read newest first and resumes `ARXIV_OVERLAP`
+before the newest submission date seen (`next_arxiv_since`); OpenReview and feeds whole.
 """
 
 from __future__ import annotations

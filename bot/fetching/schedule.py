@@ -1,19 +1,9 @@
-"""Scheduled fetching in `paperboy run` (issue 10), a part of `bot.scheduler.DigestScheduler`.
+"""Scheduled fetching in `paperboy run`, a part of `bot.scheduler.DigestScheduler`.
 
-- Every source has a job `fetch:NAME` on its own schedule: the source's `cron`, else
-  `PAPERBOY_FETCH_CRON` (default daily at 05:00 UTC), re-read with the channels'
-  schedules (every 30 s), so `paperboy sources add` applies without a restart.
-- Sources due (last success older than `DUE_AFTER`, 12 h, or never) are fetched at
-  start-up and before each digest run. A digest waits for them at most
-  `FETCH_WAIT_SECONDS` (5 min): a hanging source must not hold a digest back; its fetch
-  goes on, and what it stores goes in the next digest.
-- A failed source is retried when its backoff (`next_try_at`) has passed, from the
-  30-second maintenance job; the other sources go on.
-- Fetches run as tasks of their own (page stores in worker threads), so `/papers`
-  commands and delivery never wait for them. Sources of one kind are fetched one at a
-  time (arXiv asks for one request every 3 seconds, from all of a client's queries).
-- A stop cancels fetches at once: pages stored stay stored, the cursor stays where it
-  was (the next run re-reads the window: no gap, no duplicate).
+Each source has a job `fetch:NAME` on its `cron`, else `PAPERBOY_FETCH_CRON`; sources due
+(`DUE_AFTER`) are fetched at start-up and before each digest run, which waits for them at
+most `FETCH_WAIT_SECONDS`. A failed source is retried after its backoff. Fetches run as
+their own tasks, one at a time per kind; a stop cancels them, stored pages kept.
 """
 
 from __future__ import annotations

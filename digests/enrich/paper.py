@@ -114,7 +114,7 @@ def _newer_version(existing: Row, incoming: Row) -> bool:
 def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
     """The changes that `incoming` brings to `existing`, or None when it brings nothing.
 
-    The best of each field is kept (issue 10): a real title over a derived one; the
+    The best of each field is kept: a real title over a derived one; the
     authors' TL;DR (`tldr_source` "authors", from OpenReview) over a derived one; a venue
     over none or "arXiv", and a more precise label of it ("ICLR 2025 Oral" over "ICLR
     2025"); a newer arXiv version's abstract, title and links over an

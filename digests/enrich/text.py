@@ -44,7 +44,7 @@ KEEP_ARGUMENT = {
 
 # Every pattern here runs in linear time: a span's body may not contain its own opening
 # delimiter, so a scan from one opener stops at the next one instead of running to the
-# end of the text for each of them (issue 9: "*a " x 20,000 took 24 s).
+# end of the text for each of them (quadratic on `"*a " * 20_000`).
 _MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\((https?://[^)\s\[]+)\)")
 _MATH_SPAN = re.compile(
     r"\$\$([^$]+)\$\$|\$([^$]+)\$"
@@ -58,7 +58,7 @@ _CODE = re.compile(r"`([^`\n]+)`")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _ANY_SPACE = re.compile(r"\s+")
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.S)
-# Compiled once (`re.sub` with a string looks its pattern up at every call; issue 11).
+# Compiled once: `re.sub` with a string looks its pattern up at every call.
 _PLAIN_SCRIPT = re.compile(r"([_^])\{([\w.]+)\}")
 _TEXT_COMMAND = re.compile(r"\\(underline|emph|textbf|textit|text|mathrm)\{([^{}]*)\}")
 _ESCAPED = re.compile(r"\\([%&#_$])")
@@ -281,8 +281,8 @@ def plain_text(markup: str) -> str:
 
 def _fine(markup: str) -> str:
     # Each pass runs only when its markup character is there: most abstracts have no
-    # links, code or emphasis, and a `in` test is far cheaper than a regex scan (issue 11:
-    # this was a quarter of ingest's enrichment time). The output is the same.
+    # links, code or emphasis, and a `in` test is far cheaper than a regex scan. The
+    # output is the same.
     text = markup
     if "[" in text:
         text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2), text)
@@ -331,7 +331,7 @@ def sentences(text: str) -> list[str]:
     """Split plain text into sentences, keeping "e.g." and "et al." inside theirs.
 
     Linear: only the end of each piece is tested for an abbreviation, and merged pieces
-    are joined once (issue 9: a 72 KB run of "e.g." took 20 s).
+    are joined once (a long run of "e.g." stays linear).
     """
     # Split after each end mark followed by spaces and a capital or digit; the end mark
     # is matched, not looked behind for, so the scan jumps to the marks (twice as fast).

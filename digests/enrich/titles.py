@@ -1,19 +1,9 @@
 """Display titles, method names and TL;DRs for abstracts that come without a title.
 
-The rules, in order:
-- A method is named where the abstract introduces one: "we propose AlphaDPO, ...",
-  "... called Flow-of-Options (FoO)", "... named MaxEnt RL with Diffusion Policy
-  (MaxEntDP)", "We term this as Layer-Wise PPO (L-PPO)". When several names are
-  introduced, the one the abstract repeats most wins (the method, not a concept
-  defined on the way).
-- The title is "Name: what it is", the "what" being the expansion of the name, or
-  the phrase that introduces it ("an adaptive preference optimization framework").
-- With no method named, the title is a headline cut from the key sentence, the one
-  that states the contribution ("We propose ...", "We show that ...", "we improve X and
-  propose Y"); a main contribution wins over an add-on ("We also propose ...",
-  "Finally, we ..."), which is used only when nothing else states one.
-- The TL;DR is that key sentence, trimmed to about 200 characters at a word boundary.
-- Only the first DERIVE_MAX_CHARS characters are read, so derivation is bounded.
+A method is named where the abstract introduces one ("we propose AlphaDPO"; the one it
+repeats most wins); the title is "Name: what it is", else a headline cut from the key
+sentence that states the contribution; the TL;DR is that sentence, about 200 characters.
+Only the first `DERIVE_MAX_CHARS` characters are read.
 """
 
 from __future__ import annotations
@@ -58,13 +48,13 @@ _NAMING = re.compile(
     r"(?:term|call|name) (?:this|it)(?: as)?)\s+",
     re.I,
 )
-# Cheap tests before the costly patterns (issue 11: they were a third of ingest's
-# enrichment). Each match of _CONTRIBUTION or _COORDINATED contains one of _VERB_HINT's
-# words, and each match of _NAMING one of _NAMING_HINT's, in lower case; only for ASCII
-# text, where lower() is what re.I matches. They decide nothing: a sentence without any
-# of these words cannot match, one with them is matched as before.
+# Cheap tests before the costly patterns. Each match of _CONTRIBUTION or _COORDINATED
+# contains one of _VERB_HINT's words, and each match of _NAMING one of _NAMING_HINT's, in
+# lower case; only for ASCII text, where lower() is what re.I matches. They decide
+# nothing: a sentence without any of these words cannot match, one with them is matched
+# in full.
 # The verb as the patterns take it: after a space, a whole word ("representation" and
-# "presented" hold "present" but never match; they halved the sentences scanned).
+# "presented" hold "present" but never match).
 _VERB_HINT = (
     r"\s(?:proposes?|introduces?|presents?|develops?|devises?|establish(?:es)?|designs?"
     r"|puts? forward)\b"
@@ -87,7 +77,7 @@ def _may_have(hint: re.Pattern[str], sentence: str) -> bool:
 
 def _hinted(text: str, sents: list[str], verbs: dict[int, bool] | None = None) -> list[bool]:
     """`_may_have(_HAS_TRIGGER, s)` for each of `sents`, the sentences of `text`, cheaper
-    (issue 11: these scans were 40% of `_method`'s time). The hint is its verb pattern or
+    (these scans are most of `_method`'s time). The hint is its verb pattern or
     one of its naming words (`in` tests, 4 times faster than the regex's alternation of
     literals), and a sentence is searched only for the naming words the whole text holds:
     a sentence is pieces of `text` (cut after a full stop) joined by a space, so a word
@@ -185,8 +175,7 @@ def _word(char: str) -> bool:
 
 def _count(name: str, text: str) -> int:
     r"""How often `name` occurs as a whole token: `(?<![\w-])NAME(?!\w)`, counted as
-    re.findall would, without compiling a pattern per name (issue 11: a tenth of ingest's
-    enrichment went to compiling them)."""
+    re.findall would, without compiling a pattern per name."""
     count, start = 0, text.find(name)
     while start >= 0:
         end = start + len(name)
@@ -237,15 +226,15 @@ MAX_SENTENCES = 60
 
 # `_CONTRIBUTION.search` of a derivation's sentences, by index, for those that
 # `_candidates_in` scanned (the first match of its `finditer`): `_key_sentence` and
-# `_contribution` use them instead of searching the same sentences again (issue 11).
+# `_contribution` use them instead of searching the same sentences again.
 Searched = dict[int, "re.Match[str] | None"]
 
 
 @dataclass
 class _Scans:
     """What `_method` found out about a derivation's sentences, by index, for
-    `_key_sentence` and `_contribution` (issue 11: they scanned the same sentences with
-    the same patterns again): `_CONTRIBUTION.search` (`searched`) and
+    `_key_sentence` and `_contribution`, so they do not scan the same sentences again:
+    `_CONTRIBUTION.search` (`searched`) and
     `_may_have(_HAS_VERB, ...)` (`verbs`). A sentence missing from one is scanned."""
 
     searched: Searched = field(default_factory=dict)
@@ -460,7 +449,7 @@ def derive(abstract: str, *, titled: bool = False) -> Derived:
     """Derive the method name, display title and TL;DR of an abstract (Markdown/LaTeX ok).
 
     `titled`: the paper has a real title, so none is derived (`title` is ""): finding a
-    headline was a tenth of ingest's enrichment time, spent for nothing (issue 11)."""
+    headline would cost enrichment time for nothing."""
     text = plain_text(abstract)
     if len(text) > DERIVE_MAX_CHARS:
         cut = text.rfind(" ", DERIVE_MAX_CHARS // 2, DERIVE_MAX_CHARS)

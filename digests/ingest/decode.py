@@ -1,17 +1,10 @@
 """Open a source file safely and read it as lines, with bounded memory.
 
-- Only regular files are read: a symbolic link, a directory, a FIFO, a socket or a
-  device is refused by name (issue 9, items 5 and 17: a symlink to `.env` was
-  ingested, `ingest /dev/zero` read until MemoryError, a FIFO hung forever). The file
-  is opened with `O_NOFOLLOW | O_NONBLOCK` and checked again after opening, so a path
-  swapped in between cannot slip through or block.
-- Text is UTF-8 (BOM optional) or BOM-marked UTF-16, decoded in chunks; line ends
-  become `\\n`; a line longer than the record limit stops the read (its length is
-  measured, not held), unless the file is a whole document (a JSON array, an Atom
-  feed), whose lines may be as long as the document limit. A run of blank lines is one
-  item, skipped at C speed: memory and time stay flat however many there are.
-- Every line is checked for secrets (`digests.ingest.secrets`); a `.env`-style file is
-  refused.
+Only regular files are read (`O_NOFOLLOW | O_NONBLOCK`, checked again after opening): a
+link, directory, FIFO, socket or device is refused by name. Text is UTF-8 (BOM optional) or
+BOM-marked UTF-16, decoded in chunks; a line over the record limit stops the read (a whole
+document may reach the document limit); a run of blank lines is one item. Every line is
+checked for secrets (`digests.ingest.secrets`).
 """
 
 from __future__ import annotations

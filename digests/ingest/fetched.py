@@ -1,16 +1,9 @@
 """Store papers fetched from sources (arXiv, OpenReview, feeds): one page at a time.
 
-`prepare_page` enriches a page's papers (derived title and TL;DR) outside any
-transaction; `store_page` then writes them in one short write transaction, merging each
-into the paper already stored when it is one (`pipeline.find_paper`: external ids, then
-title and author, then abstract), so re-storing a page never duplicates a paper. A paper
-whose text looks like it holds a secret, or is over the size limit, is skipped (logged),
-never the whole page.
-
-A paper stored from a fetch also gets the alias `seen:HASH` of its content
-(`content_key`): the next fetch that brings the very same content (an OpenReview venue or
-a feed is read whole every time) skips it before enrichment (`known_unchanged`), since
-merging what was merged already changes nothing (merges only ever keep the better value).
+`prepare_page` enriches a page outside any transaction; `store_page` writes it in one short
+write transaction, merging each paper into the one stored (`pipeline.find_paper`), and skips
+(logged) a paper holding a secret or over the size limit. A stored paper's `seen:HASH` alias
+(`content_key`) lets the next fetch of the very same content skip it (`known_unchanged`).
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
-"""The stored paper an abstract is, by its id, checked by its fingerprint (issue 11).
+"""The stored paper an abstract is, by its id, checked by its fingerprint.
 
-A paper's id is `p` + 16 hex digits of its fingerprint's SHA-256 (`identity.paper_id`);
-papers stored before issue 11 keep their 10-digit ids (`identity.legacy_id`, a prefix of
-the new one). An id match is the same paper only when the fingerprints agree:
-- a row stored since m009 is compared by its `fingerprint` column (128 bits, stored at
-  insert: a later merge may replace the abstract, never the fingerprint);
-- a row without one (stored before) by the fingerprint of its stored abstract. When that
-  abstract no longer gives the row's id (a newer arXiv version replaced it), the original
-  is unknown: the id match is then taken only if the two papers share an author surname
-  or one has no authors (`_plausible`), and a warning says so (40 bits and a surname
-  make it likely, not certain); the merge leaves the `fp:` alias, found first next time.
-A different paper under the id a new paper would get (a collision) is never merged into:
-the new paper goes to the first free id of its probe sequence (`identity.probe_ids`), with
-one warning naming both ids, and every later lookup walks the same sequence. The walk
-stops at the first free id: papers are never deleted, so nothing lies beyond it. Code
-that inserts new papers itself (`bulk.store_chunk`) must put a paper under `own_id` of
-its fingerprint, and only when no paper holds that id, including one that `new_id` gave
-to another paper in the same transaction.
-
-An abstract merged into another paper (by external id or title) is found again through
-the alias `fp:` + its fingerprint hash (128 bits: nothing to check). Aliases made from row
-ids before issue 11 (`p` + 10 hex digits) name no fingerprint: they are followed under the
-same author rule as unverifiable legacy rows (logged too), unless the paper they name
-holds that very abstract now.
+An id match is the same paper only when the fingerprints agree (the `fingerprint` column,
+or the stored abstract's); a legacy 10-digit id whose abstract was replaced takes the
+author rule (`_plausible`, logged). A collision is never merged into: the new paper takes
+the first free id of its probe sequence. Code that inserts new papers itself
+(`bulk.store_chunk`) must use `own_id`, and only when no paper, even one `new_id` gave out
+in the same transaction, holds that id. A merged abstract is found again by its `fp:` alias.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the status commands say about an ingest that did not complete (issue 11).
+"""What the status commands say about an ingest that did not complete.
 
 Kept apart from `bulk` so that the status commands import nothing heavy.
 """

@@ -1,9 +1,8 @@
-"""Text that looks like a credential is never ingested (issue 9, item 5).
+"""Text that looks like a credential is never ingested.
 
-A symlink to `.env` in the inbox once turned the bot token into a "paper" that
-`find xoxb` showed to a channel. Each line of a source file is checked here before
-it is parsed; a hit stops the file with a message that names the kind of secret,
-never the secret itself.
+Each line of a source file is checked here before it is parsed (a symlink to `.env` in the
+inbox must not turn the bot token into a "paper"); a hit stops the file with a message that
+names the kind of secret, never the secret itself.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ _ENV_LINE = re.compile(
     r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]+\s*=\s*(?:\"[^\"]*\"|'[^']*'|\S*)\s*(?:#.*)?$"
 )
 # The name is taken whole (possessive: no backtracking into it), then searched for a
-# sensitive word; one pattern with the word inside the name was quadratic.
+# sensitive word; one pattern with the word inside the name would be quadratic.
 # Shell, Windows, csh, PowerShell and Dockerfile forms; `NAME: value` (YAML) only when the
 # value is one word ending the line, as a setting's is and a sentence's is not.
 _ASSIGNMENT = re.compile(

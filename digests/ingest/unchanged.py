@@ -1,19 +1,10 @@
-"""Spot records that are already stored, before any enrichment (issue 9 papercut:
-re-ingesting 2,966 unchanged papers took 9.6 s, nearly all of it deriving titles
-again only to find nothing to change).
+"""Spot records that are already stored, before any enrichment (deriving titles again is
+most of the cost of re-ingesting unchanged papers).
 
-A record is *absorbed* when storing it again could change nothing. Merging only ever
-fills empty fields and unites lists, so once a record has been merged, merging it again
-is a no-op; what must be shown is that the stored paper already holds everything this
-record would bring. Everything but the derived method names is compared directly. For
-those, the stored abstract must be this record's very text, and either
-- the paper's title is still derived (no titled record was merged, so the paper was
-  first stored from an untitled record with this abstract: its derived names are
-  there), and this record has no title either; or
-- the paper's title is this record's title (it came from the first record, with this
-  abstract, or from a later one whose title-prefix name was merged with it, while the
-  names derived from this abstract came with the first record).
-Anything else takes the full path (enrich, then merge in the transaction).
+A record is *absorbed* when merging it again could change nothing: every field but the
+derived method names compared directly, and those vouched for by the same abstract with
+a still-derived title (and no title here) or this very title. Anything else takes the full
+path (enrich, then merge in the transaction).
 """
 
 from __future__ import annotations

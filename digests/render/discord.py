@@ -1,18 +1,9 @@
 """Discord messages for digests: one embed per paper, split to respect every limit.
 
-discord.py checks none of Discord's limits, so this module does: at most 10 embeds
-and 6,000 embed characters per message, and each field within its own limit.
-Messages go out with mentions disabled (the adapter's job); text here is escaped.
-
-A recorded digest's items carry buttons (issue 13): one action row per item, in the
-order of the embeds (Discord shows all embeds, then all rows), numbered alike ("1."
-on the embed's title and on its row's first button): 👍 and 👎 (feedback for the
-channel's topic), 🔖 Save (the clicker's reading list), then PDF and Code link buttons
-where the paper has them. Discord allows 5 action rows per message, so such a message
-holds at most 5 items; the numbers run through the whole digest (the second message
-starts at "6."), as the text and Slack digests and `/papers why` ("#7 of 10") count
-them. The custom_ids are `digests.actions.custom_id`'s; a preview
-(never recorded: no digest id) has no buttons.
+discord.py checks none of Discord's limits, so this module does (10 embeds and 6,000 embed
+characters a message, each field's own limit); text here is escaped. A recorded digest's
+items carry an action row each, numbered like their embeds, so a message holds at most 5
+items; custom_ids are `digests.actions.custom_id`'s. A preview has no buttons.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Slack Block Kit for digests and command replies, as plain dicts that equal what
-`slack_sdk.models`' blocks make (`section_block`, `context_block`, `header_block`: the
-tests compare them with slack_sdk's `to_dict`, and the render tests parse every message
-with slack_sdk); texts are clamped to Slack's limits here, and none is empty.
+`slack_sdk.models`' blocks make, texts clamped to Slack's limits and never empty.
 
-A long digest becomes several messages of at most 50 blocks and at most
-`limits.SLACK_MESSAGE_TEXT` characters of text in all (Slack refuses a message whose
-blocks carry much more, `msg_blocks_too_long`); an item's blocks always go in one
-message, so no item is ever cut between two messages.
-
-A recorded digest (one with a `digest_id`; never a preview) gives each item a second
-block, its buttons (`item_actions`): 👍 More like this, 👎 Less like this, 🔖 Save, whose
-`value` is the item's reference (`digests.actions.item_ref`), and PDF and Code link
-buttons when the paper has those links. The block's `block_id` (`item_block_id`) names
-the paper, so a click can find its item in the message to show the new counts
-(`bot.slack.actions`). Two blocks per item: at most 23 items in the first message, 24 in
-the others (fewer when their text reaches the budget: ~12 items of ~800 characters).
+A long digest becomes several messages within 50 blocks and `limits.SLACK_MESSAGE_TEXT`,
+never cutting an item. A recorded digest's item has a second block of buttons
+(`item_actions`), whose `block_id` (`item_block_id`) names the paper for `bot.slack.actions`.
 """
 
 from __future__ import annotations
@@ -188,8 +177,8 @@ def _with_ref(actions: dict[str, Any], ref: str) -> dict[str, Any]:
 
 # Plain dicts for a digest's header, intro, divider and footer, as slack_sdk's `to_dict`
 # makes them, key order included (tests/test_render_slack_blocks.py compares both): the
-# SDK's validation of four blocks per digest was a sixth of rendering one, and these
-# texts are clamped to Slack's limits already.
+# SDK's validation would cost a large share of rendering a digest, and these texts are
+# clamped to Slack's limits already.
 def header_block(text: str) -> dict[str, Any]:
     return {"text": {"text": text, "type": "plain_text"}, "type": "header"}
 
@@ -278,7 +267,7 @@ def _item(paper: PaperView, digest_id: int | None) -> _Unit:
     block's JSON text: the section's and the buttons' (all but the reference) are
     encoded once per batch too. Its size is counted from the two shapes it knows, what
     `limits.slack_text_size` counts (the section's text and the buttons' labels)
-    without walking every key: that walk was a fifth of rendering a digest."""
+    without walking every key (a costly share of rendering a digest)."""
     parts: _ItemParts = per_paper("slack-item", paper, _item_parts)
     section = parts.section
     # A fresh copy, the caller's to change (the remembered one is shared).
@@ -347,8 +336,7 @@ def reply_messages(reply: Reply, empty: str = "notice") -> list[SlackMessage]:
     (`_pack`): a paper's section stays with its id line."""
     head = "\n".join(with_code(line, slack_escape, slack_escape) for line in reply.body_lines)
     # Plain dicts (`section_block`, `context_block`), not slack_sdk blocks validated one by
-    # one: that validation was a third of rendering a `find` answer, and its texts are
-    # never empty and clamped here.
+    # one: that validation is costly, and these texts are never empty and clamped here.
     units = [_unit([block]) for block in _text_sections(head)]
     for result in reply.papers:
         view = paper_view(result, (), slack_escape)  # a lookup result: no archive mark

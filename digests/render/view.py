@@ -60,8 +60,7 @@ def cached_wordwrap(
 ) -> str:
     """Jinja's `wordwrap`, remembered by its arguments: a pure function of the text, so a
     remembered answer is never stale. The same TLDR is wrapped in many channels' digests of
-    one batch (10,000 digests share ~3,000 papers) and wrapping was a quarter of the
-    rendering time."""
+    one batch (10,000 digests share ~3,000 papers), and wrapping is costly."""
     if type(s) is not str:  # Markup or anything else: wrap afresh (the cache keys by value)
         return do_wordwrap(environment, s, width, break_long_words, wrapstring, break_on_hyphens)
     return _wrapped(environment, s, width, break_long_words, wrapstring, break_on_hyphens)
@@ -259,8 +258,8 @@ def per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) -> 
     """`make(paper)`, remembered by `kind` and the value of every field of the view (a
     platform's item: `make` must read nothing else), and returned as a fresh copy that
     the caller may change. The channels of a batch show the same papers, mostly under
-    the same topics: a Slack section was a third of rendering 10,000 digests (its item
-    template, links checked again, slack_sdk's validation). Bounded: emptied when full.
+    the same topics, and a platform's item (its template, links checked) is costly.
+    Bounded: emptied when full.
     Only dicts and lists are copied: a tuple (or NamedTuple) of parts is returned as it
     is remembered, and its caller copies what it hands out to be changed.
 
@@ -324,7 +323,7 @@ def batch() -> Iterator[None]:
     together share their rows (`build_digests`), so each item's view, and each
     platform's piece made from it (`per_paper`), is made once per paper, topics and
     place, and found again by the row's identity, not by comparing every field's value
-    (that comparison was a third of rendering a digest). Changing a row inside the
+    (that comparison would be costly). Changing a row inside the
     scope would show its old text: the scheduler renders rows it just read and leaves
     alone. Bounded (BATCH_KEPT entries of each kind), forgotten when the scope ends."""
     token = _scope.set(_Batch())

@@ -1,14 +1,8 @@
 """One page of the arXiv export API (`/api/query`), Atom XML, into `FetchedPaper`s.
 
-ElementTree, not feedparser, reads these pages: it is strict (a truncated or garbled page
-raises, so the fetcher retries it instead of silently losing its last entries), it keeps
-each author's `<arxiv:affiliation>` with that author (feedparser flattens them), and the
-same DTD/entity guard as `digests.ingest.arxiv` keeps XML bombs out (arXiv never sends a
-DTD).
-
-arXiv answers a bad query with an "error feed": one entry whose id is
-`http://arxiv.org/api/errors#...`, the message in `<summary>`. That raises
-`ArxivAPIError`, never a paper.
+ElementTree reads it, strictly (a truncated page raises, so it is fetched again), keeping
+each author's affiliation, behind the DTD/entity guard of `digests.ingest.arxiv`. arXiv's
+"error feed" for a bad query raises `ArxivAPIError`, never a paper.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """An RSS or Atom feed (any publisher's) into `FetchedPaper`s, through feedparser.
 
-Kept per entry: title, summary (HTML made plain text; feedparser already drops scripts and
-unsafe markup, and `html_to_text` drops all tags), link, authors, published and updated
-dates (UTC; one feedparser would have to make up part of is unknown: a UTC offset beyond
-±14:00, a field out of range, no year), tags as keywords, a DOI (`prism:doi`,
-`dc:identifier`, or a doi.org link), and the arXiv ids the entry links (its link, id or
-summary: arXiv's own RSS links `arxiv.org/abs/ID`), for cross-source matching.
-
-feedparser is lenient: it sets `bozo` for anything from a wrong declared encoding to
-markup it had to repair. What counts here: a document that feedparser recognised as RSS
-or Atom (`version` set), or that has entries, is a feed, bozo or not (the repairs are
-logged at debug). Anything else, an HTML page above all, is `NotAFeedError`.
+Kept per entry: title, summary as plain text, link, authors, UTC dates (an impossible one
+is unknown), tags as keywords, a DOI and the arXiv ids it links. A document feedparser
+recognised as RSS or Atom, or that has entries, is a feed, bozo or not; anything else (an
+HTML page above all) is `NotAFeedError`.
 """
 
 from __future__ import annotations

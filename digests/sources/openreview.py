@@ -1,12 +1,9 @@
 """One page of OpenReview API v2 `GET /notes` (`{"notes": [...], "count": N}`) into
 `FetchedPaper`s.
 
-Every field of a note's `content` is `{"value": ...}`. Kept: title, abstract, authors,
-keywords, the authors' `TLDR`, `venue` (the label, "ICLR 2025 Oral"; "Submitted to ...",
-withdrawn and rejected labels are no venue), `pdf` (a site path, made absolute on
-`site`), the forum link, `cdate`/`pdate`/`tmdate` (epoch milliseconds; one before 1990 or
-beyond a datetime's range is no date), and any arXiv id the note links (its `content`,
-abstract, or an `arxiv` field) for cross-source matching.
+Kept from a note's `content` (`{"value": ...}` each): title, abstract, authors, keywords,
+`TLDR`, `venue` (a submission, withdrawn or rejected label is no venue), `pdf` (made absolute
+on `site`), the forum link, the dates (epoch ms; an implausible one is none), linked arXiv ids.
 """
 
 from __future__ import annotations

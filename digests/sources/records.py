@@ -1,14 +1,10 @@
 """A paper as a fetched source gives it (`FetchedPaper`), and the helpers every parser
 shares: arXiv ids, venues from comments, HTML to plain text.
 
-A `FetchedPaper` keeps everything issue 10 asks to keep; `to_paper_record()` turns it into
-the ingest pipeline's `PaperRecord` for the fields that record carries today. Text fields
-are clean (`strip_unsafe`), URLs are `safe_url`-checked (or None), datetimes are UTC.
-
-Cross-source matching keys (`external_ids()`): `arXiv:ID` (no version, as the existing
-ingest's alias), `openreview:NOTE_ID`, `doi:10.x/...` (lower-cased). An OpenReview note or
-feed entry that links an arXiv paper carries it in `linked_arxiv_ids`, and its first one
-is used as `arXiv:ID` too, so the same paper from both sources has one shared key.
+Text fields are clean (`strip_unsafe`), URLs `safe_url`-checked, datetimes UTC;
+`to_paper_record()` makes the ingest pipeline's `PaperRecord`. Matching keys
+(`external_ids()`): `arXiv:ID` (no version; a linked arXiv paper's too), `openreview:ID`,
+`doi:...` (lower-cased), so the same paper from two sources shares a key.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """Source names: what `paperboy sources add NAME` accepts, and each source's canonical name.
 
-Grammar (the kind, a colon, then the kind's own part):
-
-- `arxiv:CATEGORY`: an arXiv category in the taxonomy's form, `archive.SUBJECT`
-  (`cs.LG`, `stat.ML`, `math.OC`, `physics.optics`, `cond-mat.stat-mech`) or an archive
-  without subjects (`hep-th`, `gr-qc`, `quant-ph`, `math-ph`, `nucl-th`). Checked against
-  the taxonomy below; case is corrected (`arxiv:cs.lg` is `arxiv:cs.LG`); anything else
-  fails with a suggestion when one is close ("did you mean cs.LG?").
-  Query: `cat:CATEGORY`.
-- `arxiv:"words"`: a phrase search. Query: `all:"words"` (title, abstract, authors,
-  comments). Quotes inside are not allowed.
-- `arxiv:FIELD:...`: a raw arXiv search query, passed as is, when it starts with one of
-  arXiv's field prefixes (`ti:`, `au:`, `abs:`, `co:`, `jr:`, `cat:`, `rn:`, `all:`), e.g.
-  `arxiv:ti:diffusion AND cat:cs.LG`. Unquoted words without a prefix are refused (they
-  would be read as a category), with the quoted form as the suggestion.
-- `openreview:VENUE_ID`: an OpenReview venue id such as `ICLR.cc/2025/Conference`:
-  segments of letters, digits, `.`, `_`, `-`, separated by `/`, the first with a dot.
-- `feed:URL`: an RSS or Atom feed at an http(s) URL.
-
-`parse_source()` returns a `SourceSpec` whose `name` is canonical: the same source typed
-twice (different case, spacing) gives the same name, which is what `sources remove NAME`
-and the sources table key on. Errors are `SourceError` with one line naming the source.
+`arxiv:CATEGORY` (checked against the taxonomy, case corrected), `arxiv:"words"`,
+`arxiv:FIELD:...` (a raw query after a field prefix such as `ti:`), `openreview:VENUE_ID`,
+`feed:URL`. `parse_source()` returns a `SourceSpec` whose `name` is canonical (what `sources
+remove` and the sources table key on); an error is a one-line `SourceError`.
 """
 
 from __future__ import annotations
