@@ -147,6 +147,16 @@ def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -
     )
 
 
+def latest_custom_text(db: Database, channel: str, topic_id: str) -> str | None:
+    """The text of the channel's latest subscription to the free-text topic `topic_id`."""
+    found = db.execute(
+        "select custom_text from subscriptions where channel = ? and topic_id = ? "
+        "and custom_text is not null order by id desc limit 1",
+        [channel, topic_id],
+    ).fetchone()
+    return None if found is None else str(found[0])
+
+
 def custom_texts(db: Database, channel: str) -> list[str]:
     """Free-text topics this channel has ever followed, most recent first."""
     rows = db.query(

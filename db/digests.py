@@ -177,6 +177,33 @@ def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row |
     return dict(rows[0]) if rows else None
 
 
+def digest_channel(db: Database, digest_id: int) -> str | None:
+    """The channel the digest was built for, or None for no such digest."""
+    found = db.execute("select channel from digests where id = ?", [digest_id]).fetchone()
+    return None if found is None else str(found[0])
+
+
+def item_topics(db: Database, digest_id: int, paper_id: str) -> Row | None:
+    """{"topics": the item's topics as stored (JSON text)}, or None when the digest has
+    no such item."""
+    found = db.execute(
+        "select topics from digest_items where digest_id = ? and paper_id = ?",
+        [digest_id, paper_id],
+    ).fetchone()
+    return None if found is None else {"topics": found[0]}
+
+
+def item_paper_ids(db: Database, channel: str, digest_id: int) -> list[str]:
+    """The papers of the channel's digest, in rank order ([] when the digest is not the
+    channel's)."""
+    rows = db.execute(
+        "select i.paper_id from digest_items i join digests d on d.id = i.digest_id "
+        "where d.id = ? and d.channel = ? order by i.rank",
+        [digest_id, channel],
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
 def picked_paper_ids(db: Database, channel: str, at_or_before: str) -> set[str]:
     """Papers the channel's digests built at or before `at_or_before` picked (whether or
     not they reached the channel)."""

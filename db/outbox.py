@@ -316,6 +316,15 @@ def resume_channel(db: Database, channel: str) -> None:
     )
 
 
+def count_paused(db: Database, channel: str) -> int:
+    """How many of the channel's messages are held while it is paused."""
+    return int(
+        db.execute(
+            "select count(*) from outbox where channel = ? and state = 'paused'", [channel]
+        ).fetchone()[0]
+    )
+
+
 def last_delivery(db: Database, channel: str) -> Row | None:
     """The channel's most recent message that was sent, given up or paused."""
     rows = list(

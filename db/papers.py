@@ -243,3 +243,19 @@ def start_ingest(db: Database, row: Row) -> int:
 def update_ingest(db: Database, ingest_id: int, changes: Row) -> None:
     """Progress or the end of an ingest: counts, `done`, `status`, `error`."""
     db.table("ingests").update(ingest_id, changes)
+
+
+def mark_ingest_stopped(db: Database, ingest_id: int) -> None:
+    """Set the ingest's status alone to "stopped", in place: the row keeps its size."""
+    db.execute("update ingests set status = 'stopped' where id = ?", [ingest_id])
+
+
+def last_ingest_id(db: Database) -> int:
+    """The id of the last ingest recorded, 0 for none (sqlite3.Error: no `ingests` table)."""
+    return int(db.execute("select coalesce(max(id), 0) from ingests").fetchone()[0])
+
+
+def ingests_after(db: Database, ingest_id: int) -> list[Row]:
+    """The ingests recorded after `ingest_id`, latest first, as stored (`files` as JSON
+    text)."""
+    return list(db.query("select * from ingests where id > ? order by id desc", [ingest_id]))

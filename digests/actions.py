@@ -1,4 +1,4 @@
-"""Buttons on digest items (issue 13): the action codec and what a click does.
+"""Buttons on digest items: the action codec and what a click does.
 
 Each item of a recorded digest carries 👍 (`VOTE_UP`), 👎 (`VOTE_DOWN`) and 🔖 (`SAVE`).
 A button names its item by `item_ref(digest_id, paper_id)` ("123:p380c62ca5bf30379"):
@@ -26,6 +26,7 @@ from datetime import datetime
 from sqlite_utils import Database
 
 from db import channels as channel_store
+from db import digests as digest_store
 from db import feedback, saved
 from db.transactions import write_transaction
 from digests.timestamps import stamp
@@ -46,7 +47,7 @@ CUSTOM_ID_PREFIX = "pb:"
 # A digest id is SQLite's rowid, positive and below 2^63: at most 18 digits keeps every
 # accepted id inside it (a longer one would overflow SQLite's integer and fail there).
 _DIGEST_ID = r"[1-9][0-9]{0,17}"
-# Paper ids are "p" + 16 (10 before issue 11) hex digits; allow any short ASCII word so a
+# Paper ids are "p" + 16 hex digits (10 in older stores); allow any short ASCII word so a
 # renamed id scheme keeps working. Membership in the digest is what really checks it.
 _PAPER_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}"
 ITEM_REF = re.compile(rf"(?P<digest>{_DIGEST_ID}):(?P<paper>{_PAPER_ID})", re.ASCII)
@@ -173,25 +174,20 @@ def apply_action(
     with write_transaction(db):
         # Checked and written in one transaction: a digest is never deleted, but its
         # channel's subscriptions may change between the read and the write.
-        found = db.execute("select channel from digests where id = ?", [digest_id]).fetchone()
-        if found is None:
+        owner = digest_store.digest_channel(db, digest_id)
+        if owner is None:
             return _failure("That digest is not in Paperboy's records.")
-        if found[0] != channel:
-            log.info(
-                "button of %s's digest %d clicked in %s: refused", found[0], digest_id, channel
-            )
+        if owner != channel:
+            log.info("button of %s's digest %d clicked in %s: refused", owner, digest_id, channel)
             return _failure("That button belongs to another channel's digest.")
-        item = db.execute(
-            "select topics from digest_items where digest_id = ? and paper_id = ?",
-            [digest_id, paper_id],
-        ).fetchone()
+        item = digest_store.item_topics(db, digest_id, paper_id)
         if item is None:
             return _failure("That paper is not in this digest.")
         if action == SAVE:
             changed = saved.save(db, user_key, paper_id, at, channel)
             text = "🔖 Saved to your list." if changed else "🔖 Already in your saved papers."
         else:
-            topic_id = _topic_of(db, channel, item[0])
+            topic_id = _topic_of(db, channel, item["topics"])
             if topic_id is None:
                 return _failure("That item has no topic to learn from.")
             vote = VOTES[action]
@@ -232,23 +228,12 @@ def _topic_name(db: Database, channel: str, topic_id: str) -> str:
     answer is sent unescaped, so the text keeps only its words: no markup or mention."""
     if not topic_id.startswith(CUSTOM_PREFIX):
         return topic_id
-    for (text,) in db.execute(
-        "select custom_text from subscriptions where channel = ? and topic_id = ? "
-        "and custom_text is not null order by id desc limit 1",
-        [channel, topic_id],
-    ):
-        words = " ".join(re.findall(r"[^\W_]+", str(text)))
-        if words:
-            return f'"{words[:80]}"'
-    return topic_id
+    text = channel_store.latest_custom_text(db, channel, topic_id)
+    words = " ".join(re.findall(r"[^\W_]+", text)) if text is not None else ""
+    return f'"{words[:80]}"' if words else topic_id
 
 
 def digest_counts(db: Database, channel: str, digest_id: int) -> dict[str, tuple[int, int]]:
     """{paper id: (👍, 👎)} for every item of the channel's digest, to re-render its
     message; {} when the digest is not the channel's (or does not exist)."""
-    rows = db.execute(
-        "select i.paper_id from digest_items i join digests d on d.id = i.digest_id "
-        "where d.id = ? and d.channel = ? order by i.rank",
-        [digest_id, channel],
-    ).fetchall()
-    return feedback.counts(db, channel, [str(row[0]) for row in rows])
+    return feedback.counts(db, channel, digest_store.item_paper_ids(db, channel, digest_id))
