@@ -126,7 +126,7 @@ def shown_venue(paper: dict[str, Any]) -> str:
     fetched with a publication date and an arXiv page, but no venue); "" otherwise (a paper
     from a file, or a feed entry, with no venue: a journal's feed is not arXiv)."""
     if paper.get("venue"):
-        # Cut when long: it crowded the links out of a Slack item.
+        # Cut when long, so it cannot crowd the links out of a Slack item.
         return _cut(venue_with_year(paper["venue"], paper.get("year")), VENUE_MAX)
     if paper.get("published_at") and paper.get("arxiv_url"):
         return "arXiv"

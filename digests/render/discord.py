@@ -73,7 +73,7 @@ class DiscordMessage:
             "embeds": self.embeds,
             "allowed_mentions": {"parse": []},
         }
-        if self.components:  # a message without buttons is as before
+        if self.components:  # a message without buttons has no components key
             payload["components"] = self.components
         return payload
 

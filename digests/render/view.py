@@ -76,8 +76,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
         autoescape=False,
-        # The templates ship with the package: checking each one's file for changes cost
-        # a stat() per render (40,000 in a batch of 10,000 digests).
+        # The templates ship with the package: checking each one's file for changes would
+        # cost a stat() per render.
         auto_reload=False,
     )
     env.filters["wordwrap"] = cached_wordwrap
@@ -297,8 +297,7 @@ def _per_paper(kind: str, paper: PaperView, make: Callable[[PaperView], Any]) ->
 # starts again: a 10,000-channel batch at 100k papers makes ~6,400 of each (its digests
 # share ~1,800 rows). Rows that are not shared (digests rebuilt one at a time after a
 # batch failed, recorded ones read again, carried papers) make one entry per item, and
-# each entry keeps its row alive: 135,000 of them held 200 MB more than rendering
-# without the scope, for nothing found again.
+# each entry keeps its row alive, for nothing found again.
 BATCH_KEPT = 20_000
 
 
