@@ -106,14 +106,11 @@ def team_of(payload: dict[str, Any]) -> str | None:
 
 
 def own_team(payload: dict[str, Any]) -> str | None:
-    """The clicker's own workspace: `user.team_id` when it is a workspace's id (T...)
-    and the click comes from no Enterprise org; else None (the click's workspace then
-    decides). A saved paper goes to this workspace's list of the user (`slack:TEAM/USER`):
-    a Slack Connect guest's Home and events come from their own workspace, not the one
-    the app is installed in. In an org (`enterprise` set, or an org-wide install),
-    `user.team_id` is the org's id (E...) or one workspace of the org whichever the
-    member clicks in (slackapi/bolt-js#1875: a member of three workspaces got the same
-    team_id from all three), not the workspace whose `/papers saved` and Home they use."""
+    """The clicker's own workspace: `user.team_id` when it is a workspace's id (T...) and
+    the click comes from no Enterprise org; else None (the click's workspace decides). A
+    saved paper goes to this workspace's list of the user: a Slack Connect guest's Home is
+    in their own workspace. In an org, `user.team_id` can be the org's id or whichever
+    workspace the member clicks in (slackapi/bolt-js#1875), so it decides nothing."""
     enterprise = payload.get("enterprise")
     if payload.get("is_enterprise_install") is True or (
         isinstance(enterprise, dict) and enterprise.get("id")
@@ -306,21 +303,12 @@ def conversation_digest(
     db: Database, value: object, channel_id: str, user: str, ephemeral: bool = False
 ) -> str | None:
     """The reference of the digest a button's `value` names, when that digest is this
-    conversation's: a channel digest whose Slack channel id is `channel_id` (the channel
-    of the message clicked, which Slack signs), or, in a direct message (ids starting with
-    D), the clicking user's own personal digest; on an `ephemeral` message (shown to the
-    clicker alone: `/papers digest --me` in a channel, `/papers digest` in a group DM),
-    also the clicker's own personal digest, wherever it is shown. None otherwise (a
-    malformed value, no such digest, another channel's or user's): the click then keeps
-    the reference made from the payload, and `apply_action` refuses it with its usual line.
-
-    Why not the payload's team: Slack names the workspace of a click with `team.id`, the
-    workspace the app is installed in, and the clicker's own with `user.team_id`; in a
-    channel shared between workspaces (Slack Connect) they differ, and with an org-wide
-    install `team` is null (`is_enterprise_install`), leaving only the clicker's team or
-    the org's id. A Slack channel keeps one id in every workspace it is shared with, so
-    the conversation names the digest's channel whoever clicks; the team in the digest's
-    reference is the workspace it was subscribed from."""
+    conversation's: a channel digest whose Slack channel id is `channel_id` (which Slack
+    signs), or, in a direct message (ids starting with D) or on an `ephemeral` message,
+    the clicking user's own personal digest. None otherwise (the click keeps the
+    reference made from the payload, which `apply_action` refuses). The conversation
+    decides, not the payload's team: in a Slack Connect channel or an org-wide install
+    the team can be another workspace's, or null, while the channel keeps its id."""
     try:
         digest_id, _ = parse_item_ref(value)
     except ActionError:

@@ -1,24 +1,5 @@
-"""The `/papers` slash command in Slack: what a command answers, and bolt's AsyncApp
-for Socket Mode. (HTTP mode serves the same `answer_payloads` from `bot.slack.endpoint`.)
-
-One handler serves every subcommand: the core grammar decides what the text means.
-Slack wants an acknowledgement within 3 seconds. Paperboy gives the command an ack
-budget to finish: if it does, the answer *is* the acknowledgement; if not, it
-acknowledges with "Working on it…" and answers through `response_url`.
-
-A reply with a file (`Reply.attachment`, e.g. `saved export`'s BibTeX) uploads it into
-the user's direct message with the bot (`conversations.open`, then `files_upload_v2`),
-and the reply says so, or says politely that it could not.
-
-Button clicks (`block_actions`) are acknowledged at once, then handled by
-`bot.slack.actions.handle_block_actions`.
-
-Opening the app's Home tab (`app_home_opened`) publishes the user's Home
-(`bot.slack.home`); a change a user makes to a channel is recorded under their user id
-(`db.home.record_manager`), so their Home lists the channels they manage. A command that
-changed something (to their own digest or a channel) re-publishes the asker's Home in the
-background, if they opened it before (`bot.slack.home.refresh_home`).
-"""
+"""The `/papers` slash command in Slack (`answer_payloads`, which HTTP mode serves from
+`bot.slack.endpoint` too) and bolt's AsyncApp for Socket Mode (`create_app`)."""
 
 from __future__ import annotations
 
@@ -195,18 +176,18 @@ async def answer(
     executor: Executor | None = None,
 ) -> Reply:
     """Run one `/papers` command from a slash-command payload (its form fields), in a
-    thread of `executor` (by default the services' threads)."""
+    thread of `executor` (by default the services' threads). Typed in a direct message,
+    it is about the user's own digest. A change needs `may_change` (unless to their own
+    digest); a change made tells `services.changed` and re-publishes the asker's Home in
+    the background (`refresh_home`); a reply's file goes to the asker's DM with the bot
+    (`send_attachment`)."""
     text = str(command.get("text") or "")
     key = _user_key(command)
     channel = f"slack:{command['team_id']}/{command['channel_id']}"
     own = personal_channel(key or "") if _direct_message(command) else None
     if own is not None:
-        # Typed in a direct message: only the user's own digest makes sense there, as for a
-        # click in one (bot.slack.actions.click_channel). Read as a channel, the DM with the
-        # app would become a second digest into the same conversation, and a DM between
-        # people (the app is no member) a digest nobody can receive. The core answers
-        # about one's own digest only to the asker (`Reply.ephemeral`): the others in it
-        # never see them.
+        # In a DM only the user's own digest makes sense: as a channel, the DM with the app
+        # would get a second digest, and a DM between people one nobody can receive.
         channel, text = own, as_personal(text)
     try:
         # `--me`, or a DM: the command changes only the user's own digest
@@ -307,8 +288,11 @@ def create_app(
     ack_budget: float = ACK_BUDGET_SECONDS,
 ) -> AsyncApp:
     """The bolt app, for Socket Mode (`signing_secret=None`: requests arrive over the
-    app-token websocket). HTTP mode uses `bot.slack.endpoint` instead; bolt over HTTP
-    (with a signing secret) is kept only as the benchmark's reference."""
+    app-token websocket; with a secret, bolt over HTTP, the benchmark's reference). A
+    command is answered within `ack_budget` as its acknowledgement, else acknowledged with
+    "Working on it…" and answered through `respond`; clicks are acknowledged at once, then
+    handled (`handle_block_actions`, with `click_handlers`); `app_home_opened` publishes
+    the user's Home."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,

@@ -1,25 +1,6 @@
-"""The Slack Web API client Paperboy uses: its base URL from the settings, and retries.
-
-slack_sdk's AsyncWebClient comes with one retry handler by default,
-`AsyncConnectionErrorRetryHandler`, which sends a request again at once when the
-connection breaks, even after the server read it. For `chat.postMessage` that posts the
-message twice in one attempt. So Paperboy replaces the defaults:
-
-- a 429 whose Retry-After is at most `MAX_WAIT_SECONDS` is retried after it (at most
-  `MAX_RATE_LIMIT_RETRIES` times): Slack refused those calls, so a retry cannot repeat
-  one. A longer Retry-After is not waited out here at all (it used to be waited out 60 s
-  at a time, three times: three minutes for `digest --send`, and for a delivery slot, to
-  get the same 429); the error goes to the caller. `chat.postMessage` and
-  `conversations.open` are never retried here (`PACED_METHODS`): their 429s go to the
-  poster, whose limiters pause every channel's posts, or every DM open (`bot.dm`). A
-  retry from here would skip them: the other sends went on into the same limit
-  meanwhile (a conversations.open was waited out here up to 3 times 60 s, unknown to
-  the opens' limiter, inside the 300 s a send may take);
-- a broken connection is retried at once only for calls that post nothing (`auth.test`,
-  `users.info`, `apps.connections.open`...). A post whose answer was lost is the outbox's
-  business: it counts as a failed attempt, retried with backoff, and each attempt sends
-  the message once.
-"""
+"""The Slack Web API client Paperboy uses: its base URL from the settings, and retries that
+never send a posting call twice (slack_sdk's default handler repeats any call whose
+connection broke, even one Slack already read)."""
 
 from __future__ import annotations
 
@@ -49,8 +30,9 @@ PACED_METHODS = frozenset({"chat.postMessage", "conversations.open"})
 
 
 class RetryAfterHandler(AsyncRetryHandler):
-    """On HTTP 429 with a Retry-After of at most `MAX_WAIT_SECONDS`, wait, then try
-    again; a longer one is left to the caller."""
+    """On HTTP 429 with a Retry-After of at most `MAX_WAIT_SECONDS`, wait, then try again
+    (Slack refused the call, so a retry repeats nothing); a longer one, and any 429 of
+    `PACED_METHODS` (the posters' limiters wait those out), goes to the caller."""
 
     def __init__(self, max_retry_count: int = MAX_RATE_LIMIT_RETRIES, sleep: Sleep = asyncio.sleep):
         super().__init__(max_retry_count=max_retry_count)
@@ -103,7 +85,8 @@ def _method(request: HttpRequest) -> str:
 
 
 class SafeConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
-    """slack_sdk's connection-error retry (once, at once), but never for a posting call."""
+    """slack_sdk's connection-error retry (once, at once), but never for a posting call: a
+    post whose answer was lost is the outbox's failed attempt, retried with backoff."""
 
     async def _can_retry_async(
         self,

@@ -1,29 +1,5 @@
-"""What Paperboy does with one HTTP request from Slack (`POST /slack/events`).
-
-In this order, so a bad request costs little and learns nothing:
-
-1. the signature is checked on the raw body (`bot.slack.verify`): 401 otherwise;
-2. a signature seen before is a replay: 200, and nothing runs again;
-3. only then is the body parsed; a signed body that makes no sense gets 400;
-4. a slash command is acknowledged within the ack budget, counted from when its headers
-   arrived: with the answer if it is ready, otherwise with "Working on it…", and the
-   answer follows through `response_url`, which must be Slack's (`slack_url`). Nothing
-   here ever answers 404 to a command.
-
-5. a click on a button (`payload=`, type `block_actions`) is checked for shape
-   (`bot.slack.actions.check_payload`: 400 and nothing runs when it fails, e.g. a
-   response_url that is not Slack's), acknowledged at once (200), then handled in the
-   background (`handle_block_actions`; its writes in the change lane). A click the stop
-   keeps from running (arriving during it, or waiting for the lane when it began) is
-   still acknowledged, and its clicker told through `response_url` it did nothing.
-
-6. `app_home_opened` (an Events API callback: a user opened the app's Home tab) is
-   acknowledged at once (200), then the user's Home is published in the background
-   (`bot.slack.home.home_tab_opened`, which also remembers that the user has a Home).
-
-Other interaction payloads and Events API callbacks are acknowledged (200) and otherwise
-ignored; the Events API's `url_verification` is answered with its challenge.
-"""
+"""What Paperboy does with one HTTP request from Slack (`POST /slack/events`): slash
+commands, button clicks and `app_home_opened`, each checked before anything runs."""
 
 from __future__ import annotations
 
@@ -86,7 +62,14 @@ def _bad(reason: str) -> Response:
 
 
 class SlackEndpoint:
-    """The request handler for `bot.slack.http.HttpServer`. Call `close()` when done."""
+    """The request handler for `bot.slack.http.HttpServer`, in this order, so a bad
+    request costs little and learns nothing: the signature on the raw body (401), a replay
+    (200, nothing runs again), then the parse (400 for a signed body that makes no sense).
+    A slash command is answered within the ack budget, counted from its headers, else
+    acknowledged with "Working on it…" and answered through its `response_url` (only
+    Slack's). A click (`check_payload`, 400 when it fails) and `app_home_opened` are
+    acknowledged at once and handled after, writes in the change lane; other callbacks get
+    200, `url_verification` its challenge. Call `close()` when done."""
 
     def __init__(
         self,
@@ -234,7 +217,7 @@ class SlackEndpoint:
             # (30 minutes): a stuck database must not pile up every command for later.
             log.warning("%d /papers commands waiting; refusing one", self._running)
             return _message({"response_type": "ephemeral", "text": BUSY})
-        changes = _changes(form.get("text", ""))
+        changes = writes(form.get("text", ""))
         threads = CHANGE_THREADS if changes else self.workers
         queued = self._busy[changes] >= threads
         self.commands_run += 1
@@ -245,7 +228,7 @@ class SlackEndpoint:
         budget = max(0.0, received + self.ack_budget - loop.time())
         if queued:
             # Waiting the whole budget behind a queue would only make the acknowledgements
-            # late too (see docs/benchmarks.md, issue 9), so a little at most.
+            # late too (docs/benchmarks.md), so a little at most.
             budget = min(budget, self.queued_wait)
         try:
             done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)
@@ -301,9 +284,7 @@ class SlackEndpoint:
     async def close(self, grace: float = 3.0) -> None:
         """Stop: commands still queued for a thread never start (their askers are told to
         try again); the running ones' answers, and those notices, get `grace` seconds to
-        reach Slack; then close. (The executor was shut down only at the end: the queued
-        commands of a burst all ran after the stop, at interpreter exit if the stop was
-        cut short, with nobody told.)"""
+        reach Slack; then close."""
         self._closing = True
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._change_executor.shutdown(wait=False, cancel_futures=True)
@@ -320,9 +301,7 @@ class SlackEndpoint:
 class _Lane(Executor):
     """A lane's executor that takes no work once the endpoint is stopping: what is
     submitted then comes back cancelled, so its asker is told Paperboy is restarting, as
-    for the commands queued at the stop. (A change still in its permission check when the
-    stop began reached the shut-down executor, and its asker was told "something went
-    wrong", with an ERROR traceback in the log.)"""
+    for the commands queued at the stop."""
 
     def __init__(self, executor: Executor, endpoint: SlackEndpoint) -> None:
         self._executor = executor
@@ -336,10 +315,9 @@ class _Lane(Executor):
         return self._executor.submit(fn, *args, **kwargs)
 
 
-def _changes(text: str) -> bool:
-    """Whether the command changes the channel (its lane); as `handle` parses it. The
-    command's `changes`, not its verb's: `feedback` reads (the lookup pool), `feedback
-    reset` writes."""
+def writes(text: str) -> bool:
+    """Whether the command goes to the change lane: its `changes` as `handle` parses it,
+    not its verb's (`feedback` reads, `feedback reset` writes)."""
     try:
         return parse(strip_unsafe(text)).changes
     except ParseError:

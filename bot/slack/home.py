@@ -1,38 +1,6 @@
-"""Paperboy's Home tab in Slack (issue 13): what a user follows, the channels they manage,
-their saved papers and their last personal digest, with buttons to unsubscribe and unsave.
-
-Slack sends `app_home_opened` when a user opens the app's Home tab (Socket Mode:
-`bot.slack.app`; HTTP: `bot.slack.endpoint`); Paperboy acknowledges, then publishes the
-view with `views.publish` (`publish_home`). `build_home` lays the view out from the
-database alone (pure: tests call it directly). The view is built with `slack_sdk.models`,
-so the SDK validates every block, and kept within Slack's limits: at most 100 blocks
-(long lists end with "…and N more"), sections of at most 3,000 characters, every text
-from a user or a paper escaped (`digests.render.escape`).
-
-The buttons (`HOME_UNSUBSCRIBE`, `HOME_UNSAVE`) carry a subscription id or a paper id in
-their `value`. Slack signs the request, not the value: a forged value is possible, so each
-is checked against the user who clicked (`unsubscribe`, `unsave`): only a topic of their
-own personal digest, only a paper of their own saved list; anything else changes nothing.
-The Home is then published again, with a line saying what happened (a Home tab has no
-response_url for an ephemeral answer), as a refresh (`refresh_after_click`, below): a burst
-of clicks publishes it once at once and once more, with the final state and the last
-click's line, not once a click.
-
-A Home is also kept current without being opened again (`refresh_home`): when the user's
-personal digest is delivered (`HomeRefreshingPoster`, around the Slack poster), when they
-save a paper with a digest's 🔖 button, and when a `/papers` command of theirs changes
-their own digest or a channel (`bot.slack.app.answer`: `subscribe --me`, `schedule` in a
-channel...; not a refused or read-only one). Only for users who have opened their Home
-before (`db.home.record_home_opened`, on `app_home_opened`: `home_tab_opened`), never for
-a channel's members; a refresh waiting for its turn takes the later ones for that user
-along (it reads the database when it starts). Refreshes are paced (`RefreshPace`): at most
-`REFRESHES_AT_ONCE` at once and `REFRESHES_PER_MINUTE` a minute, half of what Slack allows
-`views.publish` (Tier 4, "100+ per minute" per workspace), so 10,000 personal digests
-delivered together never make Slack refuse the Homes users open themselves (those are not
-paced); a backlog waits in order, except that a click's refresh goes before those no one
-is looking at. After Slack refuses the app's token or its Home tab (`STOP_REFRESHING`:
-uninstalled, revoked, Home tab off), refreshes stop until a restart, but a click's.
-"""
+"""Paperboy's Home tab in Slack: what a user follows, the channels they manage, their
+saved papers and last personal digest, with buttons to unsubscribe and unsave; published
+when the user opens it, after their clicks, and kept current in the background."""
 
 from __future__ import annotations
 
@@ -134,8 +102,7 @@ def personal_channel_of(team: str, user_id: str) -> str:
 
 
 def _clamp(text: str, limit: int) -> str:
-    """mrkdwn `text` cut to `limit` characters (`clamp`), never inside an entity: a
-    free-text topic of `<`s, escaped, left "&l…" in its Unsubscribe dialog."""
+    """mrkdwn `text` cut to `limit` characters (`clamp`), never inside an entity."""
     cut = clamp(text, limit)
     return _PARTIAL_ENTITY.sub("", cut) if cut != text else cut
 
@@ -246,8 +213,7 @@ def _channel_blocks(channels: list[dict[str, Any]], catalog: Catalog) -> list[Bl
             parts.append("paused")
         first = " · ".join(parts)
         topics = [_topic_label(sub, catalog) for sub in row["subscriptions"]]
-        # The topics are cut, not the line: 25 free-text topics of 100 characters, each
-        # `<` escaped to 4, would not fit, and the whole line became "…and 1 more".
+        # The topics are cut, not the line: 25 long free-text topics, escaped, may not fit.
         room = limits.SLACK_SECTION_TEXT - len(first) - len("\nFollows: ")
         follows = _lines(topics, room, sep=", ") if topics else "no topics"
         blocks.append(_section(f"{first}\nFollows: {follows}"))
@@ -308,7 +274,9 @@ def build_home(
     legacy_names: Iterable[str] = (),
     notice: str | None = None,
 ) -> dict[str, Any]:
-    """The Home view (`views.publish`'s `view`) of a Slack user in workspace `team`.
+    """The Home view (`views.publish`'s `view`) of a Slack user in workspace `team`,
+    built with `slack_sdk.models` (validated), within Slack's limits (`MAX_BLOCKS`,
+    "…and N more" for long lists), every user's or paper's text escaped.
 
     Reads only. `legacy_names` are the display names the user's older channel changes may
     be stored under (`db.home.managed_channels`); `notice` is a line shown first (what a
@@ -350,8 +318,7 @@ async def legacy_names(client: AsyncWebClient, user_id: str) -> list[str]:
         log.warning("users.info for the Home of %s failed: %s", user_id, error_code(exc))
         return names
     except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
-        # Slack not reached: the Home is still published, found by the id alone (before,
-        # this escaped to publish_home and no Home was published at all).
+        # Slack not reached: the Home is still published, found by the id alone.
         log.warning("users.info for the Home of %s failed: %s", user_id, type(exc).__name__)
         return names
     if isinstance(user, dict) and isinstance(user.get("name"), str) and user["name"]:
@@ -529,10 +496,12 @@ class RefreshPace:
 def refresh_home(
     services: Services, client: AsyncWebClient, team: str, user_id: str
 ) -> asyncio.Task[bool] | None:
-    """Re-publish the user's Home in the background, if they have opened it before; the
-    task (for tests and a caller that wants to wait), or None when one for this user is
-    already waiting to start: it reads the database when it starts, so it shows this
-    change too. Must be called in the event loop. Never raises."""
+    """Re-publish the user's Home in the background, if they have opened it before
+    (`home_tab_opened`); the task (for tests and a caller that wants to wait), or None
+    when one for this user is already waiting to start: it reads the database when it
+    starts, so it shows this change too. Paced (`RefreshPace`, half of what Slack allows
+    `views.publish`); after a `STOP_REFRESHING` answer, none until a restart but a
+    click's. Must be called in the event loop. Never raises."""
     task, started = _ask(services, client, team, user_id)
     return task if started else None
 

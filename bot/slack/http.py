@@ -1,22 +1,6 @@
-"""A small HTTP/1.1 server for Slack's requests, with limits that bad traffic cannot pass.
-
-Why not aiohttp's server (which bolt's `web_app()` runs on): it has no deadline for a
-request's headers (only an idle keep-alive timer), no cap on connections, and hands the
-body to bolt, which parses it before checking the signature. Slack sends small POSTs with
-a Content-Length, so this server needs little of HTTP, and enforces:
-
-- the request line and headers arrive within `header_timeout` of waiting for them, and
-  are at most `MAX_HEADER_BYTES`;
-- the body is announced by Content-Length (no chunked bodies), is at most `max_body`
-  bytes (413 before reading it), and arrives within `body_timeout`;
-- at most `max_connections` connections: at the cap, a new connection evicts the one whose
-  current request began longest ago and is not yet whole (a slow-loris one,
-  usually); if every connection is busy with a request, the new one gets 503;
-- a response not read within `body_timeout` is dropped.
-
-It calls `handler(Request)` with the raw body and writes the `Response`; what a request
-means is the handler's business (`bot/slack/endpoint.py`).
-"""
+"""A small HTTP/1.1 server for Slack's requests, with limits that bad traffic cannot pass
+(aiohttp's server has no deadline for a request's headers and no connection cap). What a
+request means is the handler's business (`bot/slack/endpoint.py`)."""
 
 from __future__ import annotations
 
@@ -124,7 +108,12 @@ class _Connection:
 
 
 class HttpServer:
-    """Serves `handler` on host:port within `limits`. `start()`, then `stop()`."""
+    """Serves `handler(Request)` (the raw body) on host:port within `limits`: headers of
+    at most `MAX_HEADER_BYTES` within `header_timeout`; a body announced by
+    Content-Length (not chunked) of at most `max_body` (413 unread), within
+    `body_timeout`; at most `max_connections`, the cap evicting the connection whose
+    unfinished request began longest ago (503 when all are busy); a response not read
+    within `body_timeout` is dropped. `start()`, then `stop()`."""
 
     def __init__(self, handler: Handler, limits: Limits, host: str = "0.0.0.0", port: int = 0):
         self.handler = handler
@@ -231,9 +220,8 @@ class HttpServer:
                 self._connections.pop(conn, None)
 
     async def _close(self, writer: asyncio.StreamWriter) -> None:
-        """Close after what was written has been sent (within `body_timeout`). Aborting
-        at once dropped the part of a response still in the transport's buffer: with a
-        slow or small-buffered peer, a 60 KB answer arrived as its first 6 KB."""
+        """Close after what was written has been sent (within `body_timeout`): an abort
+        would drop what is still in the transport's buffer for a slow peer."""
         if writer.transport.is_closing():
             writer.transport.abort()  # dropped or evicted: nothing more to send
             return

@@ -1,22 +1,5 @@
-"""Posting digest messages to Slack with `chat.postMessage`.
-
-At most one message a second per channel, and `rate` a second across the workspace
-(Slack's posting limits: "1 per second per channel" and a workspace-wide one it does not
-publish; `PAPERBOY_SLACK_POSTS_PER_SECOND`), kept by the poster's `limits`, which every
-delivery through it shares (`bot/ratelimits.py`). A 429 comes back as a rate-limited
-transient error, taken as workspace-wide: Slack does not say which limit it was, and the
-channel spacing keeps within the channel's. Later parts of a digest go in a thread under
-the first. Errors that retrying cannot fix pause the channel; Slack refusing the message
-itself (`MESSAGE_REFUSALS`: too much text in its blocks, invalid blocks) gives that message
-up at once without pausing the channel (`bot.delivery.RefusedMessage`); the rest are
-transient and left to the outbox.
-
-A personal digest (`slack:T/@U`) goes to the user's DM with the app: `conversations.open`
-gives its `D...` id, remembered in `dms` (`bot/dm.py`), the opens paced apart from the posts
-(`opening`: conversations.open is Tier 3, some 50 a minute). A user the app cannot DM
-(`DM_REFUSALS`: unknown, deactivated, the bot itself, or the app's Messages tab off) pauses
-that user's digest alone, as a refusing channel pauses itself.
-"""
+"""Posting digest messages to Slack with `chat.postMessage`, paced per channel and per
+workspace; a personal digest goes to the user's DM with the app."""
 
 from __future__ import annotations
 
@@ -86,6 +69,13 @@ DEFAULT_POSTS_PER_SECOND = 5.0  # the setting's default: "several hundred per mi
 
 
 class SlackPoster:
+    """At most one message per `min_interval` per channel and `rate` a second in all (the
+    shared `limits`; a 429 counts as workspace-wide: Slack does not say which limit it
+    was). A personal digest (`slack:T/@U`) goes to the DM `conversations.open` gives,
+    remembered in `dms` and paced by `opening` (Tier 3). Errors: `PERMANENT_ERRORS`
+    (and, for a personal digest, `DM_REFUSALS`) pause the channel, `MESSAGE_REFUSALS`
+    give the message up, the rest are transient."""
+
     platform = "slack"
 
     def __init__(

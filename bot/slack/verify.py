@@ -1,11 +1,5 @@
 """Slack request signatures, checked on the raw body before anything parses it, and a
-memory of the signatures already seen, so a replayed request has no effect.
-
-Slack signs `v0:{timestamp}:{raw body}` with HMAC-SHA256 and the app's signing secret,
-and sends `X-Slack-Request-Timestamp` and `X-Slack-Signature: v0=<hex>`. A request is
-accepted only when its timestamp is within `MAX_AGE_SECONDS` of now (either way) and the
-signature matches (compared in constant time). A refused request costs at most one HMAC.
-"""
+memory of the signatures already seen, so a replayed request has no effect."""
 
 from __future__ import annotations
 
@@ -35,8 +29,10 @@ def sign(secret: bytes, timestamp: bytes, body: bytes) -> str:
 def check(
     secret: bytes, timestamp: bytes | None, signature: bytes | None, body: bytes, now: float
 ) -> str | None:
-    """None when the request is signed by Slack; otherwise why not, in a few words
-    (never echoing the request). Malformed headers are refused before the HMAC."""
+    """None when the request is signed by Slack (HMAC-SHA256 of `v0:{timestamp}:{body}`,
+    compared in constant time, the timestamp within `MAX_AGE_SECONDS` of now); otherwise
+    why not, in a few words (never echoing the request). Malformed headers are refused
+    before the HMAC."""
     if not timestamp or not _TIMESTAMP.fullmatch(timestamp):
         return "missing or malformed timestamp"
     if abs(now - int(timestamp)) > MAX_AGE_SECONDS:
