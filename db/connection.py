@@ -21,10 +21,12 @@ Three ways in:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -153,6 +155,40 @@ def open_read_only(path: str | Path) -> Database:
         log.debug("read-only open of %s failed (%s); opening it as immutable", file, exc)
         connection = _connect(file, immutable=True)
     return _checked(file, connection)
+
+
+def open_reader(path: str) -> Database:
+    """A plain read-only connection to the database file at `path` (SQLite's `mode=ro`,
+    with the busy timeout), for a process that reads while another writes: no
+    migration, no check of the schema."""
+    connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return Database(connection)
+
+
+def database_file(db: Database) -> str | None:
+    """The main database's file, or None for an in-memory database."""
+    for row in db.execute("PRAGMA database_list").fetchall():
+        if row[1] == "main" and row[2]:
+            return str(row[2])
+    return None
+
+
+@contextlib.contextmanager
+def page_cache(db: Database, kib: int) -> Iterator[None]:
+    """At least `kib` KiB of SQLite page cache for this connection while the block runs,
+    then the connection's own setting again. It caches only: no data, durability or
+    locking changes."""
+    before = int(db.execute("PRAGMA cache_size").fetchone()[0])  # < 0: KiB; > 0: pages
+    page_kib = int(db.execute("PRAGMA page_size").fetchone()[0]) // 1024 or 1
+    if (-before if before < 0 else before * page_kib) >= kib:
+        yield
+        return
+    db.execute(f"PRAGMA cache_size = {-int(kib)}")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA cache_size = {before}")
 
 
 def _checked(file: Path, connection: sqlite3.Connection) -> Database:

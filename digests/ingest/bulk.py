@@ -1,4 +1,4 @@
-"""Ingest at scale (issue 11): check every file first, then enrich in a worker process
+"""Ingest at scale: check every file first, then enrich in a worker process
 while this one stores the papers in chunks of batched inserts.
 
 1. **Check.** Every file is read once, as `pipeline.read_records` reads it (format,
@@ -23,7 +23,7 @@ while this one stores the papers in chunks of batched inserts.
 
 The `ingests` row says how far an ingest got: "running" with `done` of `total` papers
 stored after each chunk, then "complete"; or "stopped" with the error. An ingest that
-fits in one chunk is one transaction, as before. A larger one that fails part-way (the
+fits in one chunk is one transaction. A larger one that fails part-way (the
 rendered text of a paper holds a secret that the first pass could not see, the file
 changed between the two reads, the disk filled, the process was killed) keeps the chunks
 it committed and says so; running it again finishes it: the papers already stored are
@@ -48,13 +48,12 @@ from datetime import datetime
 from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, overload
-from urllib.parse import quote
 
 from sqlite_utils import Database
 from sqlite_utils.db import NotFoundError
 
-from db import papers
-from db.connection import BUSY_TIMEOUT_MS
+from db import papers, transactions
+from db.connection import database_file, open_reader, page_cache
 from db.transactions import write_transaction
 from digests.enrich.paper import Row
 from digests.enrich.text import plain_text
@@ -85,7 +84,9 @@ WORKER_POLL_SECONDS = 1.0
 # takes well under a second, a batch of the largest papers allowed a few seconds.
 WORKER_STALL_SECONDS = 300.0
 MIN_PAPER_BYTES = 100  # a paper's abstract alone is longer
-INGEST_CACHE_KB = 32_768  # SQLite page cache while an ingest writes: see `page_cache`
+# SQLite page cache while an ingest writes: the FTS5 index and the id, alias and title key
+# B-trees outgrow SQLite's default 2 MB within a few thousand papers.
+INGEST_CACHE_KB = 32_768
 WORKERS = 1  # enrichment processes: with this one writing, they keep 2 cores busy
 
 # What Markdown and LaTeX rendering (`plain_text`) acts on; text without any of these
@@ -95,8 +96,8 @@ MARKUP_CHARS = "\\${}_`[]*"
 
 def has_markup(text: str) -> bool:
     """Whether `text` holds any of MARKUP_CHARS. An `in` test per character (C's memchr)
-    is 6 times faster than a search for the character class (issue 11: the check pass
-    tests every abstract and title)."""
+    is much faster than a search for the character class, and the check pass tests every
+    abstract and title."""
     return (
         "\\" in text
         or "$" in text
@@ -121,8 +122,8 @@ Item = tuple[str, Row | Encoded | None, str | None, str, int]
 
 # `build_row`'s columns, in its order. The worker sends each row as a tuple of their
 # values with the JSON columns encoded, ready for `executemany`: this process's path
-# (check pass, then writes) is as long as the worker's, and unpickling dicts and encoding
-# their JSON were 0.2 CPU s per 10k papers of it (issue 11).
+# (check pass, then writes) is as long as the worker's, so it neither unpickles dicts nor
+# encodes their JSON.
 ROW_COLUMNS = (
     "id", "fingerprint", "venue", "year", "title", "title_derived", "title_key", "method",
     "names", "name_keys", "tldr", "tldr_source", "abstract", "abstract_text", "url",
@@ -192,7 +193,7 @@ def check_files(
 
 # Records looked up together in `_prepare_batch`: few enough that their abstracts' plain
 # text, made for the fingerprints, is still in `plain_text`'s small cache when `prepare`
-# wants it again (it was made twice: 0.37 CPU s per 10k papers).
+# wants it again (not made twice).
 LOOKUP_GROUP = 8
 
 
@@ -260,13 +261,6 @@ def prepared_items(
             index += 1
 
 
-def _read_only(path: str) -> Database:
-    uri = f"file:{quote(path)}?mode=ro"
-    connection = sqlite3.connect(uri, uri=True)
-    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return Database(connection)
-
-
 def _worker(
     out: Any,
     spool_path: str,
@@ -283,7 +277,7 @@ def _worker(
     content hashes). An error is sent as ("error", (kind, path, line, message)), anything
     else as ("crash", text)."""
     try:
-        db = _read_only(db_path)
+        db = open_reader(db_path)
         versions: dict[str, str] = {}
         offset = 0
         with open(spool_path, "wb") as spool:
@@ -575,14 +569,14 @@ class Writer:
     def _transaction(self) -> Iterator[None]:
         """A write transaction that is rolled back whatever fails, its commit too (SQLite
         may leave a transaction open when its commit fails)."""
-        outer = self.db.conn.in_transaction
+        outer = transactions.in_transaction(self.db)
         try:
             with write_transaction(self.db):
                 yield
         except BaseException:
-            if not outer and self.db.conn.in_transaction:
+            if not outer and transactions.in_transaction(self.db):
                 with contextlib.suppress(sqlite3.Error):
-                    self.db.conn.rollback()
+                    transactions.rollback(self.db)
             raise
 
     def _start(self) -> dict[str, Any]:
@@ -612,9 +606,7 @@ class Writer:
             try:
                 with self._transaction():
                     # "running" and "stopped" are as long: the row keeps its size.
-                    self.db.execute(
-                        "update ingests set status = 'stopped' where id = ?", [self.ingest_id]
-                    )
+                    papers.mark_ingest_stopped(self.db, self.ingest_id)
                 return
             except sqlite3.Error as exc:
                 failure = exc
@@ -634,14 +626,6 @@ def partial_note(summary: IngestSummary, done: int, total: int) -> str:
         f"({summary.added} added, {summary.merged} merged, {summary.skipped} skipped); "
         "run the same ingest again to finish (stored papers are skipped)"
     )
-
-
-def database_file(db: Database) -> str | None:
-    """The main database's file, or None for an in-memory database."""
-    for row in db.execute("PRAGMA database_list").fetchall():
-        if row[1] == "main" and row[2]:
-            return str(row[2])
-    return None
 
 
 def ingest_files(
@@ -682,25 +666,6 @@ def ingest_files(
     finally:
         if workers is not None:
             workers.stop()
-
-
-@contextlib.contextmanager
-def page_cache(db: Database, kib: int) -> Iterator[None]:
-    """At least `kib` KiB of SQLite page cache for this connection while the block runs,
-    then the connection's own setting again. The FTS5 index and the id, alias and title
-    key B-trees outgrow SQLite's default 2 MB within a few thousand papers; a larger
-    cache reads fewer pages back (9% less CPU for the writes of 50k papers). It caches
-    only: no data, durability or locking changes."""
-    before = int(db.execute("PRAGMA cache_size").fetchone()[0])  # < 0: KiB; > 0: pages
-    page_kib = int(db.execute("PRAGMA page_size").fetchone()[0]) // 1024 or 1
-    if (-before if before < 0 else before * page_kib) >= kib:
-        yield
-        return
-    db.execute(f"PRAGMA cache_size = {-int(kib)}")
-    try:
-        yield
-    finally:
-        db.execute(f"PRAGMA cache_size = {before}")
 
 
 def _or_here(
