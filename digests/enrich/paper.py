@@ -19,14 +19,14 @@ log = logging.getLogger(__name__)
 Row = dict[str, Any]
 
 
-def _title_prefix_name(title: str) -> str | None:
+def title_prefix_name(title: str) -> str | None:
     """ "MaxEntDP: ..." -> "MaxEntDP": titles often lead with the method's name."""
     head, colon, _ = title.partition(":")
     head = head.strip()
     return head if colon and is_name_like(head) else None
 
 
-def _names(method: str | None, long_name: str | None) -> tuple[str, str]:
+def method_names(method: str | None, long_name: str | None) -> tuple[str, str]:
     """The searchable forms of a method's name, and their normalised keys."""
     forms: list[str] = []
     keys: list[str] = []
@@ -42,6 +42,9 @@ def _names(method: str | None, long_name: str | None) -> tuple[str, str]:
     return " ".join(forms), " ".join(keys)
 
 
+# bench/lookup.py's names for them, until it imports the public ones.
+_title_prefix_name, _names = title_prefix_name, method_names
+
 _WHITESPACE = re.compile(r"\s+")  # compiled once: every paper's title
 
 
@@ -55,9 +58,9 @@ def build_row(record: PaperRecord, now: datetime, fingerprint: str | None = None
     has it already), derived TL;DR (and title, when the record has none), sorted links."""
     title = clean_title(record.title)
     derived = derive(record.abstract, titled=title is not None)
-    method = (_title_prefix_name(title) if title else None) or derived.method
+    method = (title_prefix_name(title) if title else None) or derived.method
     long_name = derived.long_name if method == derived.method else None
-    names, name_keys = _names(method, long_name)
+    names, name_keys = method_names(method, long_name)
     links = extract_links(record.abstract)
     url_kind = classify(record.url) if record.url else None
     at = stamp(now)
