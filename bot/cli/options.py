@@ -1,0 +1,111 @@
+"""What the commands share: the `--db` and `--channel` options, the database they open,
+the acting user, the clock, and the command Context of a channel."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from bot.cli.output import READ_ONLY, UserError
+from config.settings import Settings, load_settings
+from db.connection import DatabaseUnreadable, NoDatabase, open_db
+from digests.channels import parse_channel
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from digests.commands import Context
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+DB_HELP = "SQLite database file [default: $PAPERBOY_DB, else db/paperboy.db]."
+
+
+def db_option(func: F) -> F:
+    """`--db` after the command; `main` takes it before the command too (`database_path`)."""
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=DB_HELP,
+    )(func)
+
+
+def channel_option(func: F) -> F:
+    return click.option(
+        "--channel",
+        required=True,
+        help="local:NAME, slack:TEAM/CHANNEL or discord:GUILD/CHANNEL.",
+    )(func)
+
+
+def database_path(db_path: Path | None) -> Path:
+    """The database to use: `--db` after the command, else before it, else the settings."""
+    current = click.get_current_context(silent=True)
+    before = current.find_root().params.get("db_path") if current is not None else None
+    if db_path and before and Path(db_path) != Path(before):
+        raise UserError(f"--db is given twice, as {before} and as {db_path}: give it once")
+    return Path(db_path or before or load_settings().db_path)
+
+
+def open_database(db_path: Path | None, *, create: bool = False) -> Database:
+    """The database for a command. Only commands that store things (`ingest`, `demo`,
+    `run`, changes through `chat`) pass `create=True`; the others say there is no
+    database at PATH rather than create an empty one, and read a read-only one."""
+    path = database_path(db_path)
+    try:
+        return open_db(path, create=create)
+    except NoDatabase:
+        raise UserError(
+            f"no database at {path}; create one with `paperboy ingest FILE` or "
+            "`paperboy demo` (or check --db and $PAPERBOY_DB)"
+        ) from None
+    except DatabaseUnreadable as exc:
+        raise UserError(str(exc)) from None
+    except sqlite3.Error as exc:
+        if "readonly" in str(exc):
+            raise UserError(READ_ONLY.format(path=path)) from None
+        raise UserError(f"cannot open database {path}: {exc}") from None
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def cli_user() -> str:
+    """Who acts on the command line: `cli:LOGIN`."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no login name (containers): still say who acted
+        return "cli:operator"
+
+
+def local_key(user: str) -> str | None:
+    """The user key of a command-line user (`local:NAME`, NAME without `cli:`), for the
+    commands about a person (`saved`); None when the name cannot be a key."""
+    from digests.actions import user_key
+
+    try:
+        return user_key("local", None, user.removeprefix("cli:"))
+    except ValueError:
+        return None
+
+
+def command_context(db: Database, channel: str, user: str, settings: Settings) -> Context:
+    """The Context of a /papers command typed by `user` in `channel`, now."""
+    from digests.commands import Context
+    from digests.topics import load_catalog
+
+    return Context(
+        db, str(parse_channel(channel)), user, now(), settings, load_catalog(), local_key(user)
+    )

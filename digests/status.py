@@ -1,0 +1,91 @@
+"""The operator's status report (`paperboy status`): the paper store, the sources, and each
+channel's topics, schedule, deliveries and failed digest builds."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+from sqlite_utils import Database
+
+from config.settings import Settings
+from db.channels import all_channels
+from db.digests import failures
+from db.papers import count_papers, last_ingest
+from db.sources import list_sources
+from digests import semantic
+from digests.channels import parse_channel
+from digests.commands import Context, handle
+from digests.ingest.progress import unfinished_note
+from digests.render.text import reply_text
+from digests.sources.listing import describe
+
+log = logging.getLogger(__name__)
+
+
+def report(
+    db: Database, settings: Settings, now: datetime, context_for: Callable[[str], Context]
+) -> Iterator[str]:
+    """The whole report, as the texts to print in turn: the store and the sources, then
+    each channel's status (one text, after a blank line). `context_for(channel)` is the
+    Context its status command runs in."""
+    ingest = last_ingest(db)
+    yield f"Papers: {count_papers(db)}" + (
+        f"; last ingest {str(ingest['started_at'])[:16].replace('T', ' ')} UTC."
+        if ingest
+        else "; no file ingested yet."
+    )
+    if note := unfinished_note(ingest):  # a chunked ingest that stopped part-way
+        yield note
+    yield semantic.status_line(db)
+    yield from source_lines(db, settings, now)
+    rows = all_channels(db)
+    if not rows:
+        yield 'No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"'
+    for row in rows:
+        lines = operator_status(reply_text(handle("status", context_for(row["id"]))), row["id"])
+        yield "\n" + "\n".join(lines[0:1] + lines[2:] + build_failures(db, row["id"]))
+
+
+def channel_report(ctx: Context) -> Iterator[str]:
+    """One channel's status in detail, as the texts to print in turn."""
+    yield "\n".join(operator_status(reply_text(handle("status", ctx)), ctx.channel))
+    yield from build_failures(ctx.db, ctx.channel)
+
+
+def operator_status(text: str, channel: str) -> list[str]:
+    """`/papers status`'s lines for the operator. A personal digest's answer is worded for
+    its owner ("Status of your personal digest"): here, where every user's digest is
+    listed, its heading names it instead (`slack:T0123/@U0456`)."""
+    lines = text.splitlines()
+    if lines and parse_channel(channel).personal:
+        lines[0] = f"Status of {channel} (a personal digest, sent by direct message):"
+    return lines
+
+
+def source_lines(db: Database, settings: Settings, now: datetime) -> list[str]:
+    """Every source's last success and last error."""
+    try:
+        rows = list_sources(db)
+    except sqlite3.OperationalError:  # a database from before the table existed
+        return []
+    if not rows:
+        return ["Sources: none (papers come only from files; add one with paperboy sources add)."]
+    return ["Sources:", *(f"  {describe(row, now, settings.fetch_cron)}" for row in rows)]
+
+
+def build_failures(db: Database, channel: str) -> list[str]:
+    """A line for each digest of the channel whose build failed and waits to be retried."""
+    try:
+        rows = failures(db, channel)
+    except sqlite3.OperationalError:  # a database from before the table existed
+        return []
+    return [
+        f"Digest build for {str(row['due_at'])[:16].replace('T', ' ')} failed "
+        f"{'once' if row['attempts'] == 1 else str(row['attempts']) + ' times'} "
+        f"({row['last_error']}); retrying after "
+        f"{str(row['next_attempt_at'])[:16].replace('T', ' ')} UTC."
+        for row in rows
+    ]
