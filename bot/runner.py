@@ -1,13 +1,6 @@
-"""`paperboy run`: one asyncio process for the configured platforms and the scheduler.
-
-The components start concurrently, each logging one line when up, so one platform's
-outage stops neither the others nor the scheduler: a platform that cannot be reached
-(`Unavailable`) logs one line per failed attempt, no traceback, and is tried again in the
-background with backoff; its digests are queued meanwhile and sent once it is up. A
-refused token or a bad setting stops the process with one line. SIGTERM or SIGINT is
-seen at once, even during start-up: the parts stop in reverse order (the scheduler
-first: no new send starts, sends under way get a few seconds), and the process exits 0.
-"""
+"""`paperboy run`: one asyncio process for the configured platforms and the scheduler,
+each started on its own, so one platform's outage stops neither the others nor the
+scheduler."""
 
 from __future__ import annotations
 
@@ -29,9 +22,8 @@ from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
 from config.settings import SettingsError
 
-# Start-up (issue 11): Slack's libraries (slack_bolt, slack_sdk) and Discord's (discord.py)
-# are imported by the component that uses them, when it starts, so a Slack-only install
-# never imports discord.py, nor a Discord-only one slack_bolt.
+# Slack's libraries and Discord's are imported by the component that uses them, when it
+# starts: a Slack-only install never imports discord.py, nor a Discord-only one slack_bolt.
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
     from slack_sdk.errors import SlackApiError
@@ -59,16 +51,10 @@ INDEX_BUSY_RETRIES = 120  # ...this many times (10 minutes: a rebuild of 1M pape
 
 def index_in_background(db_path: Path) -> threading.Thread:
     """Bring the search index of `db_path` up to date in a daemon thread, started now, so
-    that the first lookup after an upgrade (or a copy of a database without its index)
-    does not build it inline (10-25 s per 100k papers). Returns the thread at once: the
-    platforms and the scheduler start meanwhile, and a command is acknowledged as usual.
-
-    It goes through `text_index.ready`, as a lookup does, so it never runs beside another
-    update of the index: in this process the index's lock serialises them, and a lookup
-    that finds the lock held for more than 2 s answers from FTS5; across processes,
-    tantivy's writer lock does. If another updater holds it, this waits for that one to
-    finish, then finds the index current. A failure logs one line (`ready`'s warning)
-    and changes nothing else: lookups use FTS5 until the index can be built."""
+    the first lookup after an upgrade does not build it inline (10-25 s per 100k papers);
+    returns the thread at once. Through `text_index.ready`, as a lookup, so never beside
+    another update of the index (this waits for another updater to finish). A failure
+    logs one line and changes nothing else: lookups use FTS5 until the index is built."""
     thread = threading.Thread(target=_index_now, args=(db_path,), name="search-index", daemon=True)
     thread.start()
     return thread
@@ -238,7 +224,7 @@ class SlackComponent:
             assert settings.slack_signing_secret is not None
             if settings.slack_ack_seconds > MAX_ACK_SECONDS:
                 # Slack gives up after 3 s and tells the user the command failed, while
-                # it runs on: the very confusion issue 9 item 10 was about.
+                # it runs on.
                 raise SettingsError(
                     f"PAPERBOY_SLACK_ACK_SECONDS={settings.slack_ack_seconds:g} is not valid: "
                     f"must be at most {MAX_ACK_SECONDS:g} (Slack waits 3 seconds)"
@@ -465,9 +451,12 @@ async def run(
     stop: asyncio.Event | None = None,
     retry_seconds: float = START_RETRY_SECONDS,
 ) -> None:
-    """Start every part concurrently, wait for SIGTERM/SIGINT (or `stop`), then stop
-    them in reverse order. A part that is `Unavailable` is retried in the background
-    with backoff; any other failure to start stops everything and is raised."""
+    """Start every part concurrently (each logs one line when up), wait for SIGTERM/SIGINT
+    (or `stop`; seen at once, even during start-up), then stop them in reverse order
+    within `STOP_SECONDS` (the scheduler first: no new send starts). A part that is
+    `Unavailable` logs one line per failed attempt and is retried in the background with
+    backoff (its digests queue meanwhile); any other failure to start (a refused token, a
+    bad setting) stops everything and is raised."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

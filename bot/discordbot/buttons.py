@@ -1,28 +1,5 @@
-"""The buttons of Discord digest messages (issue 13): 👍, 👎 and 🔖 Save, after restarts too.
-
-A digest item's row (`digests.render.discord.item_row`) holds three buttons whose
-custom_id names the action and the item ("pb:up:123:p380c62ca5bf30379",
-`digests.actions.custom_id`), and PDF / Code link buttons (Discord opens those itself:
-no interaction). `DigestButton` is a `discord.ui.DynamicItem` whose template matches those
-custom_ids: registered on the client (`PaperboyClient.add_dynamic_items`), it handles a
-click on any digest message, however old, with no view kept per message, so clicks work
-after a restart.
-
-A click is acknowledged within Discord's 3 seconds: `digests.actions.apply_action` runs in
-a worker thread; if it has answered within the budget, the acknowledgement is the message
-update itself (interaction response 7: the item's 👍/👎 now show their counts), else the
-click is deferred (response 6) and the message edited when the work is done. The clicker
-then gets an ephemeral line ("👍 Noted: more papers like this for offline-rl.",
-"🔖 Saved to your list."). A refused click (a forged custom_id, a digest of another
-channel, a paper not in it) changes nothing and gets only an ephemeral one-line reason.
-A click in a direct message with the bot is on the clicker's personal digest
-(`click_channel`); one from within a thread on the message the thread was started from is
-on the thread's parent channel, where that message is.
-
-A component interaction that no `DigestButton` takes (a custom_id of no known shape, or
-one not on the message clicked) is answered by `answer_stray` with an ephemeral line,
-never a stack trace.
-"""
+"""The buttons of Discord digest messages: 👍, 👎 and 🔖 Save, working after restarts too,
+and a polite answer to a click on any component that is not Paperboy's."""
 
 from __future__ import annotations
 
@@ -59,7 +36,9 @@ _ANSWER_FAILED = (discord.HTTPException, aiohttp.ClientError, OSError)
 
 
 class DigestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=_TEMPLATE):
-    """👍, 👎 or 🔖 on a digest item: any custom_id `digests.actions.custom_id` writes."""
+    """👍, 👎 or 🔖 on a digest item: any custom_id `digests.actions.custom_id` writes
+    ("pb:up:123:p380c62ca5bf30379"). Registered on the client (`add_dynamic_items`), it
+    handles a click on any digest message, however old, with no view kept per message."""
 
     def __init__(self, button: discord.ui.Button[Any]) -> None:
         super().__init__(button)
@@ -141,7 +120,7 @@ def takes(interaction: discord.Interaction[Any]) -> bool:
 def click_channel(interaction: discord.Interaction[Any]) -> str:
     """The channel reference a click belongs to: the server channel it happened in, or,
     in a direct message with the bot (no server), the clicker's own personal digest
-    (`discord:@USER`, issue 13): nobody else can click in that DM. A click from within a
+    (`discord:@USER`): nobody else can click in that DM. A click from within a
     thread on the message the thread was started from belongs to the thread's parent
     (`_starter_parent`)."""
     key = key_of(interaction) if interaction.guild_id is None else None
@@ -246,7 +225,12 @@ async def _show_counts(interaction: discord.Interaction[Any], view: discord.ui.V
 async def handle_click(
     interaction: discord.Interaction[Any], custom: str, ack_budget: float | None = None
 ) -> None:
-    """Apply a click on a digest button and answer it (see the module's docstring)."""
+    """Apply a click on a digest button (`apply_action`, in a worker thread, for
+    `click_channel`) and answer it within Discord's 3 seconds: if the work is done within
+    the ack budget, the answer is the message update with the new counts (response 7),
+    else the click is deferred (6) and the message edited when done. The clicker then
+    gets an ephemeral line; a refused click changes nothing and gets its reason. Clicks
+    on one message are applied one at a time."""
     client: Any = interaction.client
     services = client.services
     budget = ack_budget if ack_budget is not None else getattr(client, "ack_budget", None)

@@ -1,9 +1,5 @@
-"""The Discord client: the /papers group on a CommandTree, synced only when it changed.
-
-Every HTTP answer discord.py receives is shown to the client's `response_listeners` first
-(an aiohttp trace, before discord.py reads it): discord.py waits out and retries a 429 of
-up to 30 s by itself, and the poster's limiter (`bot/discordbot/poster.py`) must hear of
-those too, or it never slows down."""
+"""The Discord client: the /papers group on a CommandTree, synced only when it changed,
+and the digest buttons."""
 
 from __future__ import annotations
 
@@ -37,6 +33,11 @@ def use_api_base(url: str) -> None:
 
 
 class PaperboyClient(discord.Client):
+    """The bot: `/papers` (`PapersGroup`) on its CommandTree, the digest buttons
+    (`DigestButton`, for any message however old), and `response_listeners`, shown every
+    HTTP answer before discord.py reads it (the poster's limiter must hear of the 429s
+    discord.py retries by itself)."""
+
     def __init__(
         self,
         services: Services,
@@ -61,7 +62,7 @@ class PaperboyClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.group = PapersGroup(services, ack_budget)
         self.tree.add_command(self.group)
-        # The digest items' buttons, on any message however old (issue 13): no view per message.
+        # The digest items' buttons, on any message however old: no view per message.
         self.ack_budget = ack_budget
         self.add_dynamic_items(DigestButton)
         # "guild", "global", "unchanged" or "deferred" (rate-limited), after setup

@@ -1,9 +1,6 @@
-"""The `/papers` command group for Discord, built from the core grammar's declaration.
-
-Each subcommand's description and each parameter's `describe` text come from
-`digests.commands.grammar.VERBS`; a test checks that the group has exactly its verbs.
-The callbacks only turn options back into command text for the core's `handle`.
-"""
+"""The `/papers` command group for Discord, built from the core grammar's declaration
+(`digests.commands.grammar.VERBS`): the callbacks only turn options back into command
+text for the core's `handle`."""
 
 from __future__ import annotations
 
@@ -145,7 +142,7 @@ TOO_BIG = (
 )
 
 
-def _size(size: int) -> str:
+def shown_size(size: int) -> str:
     """A file size as Discord shows it: "10 MB", "12.3 MB", "2 KB" (units of 1,024)."""
     if size >= 1024 * 1024:
         return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
@@ -175,9 +172,11 @@ async def send_reply(interaction: discord.Interaction[Any], reply: Reply) -> Non
                     reply.attachment.filename, len(data), limit,
                 )  # fmt: skip
                 kwargs["content"] = TOO_BIG.format(
-                    name=reply.attachment.filename, size=_size(len(data)), limit=_size(limit),
+                    name=reply.attachment.filename,
+                    size=shown_size(len(data)),
+                    limit=shown_size(limit),
                     key=key_of(interaction),
-                )  # fmt: skip
+                )
         if number == 0 and not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)
         else:
@@ -363,8 +362,8 @@ class PapersGroup(app_commands.Group):
     async def resume(self, interaction: discord.Interaction[Any], me: bool = False) -> None:
         await self.run(interaction, "resume", me=me)
 
-    # --- issue 13: why, feedback, saved, bibtex (answers only the asker sees; a reset
-    # of feedback is a change: Manage Channels, `_manages_channels_for_reset`) ---------
+    # --- why, feedback, saved, bibtex (answers only the asker sees; a reset of feedback
+    # is a change: Manage Channels, `_manages_channels_for_reset`) --------------------
 
     @app_commands.command(name="why", description=_verb("why").help)
     @app_commands.describe(**_describe("why"), me=ME_HELP)
@@ -388,7 +387,7 @@ class PapersGroup(app_commands.Group):
         me: bool = False,
     ) -> None:
         if topic and not action:
-            # The grammar reads a lone word as the action: it said "`1` is not one of reset".
+            # The grammar would read a lone topic as the action, and refuse it as one.
             alone = FEEDBACK_TOPIC_ALONE.format(
                 topic=topic[:60],
                 whose="your own digest's" if me else "this channel's",

@@ -1,28 +1,5 @@
-"""Posting digest messages to Discord channels through discord.py.
-
-Pacing: discord.py keeps each channel within its route's bucket (it reads every answer's
-`X-RateLimit-Remaining` and `-Reset-After`, and waits when the bucket is empty), but not
-the bot's global limit (50 requests a second) until it has hit it. So the poster's
-`limits` (`bot/ratelimits.py`, shared by every delivery through this bot) hand out turns at
-`rate` a second (`PAPERBOY_DISCORD_POSTS_PER_SECOND`). discord.py waits out a 429 and
-retries, for waits up to 30 s (a global one pauses all its requests); a longer one, or one
-it gave up on, comes back as a rate-limited transient error with its retry_after and
-scope, so the message stays queued. The limits hear of every 429 as it arrives, those
-discord.py retries by itself included (through `PaperboyClient.response_listeners`), with
-its scope: a global one pauses every channel and lowers the rate; without that, a rate set
-above Discord's was never lowered (1,000 channels told 100/s against 50/s: 299 global
-429s, up to 8 on one channel). A 429 discord.py gives up on is told again by the delivery,
-which changes nothing: the same pause, and the rate comes down once per pause.
-Errors that retrying cannot fix pause the channel:
-Unknown Channel, Missing Access, Missing Permissions. An answer that the message itself is
-wrong (`MESSAGE_REFUSALS`: 400 Invalid Form Body, an empty message, a body too large)
-gives that message up at once without pausing the channel (`bot.delivery.RefusedMessage`),
-as Slack's `msg_blocks_too_long` does; it was retried 8 times before, to no avail. So
-is a message discord.py refuses to send before any request (11 embeds, a sixth row of
-buttons: `_message_fields`).
-Every message goes out with mentions disabled, and with its buttons
-(`payload["components"]`, as a view of `bot.discordbot.buttons`) when it has some.
-"""
+"""Posting digest messages to Discord channels and DMs through discord.py, paced against
+the bot's global limit, with every 429 heard as it arrives."""
 
 from __future__ import annotations
 
@@ -78,6 +55,14 @@ _CHANNEL_POST = re.compile(r"/channels/(\d+)/messages$")
 
 
 class DiscordPoster:
+    """Sends at `rate` a second in all (the shared `limits`; discord.py keeps each
+    channel's bucket but not the bot's global limit), hearing of every 429 as it arrives,
+    those discord.py retries by itself included (`PaperboyClient.response_listeners`): a
+    global one pauses every channel and lowers the rate. `PERMANENT_CODES` pause the
+    channel; `MESSAGE_REFUSALS`, and what discord.py refuses before sending
+    (`_message_fields`), give the message up; a longer rate limit or one discord.py gave
+    up on is a rate-limited transient error. Mentions are off; buttons go as a view."""
+
     platform = "discord"
 
     def __init__(
@@ -131,9 +116,7 @@ class DiscordPoster:
         )
         if channel is not None and (retry_after or 0.0) <= MAX_RATE_LIMIT_WAIT_SECONDS:
             # discord.py will send this post again, after retry_after, by itself: that send
-            # takes its turn like any other, or it skips the pause and the rate (each of
-            # the sends under way at a global 429 was sent again at once, into the limit:
-            # up to 4 429s on one channel). discord.py waits for its answer meanwhile.
+            # takes its turn like any other, or it skips the pause and the rate.
             with contextlib.suppress(Throttled):
                 await self.limits.wait_turn(channel.group(1))
 
@@ -152,7 +135,7 @@ class DiscordPoster:
         # A remembered DM id may be stale (retried, reopened); one just opened is not.
         remembered = self.dms.get(str(channel)) if channel.personal else None
         try:
-            if channel.personal:  # a personal digest (issue 13): the user's DM channel
+            if channel.personal:  # a personal digest: the user's DM channel
                 target = await self._dm(channel, remembered)
             message = await target.send(**fields)
         except discord.RateLimited as exc:  # longer than the client will wait: try later
@@ -185,8 +168,8 @@ class DiscordPoster:
         """The DM channel of a personal digest's user: `known` (its remembered id), or
         opened with `POST /users/@me/channels` (discord.py's `create_dm`) and remembered.
         The open is one more request against the bot's global limit: it goes out on the
-        message's turn, and the post then takes a turn of `limits` of its own (`bot.dm`;
-        before, one turn covered both requests); a 429 on the open is waited out there.
+        message's turn, and the post then takes a turn of `limits` of its own (`bot.dm`);
+        a 429 on the open is waited out there.
         Discord's other answers (50033, 10013) go to `send`."""
         if known is None:
 
@@ -213,11 +196,9 @@ def _message_fields(payload: dict[str, Any]) -> dict[str, Any]:
     checks them before it makes any request (`http.handle_message_parameters`: at most 10
     embeds; the view's rows: at most 5, of 5 buttons; an embed's fields' types). What fails
     those checks raises `ValueError` or `TypeError` inside `send` before anything is sent,
-    the same every time: it is raised here as `RefusedMessage`, given up at once, instead
-    of being taken for an unexpected error and retried `max_attempts` times. Checked here,
+    the same every time: it is raised here as `RefusedMessage`, given up at once. Checked
     apart from `send`, so that a `ValueError` from the request itself (an answer that is
-    not JSON: `json.JSONDecodeError`, after the message may have been posted) is not
-    taken for one."""
+    not JSON, after the message may have been posted) is not taken for one."""
     components = payload.get("components")
     try:
         fields: dict[str, Any] = {
@@ -228,7 +209,7 @@ def _message_fields(payload: dict[str, Any]) -> dict[str, Any]:
             "content": payload.get("content") or None,
             "embeds": [discord.Embed.from_dict(embed) for embed in payload.get("embeds", [])],
             "allowed_mentions": discord.AllowedMentions.none(),
-            # The digest items' buttons (issue 13): their custom_ids are handled by
+            # The digest items' buttons: their custom_ids are handled by
             # `buttons.DigestButton`, whoever posted the message and whenever.
             "view": view_of(components) if components else discord.utils.MISSING,
         }
