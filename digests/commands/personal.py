@@ -1,39 +1,31 @@
 """`--me`: the commands that act on a user's own digest, delivered as a direct message.
 
-A personal digest is a channel whose reference names the user (`digests.channels`:
-`slack:T/@U`, `discord:@USER`), so it has a channel's schedule, outbox, crash safety and
-"never the same paper twice". These handlers mirror the channel ones on that reference,
-which comes from the user key the adapter gives (`Context.user_key`, from the platform's
-own user id): a user can only ever reach their own digest, so anyone may change it (no
-manager check), and every answer is ephemeral.
+A personal digest is a channel whose reference names the user (`digests.channels`), taken
+from the user key the adapter gives (`Context.user_key`): a user can only reach their own
+digest, so anyone may change it, and every answer is ephemeral.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 
 from db import channels as channel_store
 from db import outbox
 from digests.channels import personal_channel
-from digests.commands.grammar import COMMAND, ME_FLAG, VERBS, Command
-from digests.commands.handlers import (
+from digests.commands.context import (
     MAX_SUBSCRIPTIONS,
     Context,
-    _following,
-    _match_subscription,
-    _resolve_topic,
-    _schedule_line,
-    _store_schedule,
-    _subscription_line,
-    _topic_label,
+    following,
+    match_subscription,
+    resolve_topic,
+    schedule_line,
+    store_schedule,
+    subscription_line,
+    topic_label,
 )
-from digests.commands.handlers import _backlog as _channel_backlog
-from digests.commands.handlers import _digest as _channel_digest
-from digests.commands.handlers import _status as _channel_status
-from digests.commands.interactive import _feedback as _channel_feedback
-from digests.commands.interactive import _why as _channel_why
+from digests.commands.grammar import COMMAND, ME_FLAG, Command
+from digests.commands.registry import HANDLERS, personal_handler_for
 from digests.commands.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
 
@@ -44,7 +36,6 @@ NO_DM = (
     "there is nobody to send one to here."
 )
 WHERE = "your personal digest (a direct message from me)"
-Handler = Callable[[Command, Context], Reply]
 
 
 def _personal(ctx: Context) -> Context | Reply:
@@ -61,8 +52,9 @@ def _changed(text: str, *lines: str) -> Reply:
     return info(text, *lines, ephemeral=True, changed=True)
 
 
+@personal_handler_for("subscribe")
 def _subscribe(command: Command, ctx: Context) -> Reply:
-    topic = _resolve_topic(command, ctx)
+    topic = resolve_topic(command, ctx)
     if isinstance(topic, Reply):
         return topic
     own = _personal(ctx)
@@ -85,31 +77,33 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     log.info("%s follows %s in %s", own.user, topic.id, own.channel)
     return _changed(
         f"You now follow {what} in {WHERE}.",
-        _schedule_line(schedule, own.now),
+        schedule_line(schedule, own.now),
         f"Change when it comes with `{COMMAND} schedule {ME_FLAG} <weekday> <time>`.",
     )
 
 
+@personal_handler_for("unsubscribe")
 def _unsubscribe(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
         return own
     text = command.args["topic"].strip()
     active = channel_store.active_subscriptions(own.db, own.channel)
-    match = _match_subscription(text, active, own.catalog)
+    match = match_subscription(text, active, own.catalog)
     if match is None:
         return error(
             f"Your personal digest does not follow `{text[:60]}`.",
-            *_following(active, own.catalog),
+            *following(active, own.catalog),
         )
     channel_store.remove_subscription(own.db, int(match["id"]), own.user, own.stamp)
     left = len(active) - 1
     return _changed(
-        f"You no longer follow {_topic_label(match, own.catalog)} in {WHERE}.",
+        f"You no longer follow {topic_label(match, own.catalog)} in {WHERE}.",
         *([] if left else ["It follows nothing now, so no more digests come."]),
     )
 
 
+@personal_handler_for("list")
 def _list(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
@@ -123,9 +117,9 @@ def _list(command: Command, ctx: Context) -> Reply:
             "it comes as a direct message from me.",
         )
     schedule = channel_schedule(own.db, own.channel, own.settings, own.now) if row else None
-    lines = [_subscription_line(number, r, own.catalog) for number, r in enumerate(active, 1)]
+    lines = [subscription_line(number, r, own.catalog) for number, r in enumerate(active, 1)]
     if schedule is not None:
-        lines.append(_schedule_line(schedule, own.now))
+        lines.append(schedule_line(schedule, own.now))
     if row.get("paused"):
         lines.append(
             f"Paused: {row.get('paused_reason')}. Let me send you direct messages, then "
@@ -135,18 +129,20 @@ def _list(command: Command, ctx: Context) -> Reply:
     return info(f"Your personal digest follows {count} topic{'s' if count != 1 else ''}:", *lines)
 
 
+@personal_handler_for("schedule")
 def _schedule(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
         return own
-    schedule = _store_schedule(command, own)
+    schedule = store_schedule(command, own)
     if isinstance(schedule, Reply):
         return schedule
     return _changed(
-        f"Your personal digest now comes {schedule.describe()}.", _schedule_line(schedule, own.now)
+        f"Your personal digest now comes {schedule.describe()}.", schedule_line(schedule, own.now)
     )
 
 
+@personal_handler_for("resume")
 def _resume(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
@@ -162,35 +158,15 @@ def _resume(command: Command, ctx: Context) -> Reply:
     )
 
 
-def _on_own(channel_handler: Handler) -> Handler:
-    """A channel's handler run on the user's own digest (`_personal`), from any channel
-    and from Discord, which has no DM commands; worded for it by `digests.wording`
-    (`here()`: "Your personal digest", "You turned the backlog on"). Only the user is
-    told: `handle` makes every `--me` answer ephemeral."""
-
-    def run(command: Command, ctx: Context) -> Reply:
-        own = _personal(ctx)
-        if isinstance(own, Reply):
-            return own
-        return channel_handler(command, own)
-
-    return run
-
-
-PERSONAL_HANDLERS: dict[str, Handler] = {
-    "subscribe": _subscribe,
-    "unsubscribe": _unsubscribe,
-    "list": _list,
-    "schedule": _schedule,
-    "resume": _resume,
-    # As the channel's: `digest` a preview (nothing recorded or sent); `status` names "your
-    # personal digest", never its reference; `backlog --me on`; `feedback --me` and
-    # `feedback reset --me <topic>`, which clears only theirs (anyone may); `why --me <id>`:
-    # its digest, its topics' scores, the user's own 👍/👎.
-    "digest": _on_own(_channel_digest),
-    "status": _on_own(_channel_status),
-    "backlog": _on_own(_channel_backlog),
-    "feedback": _on_own(_channel_feedback),
-    "why": _on_own(_channel_why),
-}
-assert set(PERSONAL_HANDLERS) == {verb.name for verb in VERBS if verb.personal}, "--me verbs"
+# As the channel's: `digest` a preview (nothing recorded or sent); `status` names "your
+# personal digest", never its reference; `backlog --me on`; `feedback --me` and `feedback
+# reset --me <topic>`, which clears only theirs; `why --me <id>`: the user's own 👍/👎.
+@personal_handler_for("digest", "status", "backlog", "feedback", "why")
+def _on_own(command: Command, ctx: Context) -> Reply:
+    """The verb's channel handler run on the user's own digest (`_personal`), from any
+    channel and from Discord, which has no DM commands; worded for it by `digests.wording`.
+    Only the user is told: `handle` makes every `--me` answer ephemeral."""
+    own = _personal(ctx)
+    if isinstance(own, Reply):
+        return own
+    return HANDLERS[command.verb.name](command, own)
