@@ -131,16 +131,10 @@ def click_channel(interaction: discord.Interaction[Any]) -> str:
 
 def _starter_parent(interaction: discord.Interaction[Any]) -> str | None:
     """The parent channel of the thread a click came from, when the message clicked is
-    that thread's starter; else None.
-
-    A thread started from a message has the message's id, and the message stays in the
-    parent channel (Discord shows it at the top of the thread). A click on it there may
-    carry the thread as its channel: a thread channel object with `parent_id`, which
-    discord.py makes a `Thread` (it needs `parent_id` to). Not confirmed against Discord:
-    its docs do not say which channel such a click carries. So only the thread's own
-    starter message counts, as a click in the parent channel (where that message is);
-    any other message clicked in a thread keeps the thread's id, and `apply_action`
-    refuses it as another channel's digest, as before."""
+    that thread's starter (it has the thread's id, and stays in the parent channel); else
+    None. Discord's docs do not say which channel such a click carries, so only the
+    starter counts: any other message clicked in a thread keeps the thread's id, and
+    `apply_action` refuses it as another channel's digest."""
     channel = interaction.channel
     message = interaction.message
     if not isinstance(channel, discord.Thread) or message is None or interaction.guild_id is None:
