@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from sqlite_utils import Database
@@ -38,6 +39,13 @@ def decode(row: Row) -> Row:
 def get_paper(db: Database, paper_id: str) -> Row | None:
     rows = list(db.query("select * from papers where id = ?", [paper_id]))
     return decode(rows[0]) if rows else None
+
+
+def rows_with_ids(db: Database, paper_ids: list[str]) -> Iterator[Row]:
+    """The rows of the stored papers among `paper_ids` (one bound parameter each), as
+    stored (`decode` them), in no set order."""
+    marks = ", ".join("?" for _ in paper_ids)
+    return db.query(f"select * from papers where id in ({marks})", paper_ids)
 
 
 def paper_id_for_alias(db: Database, alias: str) -> str | None:

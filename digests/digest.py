@@ -33,7 +33,7 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
 - Never a paper twice in a channel: papers delivered to the channel, or queued to be
   (`db.outbox.claimed_paper_ids`), are never picked again.
 - A paper picked for several topics appears once, with all its subscribed topics.
-- Feedback (issue 13): a topic the channel voted 👍/👎 on is scored as
+- Feedback: a topic the channel voted 👍/👎 on is scored as
   `digests.learning` refines it for that channel, and a paper voted 👎 is never picked.
 - A preview is computed the same way, never recorded.
 """
@@ -52,10 +52,12 @@ from typing import Any
 from sqlite_utils import Database
 
 from config.settings import Settings
+from db import candidates as candidate_store
 from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
-from db.papers import decode
+from db.connection import database_file
+from db.papers import decode, get_paper, rows_with_ids
 from db.transactions import write_transaction
 from digests.channels import parse_channel
 from digests.learning import learn
@@ -232,10 +234,9 @@ def _recorded(
     for item in row["items"]:
         paper = (papers or {}).get(str(item["paper_id"]))
         if paper is None:
-            paper_rows = list(db.query("select * from papers where id = ?", [item["paper_id"]]))
-            if not paper_rows:
+            paper = get_paper(db, item["paper_id"])
+            if paper is None:
                 continue
-            paper = decode(paper_rows[0])
         item_topics = tuple(known[t] for t in item["topics"] if t in known)
         items.append(
             DigestItem(
@@ -258,22 +259,6 @@ def _recorded(
     )
 
 
-# A paper is new: first stored, or first published, after `since`, and published no earlier
-# than `stale` (see the module docstring). Timestamps compare as strings (all ISO UTC).
-# `added_at >= since`, not `>`: stamps are to the second, and a paper stored just after the
-# previous digest's query, in the second it was built, was not in it. Those of that second
-# it did take are claimed, so never repeated.
-# Two indexed ranges, not one OR: with the OR, SQLite took `added_at <= :now` (the whole
-# store) from the index and tested every row, 0.26 s a digest at 100k papers (issue 11).
-NEW_PAPERS = (
-    "select * from papers where rowid in ("
-    "select rowid from papers where added_at >= :since and added_at <= :now "
-    "and (published_at is null or published_at > :stale) "
-    "union select rowid from papers where published_at > :since and published_at <= :now "
-    "and added_at <= :now) order by added_at"
-)
-
-
 def new_since(db: Database, channel: str, now: datetime, settings: Settings) -> tuple[str, str]:
     """(since, stale): papers first seen after `since` are new, unless published before
     `stale`. `since` is when the channel's previous digest was built (one that reached
@@ -290,21 +275,6 @@ ARCHIVE_LIMIT = 500
 # ... and reads the next ones, ARCHIVE_LIMIT at a time, while slots stay empty, down to
 # ARCHIVE_PAGES * ARCHIVE_LIMIT matches.
 ARCHIVE_PAGES = 4
-
-
-# The columns that make a window: which papers are in it, and the version of each. A
-# merge stamps `updated_at`, but with the ingest's clock: a second merge into a paper in
-# the same ingest (or second) leaves it as it was, so the lengths of the columns a digest
-# scores or shows are compared too (measured on a week of 3,000 papers at 100k: 26 ms
-# with them, 27 without; reading the text itself cost 2-3x). A merge that changes none
-# of those lengths nor any stamp goes unseen by a kept window until its next change;
-# `PaperText.of` still compares the text itself.
-WINDOW_KEYS = NEW_PAPERS.replace(
-    "select *",
-    "select id, updated_at, added_at, published_at, length(title), length(names), "
-    "length(keywords), length(abstract_text), length(abstract), length(authors), "
-    "length(links)",
-)
 
 
 @dataclass
@@ -354,14 +324,13 @@ class _Window:
         threshold: float,
         fingerprint: tuple[tuple[Any, ...], ...],
     ) -> _Window:
-        query = {"now": stamp(now), "since": since, "stale": stale}
         # Only what ranking needs is kept of each row (id, added_at), with its normalised
-        # text: the full rows were 6.7-7.7 KB a paper, 690 MB for a window of 103,000
-        # papers (a first digest after a list of papers was stored), two windows kept.
-        # A digest reads its items' rows (`_select`).
+        # text: full rows are several KB a paper, and a window can hold 100,000 papers (a
+        # first digest after a list of papers was stored). A digest reads its items' rows
+        # (`_select`).
         papers: dict[str, dict[str, Any]] = {}
         texts: dict[str, PaperText] = {}
-        for row in db.query(NEW_PAPERS, query):
+        for row in candidate_store.new_papers(db, since, stale, stamp(now)):
             paper = decode(row)
             paper_id = str(paper["id"])
             papers[paper_id] = {"id": paper["id"], "added_at": paper.get("added_at")}
@@ -409,8 +378,7 @@ class _Window:
         topics' terms, exactly `score`'s values: each paper is scored on only the terms
         whose first word it has (a term whose first word a paper lacks adds nothing to
         `score`'s sum, so the sum of the others, in the same order, is the same float).
-        A refined topic has ~60 terms and a paper the first word of a few: scoring them
-        all was 7.3 of 18.6 CPU s at 100k papers with 1,000 voting channels."""
+        A refined topic has ~60 terms and a paper the first word of a few."""
         plan: list[tuple[tuple[Term, ...], dict[str, list[int]] | None, frozenset[str]]] = []
         for terms in topics:
             by_first: dict[str, list[int]] = {}
@@ -507,9 +475,10 @@ class _Windows:
         threshold: float,
         origin: Mapping[tuple[Term, ...], Topic] | None = None,
     ) -> _Window:
-        query = {"now": stamp(now), "since": since, "stale": stale}
-        fingerprint = tuple(tuple(row) for row in db.execute(WINDOW_KEYS, query).fetchall())
-        path = _database_file(db)
+        # A merge that changes no stamp nor length goes unseen by a kept window until its
+        # next change (`db.candidates.WINDOW_KEYS`); `PaperText.of` still compares the text.
+        fingerprint = candidate_store.window_keys(db, since, stale, stamp(now))
+        path = database_file(db) or ""
         key = (path, stamp(now), since, stale, str(threshold))
         with self._lock:
             window = self._cached.get(key) if path else None
@@ -531,14 +500,6 @@ class _Windows:
 
 
 WINDOWS = _Windows()
-
-
-def _database_file(db: Database) -> str:
-    """The main database's file, or "" for one in memory."""
-    for row in db.execute("pragma database_list").fetchall():
-        if row[1] == "main":
-            return str(row[2] or "")
-    return ""
 
 
 @dataclass
@@ -582,29 +543,20 @@ class _Archive:
         if not phrases:
             return [], False
         expression = " OR ".join(f'"{phrase}"' for phrase in phrases)
-        # Every page's rowids in one query, on the first page's turn: ranking is most of
-        # its cost (bm25 of every match, 0.15-0.65 s at 1M papers), whatever the limit,
-        # and a query per page ranked all the matches again for each.
+        # Every page's rowids in one query, on the first page's turn: ranking (bm25 of
+        # every match) is most of its cost whatever the limit, and a query per page would
+        # rank them all again.
         # Keyed by the search, not the terms: a topic refined by feedback searches as its
         # original does (`digests.learning`), and shares its ranking.
         if expression not in self.ranked:
-            self.ranked[expression] = [
-                row[0]
-                for row in db.execute(
-                    "select rowid from papers_fts where papers_fts match ? order by rank limit ?",
-                    [expression, ARCHIVE_LIMIT * ARCHIVE_PAGES],
-                ).fetchall()
-            ]
+            self.ranked[expression] = candidate_store.ranked_matches(
+                db, expression, ARCHIVE_LIMIT * ARCHIVE_PAGES
+            )
         rowids = self.ranked[expression][page * ARCHIVE_LIMIT : (page + 1) * ARCHIVE_LIMIT]
         if not rowids:
             return [], False
-        rows = db.query(
-            f"select {ARCHIVE_COLUMNS} from papers where rowid in "
-            f"({', '.join('?' for _ in rowids)}) and added_at <= ?",
-            [*rowids, self.built_at],
-        )
         found = []
-        for row in rows:
+        for row in candidate_store.archive_rows(db, rowids, self.built_at):
             value = _gated_score(topic, PaperText.of(decode(row)), self.threshold, self.origin)
             if value >= self.threshold:
                 found.append((str(row["id"]), value, str(row["added_at"] or "")))
@@ -624,10 +576,6 @@ def _gated_score(
     if original is not None and original.score(text) < threshold:
         return 0.0
     return value
-
-
-# What scoring reads (and the cache key): the full row is read only for papers picked.
-ARCHIVE_COLUMNS = "id, title, names, keywords, abstract, abstract_text, added_at, updated_at"
 
 
 def _select(
@@ -672,7 +620,7 @@ def _select(
     }
     extra: dict[str, dict[str, Any]] = {}
     for paper_id in sorted(carried):
-        rows = db.query("select * from papers where id = ? and added_at <= ?", [paper_id, built_at])
+        rows = candidate_store.stored_by(db, paper_id, built_at)
         extra.update((str(row["id"]), decode(row)) for row in rows)
     carried_scores = _score_all(extra.values(), topics, threshold)
     for topic in topics if origin and carried_scores else ():
@@ -693,8 +641,8 @@ def _select(
         assert archive is not None
         # The next page only while this one leaves the topic's slots empty: a channel
         # that already had the first pages' papers (claimed) is not left without any.
-        # At most ARCHIVE_PAGES: each page ranks all the matches again (0.15-0.65 s at
-        # 1M papers), and a topic whose archive ran dry would read them all every build.
+        # At most ARCHIVE_PAGES: a topic whose archive ran dry would read all its matches
+        # every build.
         contenders = scores.setdefault(topic.id, {})
         empty, page, more = per_topic - len(contenders), 0, True
         while more and empty > 0 and page < ARCHIVE_PAGES:
@@ -745,9 +693,7 @@ def _rows(db: Database, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
     """{id: decoded row} of these papers."""
     if not paper_ids:
         return {}
-    marks = ", ".join("?" for _ in paper_ids)
-    query = f"select * from papers where id in ({marks})"
-    return {str(row["id"]): decode(row) for row in db.query(query, paper_ids)}
+    return {str(row["id"]): decode(row) for row in rows_with_ids(db, paper_ids)}
 
 
 class _Union(Mapping[str, dict[str, Any]]):
@@ -839,7 +785,7 @@ def build_digests(
             continue
         since, stale = new_since(db, channel, now, settings)
         waiting.setdefault((since, stale), []).append((row, schedule.key(now), topics))
-    # Feedback (issue 13): the topics a channel voted on, refined, for the whole batch in
+    # Feedback: the topics a channel voted on, refined, for the whole batch in
     # two queries; topics without feedback stay the same objects (shared window scores).
     learned = learn(db, {str(p[0]["id"]): p[2] for plans in waiting.values() for p in plans})
     if learned.topics:
