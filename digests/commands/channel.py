@@ -155,8 +155,7 @@ def _list(command: Command, ctx: Context) -> Reply:
         lines.append(
             f"Paused: {channel.get('paused_reason')}. Fix the cause, then `{COMMAND} resume`."
         )
-    topics = f"{len(active)} topic{'s' if len(active) != 1 else ''}"
-    return info(f"{here(ctx.channel).subject} follows {topics}:", *lines)
+    return info(f"{here(ctx.channel).subject} follows {plural(len(active), 'topic')}:", *lines)
 
 
 @handler_for("schedule")
@@ -294,8 +293,7 @@ def _resume(command: Command, ctx: Context) -> Reply:
     return info(
         f"{where.actor} resumed delivery to {where.target} "
         f"(paused for: {channel.get('paused_reason')}).",
-        ("1 held message" if held == 1 else f"{held} held messages")
-        + " will go out within a minute."
+        f"{plural(held, 'held message')} will go out within a minute."
         if held
         else "The next digest will go out as scheduled.",
         ephemeral=False,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from digests import bibtex, lookup
-from digests.commands.context import Context, paper_or_error
+from digests.commands.context import Context, paper_or_error, plural
 from digests.commands.grammar import COMMAND, Command
 from digests.commands.registry import handler_for
 from digests.commands.replies import Attachment, Reply, info
@@ -85,5 +85,4 @@ def _sources(command: Command, ctx: Context) -> Reply:
             "`paperboy sources add arxiv:cs.LG`."
         )
     lines = [describe(row, ctx.now, ctx.settings.fetch_cron) for row in rows]
-    sources = "1 source" if len(rows) == 1 else f"{len(rows)} sources"
-    return info(f"Papers come from {sources}:", *lines)
+    return info(f"Papers come from {plural(len(rows), 'source')}:", *lines)

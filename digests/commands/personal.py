@@ -18,6 +18,7 @@ from digests.commands.context import (
     Context,
     following,
     match_subscription,
+    plural,
     resolve_topic,
     schedule_line,
     store_schedule,
@@ -125,8 +126,7 @@ def _list(command: Command, ctx: Context) -> Reply:
             f"Paused: {row.get('paused_reason')}. Let me send you direct messages, then "
             f"`{COMMAND} resume {ME_FLAG}`."
         )
-    count = len(active)
-    return info(f"Your personal digest follows {count} topic{'s' if count != 1 else ''}:", *lines)
+    return info(f"Your personal digest follows {plural(len(active), 'topic')}:", *lines)
 
 
 @personal_handler_for("schedule")
