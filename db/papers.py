@@ -48,6 +48,29 @@ def rows_with_ids(db: Database, paper_ids: list[str]) -> Iterator[Row]:
     return db.query(f"select * from papers where id in ({marks})", paper_ids)
 
 
+# What scoring a paper reads, and what tells its version (a cache key): not the whole row.
+TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
+
+
+def text_rows(db: Database, paper_ids: list[str]) -> Iterator[Row]:
+    """TEXT_COLUMNS of the stored papers among `paper_ids`, in one query whatever their
+    number (one JSON array parameter), in no set order."""
+    return db.query(
+        f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
+        [json.dumps(paper_ids)],
+    )
+
+
+def all_texts(db: Database) -> Iterator[Row]:
+    """The id, title, abstract and abstract_text of every paper, by id."""
+    return db.query("select id, title, abstract, abstract_text from papers order by id")
+
+
+def all_ids(db: Database) -> Iterator[str]:
+    """Every paper's id, in no set order."""
+    return (row[0] for row in db.execute("select id from papers"))
+
+
 def paper_id_for_alias(db: Database, alias: str) -> str | None:
     rows = list(db.query("select paper_id from paper_aliases where alias = ?", [alias]))
     return str(rows[0]["paper_id"]) if rows else None

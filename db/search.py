@@ -178,6 +178,22 @@ def _search_fts(db: Database, query: str, limit: int) -> list[Hit]:
     return hits
 
 
+def fts_count(db: Database, expression: str) -> int:
+    """How many papers match the FTS5 `expression`."""
+    sql = "select count(*) from papers_fts where papers_fts match ?"
+    return int(db.execute(sql, [expression]).fetchone()[0])
+
+
+def fts_ids(db: Database, expression: str, limit: int) -> list[str]:
+    """The ids of the first `limit` papers matching the FTS5 `expression`, by plain
+    (unweighted) bm25, best first."""
+    sql = """
+        select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid
+        where papers_fts match ? order by bm25(papers_fts) limit ?
+    """
+    return [row[0] for row in db.execute(sql, [expression, limit])]
+
+
 def papers_with_id_prefix(db: Database, prefix: str, limit: int = 10) -> list[dict[str, Any]]:
     """Id and title of the papers whose id starts with `prefix` (case-insensitive), by id."""
     escaped = prefix.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,4 +1,4 @@
-"""A channel's 👍/👎 feedback, turned into its topics for the next digest (issue 13).
+"""A channel's 👍/👎 feedback, turned into its topics for the next digest.
 
 Each subscribed topic with feedback in the channel is replaced by
 `digests.topic_model.refine(topic, positives, negatives)`: positives are the papers
@@ -20,7 +20,6 @@ A paper with net 👎 in a channel is also never picked for it again (it was del
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,15 +27,12 @@ from dataclasses import dataclass, replace
 from sqlite_utils import Database
 
 from db import feedback
-from db.papers import decode
+from db.papers import decode, text_rows
 from digests.matching import PaperText, Term
 from digests.topic_model import features, refine
 from digests.topics import Topic
 
 log = logging.getLogger(__name__)
-
-# What `PaperText.of` reads (and its cache key), not the whole row.
-TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
 
 # Labelled papers whose features a batch keeps (`learn`).
 FEATURES_KEPT = 512
@@ -118,8 +114,5 @@ def paper_texts(db: Database, paper_ids: set[str]) -> dict[str, PaperText]:
     """{paper id: normalised text} of the stored papers among `paper_ids`, in one query."""
     if not paper_ids:
         return {}
-    rows = db.query(
-        f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
-        [json.dumps(sorted(paper_ids))],
-    )
+    rows = text_rows(db, sorted(paper_ids))
     return {str(row["id"]): PaperText.of(decode(row)) for row in rows}

