@@ -237,8 +237,8 @@ def _ingest_one(
         return
     except Exception as exc:
         # Unexpected (a full disk under the spool, an I/O error, a bug): this file is
-        # retried next run, and the files after it still load. Raising here stopped the
-        # whole inbox at this file, run after run, so no later file was ever ingested.
+        # retried next run, and the files after it still load (raised, it would stop the
+        # whole inbox at this file, run after run).
         result.failed.append(
             f"{path.name}: unexpected failure ({type(exc).__name__}); will retry next run"
         )

@@ -31,10 +31,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 # sqlite-utils imports numpy (and pandas) at import when they are installed, for type
-# mappings of numpy values Paperboy never stores. The semantic extra installs numpy: that
-# import was ~80 ms of every command's start (import bot.cli 0.10 -> 0.21 s, issue 11's
-# start-up). Hidden while sqlite-utils loads; digests/semantic.py imports numpy itself
-# when it needs it.
+# mappings of numpy values Paperboy never stores. The semantic extra installs numpy, whose
+# import would slow every command's start: hidden while sqlite-utils loads;
+# digests/semantic.py imports numpy itself when it needs it.
 _HIDDEN = [name for name in ("numpy", "pandas") if name not in sys.modules]
 for _name in _HIDDEN:
     sys.modules[_name] = None  # type: ignore[assignment]  # an import of it raises ImportError
@@ -51,8 +50,8 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 # sqlite-utils looks for its plugins (setuptools entry points, through importlib.metadata)
-# when a process opens its first Database: about 40 ms of every `paperboy find`, for
-# plugins Paperboy does not use (issue 11, start-up). Paperboy's connections never run them.
+# when a process opens its first Database, a noticeable part of a quick command's start,
+# for plugins Paperboy does not use. Paperboy's connections never run them.
 PLUGINS = False
 
 

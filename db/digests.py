@@ -59,9 +59,8 @@ def insert_digest(
             "select 1 from digests where channel = ? and week = ?", [channel, week]
         ).fetchone()
         if taken is None:
-            # Returned as written, not read back: two reads of it per digest were a tenth
-            # of recording 10,000 digests in one batch (issue 11). Each value as SQLite
-            # stores it (the column's type), so it equals what `get_digest` reads.
+            # Returned as written, not read back (a batch records thousands). Each value as
+            # SQLite stores it (the column's type), so it equals what `get_digest` reads.
             return _insert(db, channel, week, built_at, topics, items, since)
         log.info("digest %s %s: built meanwhile by another process; using that one", channel, week)
     found = get_digest(db, channel, week)
@@ -78,8 +77,8 @@ def _insert(
     items: list[Row],
     since: str | None,
 ) -> Row:
-    # Plain SQL: sqlite-utils' insert reads the table's schema on every call, which was
-    # most of the cost of recording a digest when ten thousand are built in one go.
+    # Plain SQL: sqlite-utils' insert reads the table's schema on every call, most of the
+    # cost of recording a digest when ten thousand are built in one go.
     encoded = json.dumps(topics)
     cursor = db.execute(
         "insert into digests (channel, week, built_at, topics, empty, since) "

@@ -1,4 +1,4 @@
-"""👍/👎 feedback on digest items, per channel and topic (issue 13).
+"""👍/👎 feedback on digest items, per channel and topic.
 
 One row per (channel, topic, paper, user), so a user's repeated click counts once and a
 👎 after a 👍 replaces it. `vote` is +1 or -1. Callers validate what they store

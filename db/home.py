@@ -1,5 +1,5 @@
 """What a user's Home (Slack's App Home tab) reads: the channels they manage and their
-last personal digest (issue 13). Storage only; `bot.slack.home` lays it out.
+last personal digest. Storage only; `bot.slack.home` lays it out.
 
 Who manages a channel. The `subscriptions` and `channels` tables name who changed them by
 a display name (`created_by`, `removed_by`, `schedule_set_by`: "@alice" from a Slack

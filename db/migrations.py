@@ -221,7 +221,7 @@ def m007_cadence(db: Database) -> None:
 
 @migrations()
 def m008_sources(db: Database) -> None:
-    # The sources `paperboy run` fetches (issue 10): one row per canonical source name.
+    # The sources `paperboy run` fetches: one row per canonical source name.
     db.table("sources").create(
         {
             "name": str,  # SourceSpec.name, canonical ("arxiv:cs.LG")
@@ -266,8 +266,8 @@ def m008_sources(db: Database) -> None:
 
 @migrations()
 def m009_fingerprints(db: Database) -> None:
-    # Issue 11: 128 bits of the SHA-256 of the abstract's fingerprint as the paper was first
-    # stored (`digests.identity.fingerprint_hash`, 32 hex digits, 32 MB at 1M papers), so an
+    # 128 bits of the SHA-256 of the abstract's fingerprint as the paper was first stored
+    # (`digests.identity.fingerprint_hash`, 32 hex digits, 32 MB at 1M papers), so an
     # id match is taken as the same paper only when the fingerprints agree (a merge may
     # later change the stored abstract). No index: it is read from the row an id finds.
     # NULL for papers stored before: they are checked against their stored abstract
@@ -277,7 +277,7 @@ def m009_fingerprints(db: Database) -> None:
 
 @migrations()
 def m010_ingest_progress(db: Database) -> None:
-    # Issue 11: a large ingest commits in chunks, so its row says how far it got. `status`:
+    # A large ingest commits in chunks, so its row says how far it got. `status`:
     # "running" while it stores (or if it was killed), "complete", or "stopped" (an error
     # part-way, in `error`); `done` of `total` papers read are stored. NULL status: an
     # ingest from before, which was all-or-nothing, so complete.
@@ -315,7 +315,7 @@ def m012_search_changes(db: Database) -> None:
 
 @migrations()
 def m013_feedback_and_saved(db: Database) -> None:
-    # Issue 13. New tables and indexes only: existing rows are never rewritten, so a large
+    # New tables and indexes only: existing rows are never rewritten, so a large
     # database (the 5 GB bench cache at 1M papers) migrates in place in milliseconds.
     # 👍/👎 on digest items, per channel and topic: `user` is the platform user id, `vote`
     # +1 or -1, `digest_id` the digest the click came from. One row per (channel, topic,

@@ -59,13 +59,13 @@ def enqueue(
     """Queue a digest's messages (payload, paper ids) once; again, it changes nothing.
     A payload is stored as its JSON text (an `EncodedPayload`'s own). Returns how many
     messages the digest has in the outbox (counted, not read back: decoding the payloads
-    just written was 1.6 of the 4.0 profiled seconds `enqueue` took for 10,000 digests)."""
+    just written would be a large part of the cost)."""
     with write_transaction(db):
         existing = _parts(db, digest_id)
         if existing:
             return existing
-        # Plain SQL: sqlite-utils' insert_all works out the columns on every call (2.1
-        # of those 4.0 seconds, for a few rows each).
+        # Plain SQL: sqlite-utils' insert_all works out the columns on every call (dear, for
+        # a few rows each).
         db.conn.executemany(
             "insert into outbox (channel, digest_id, part, payload, paper_ids, state, "
             "attempts, created_at) values (?, ?, ?, ?, ?, 'pending', 0, ?)",

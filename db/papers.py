@@ -88,8 +88,8 @@ def aliases_of(db: Database, paper_id: str, prefix: str) -> list[str]:
 
 
 def insert_paper(db: Database, row: Row) -> None:
-    """One plain INSERT: sqlite-utils' `insert()` inspects the table on every call, which
-    was half of the time ingest holds the write lock."""
+    """One plain INSERT: sqlite-utils' `insert()` inspects the table on every call, a large
+    part of the time ingest holds the write lock."""
     encoded = _encode(row)
     columns = ", ".join(f"[{name}]" for name in encoded)  # names from our code, not input
     marks = ", ".join("?" for _ in encoded)
@@ -191,7 +191,7 @@ def set_title_key(db: Database, paper_id: str, key: str) -> None:
     db.execute("update papers set title_key = ? where id = ?", [key, paper_id])
 
 
-# --- batched writes and lookups for large ingests (issue 11) ---------------------------
+# --- batched writes and lookups for large ingests ----------------------------------------
 
 # Bound parameters per statement: SQLite's default limit is 32,766 since 3.32, 999 before.
 MAX_PARAMETERS = 900
@@ -221,8 +221,8 @@ def insert_papers(db: Database, rows: list[Row]) -> None:
 
 
 def insert_encoded_papers(db: Database, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """`insert_papers` for rows encoded already (issue 11: by the ingest's worker process,
-    which has a core to spare): each a tuple of `columns`' values in order, the JSON
+    """`insert_papers` for rows encoded already (by the ingest's worker process, which has
+    a core to spare): each a tuple of `columns`' values in order, the JSON
     columns as `json.dumps(value, ensure_ascii=False)` text."""
     if not rows:
         return

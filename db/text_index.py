@@ -25,7 +25,7 @@ Keeping it consistent, also after a crash:
   identity (the index updated or removed by another process) and the handle's own
   watermark (updated by another thread). While all four stand still, a lookup outside a
   transaction skips the check (the log's last seq, the watermark file read and matched
-  against the log): 0.16 -> 0.03 ms a lookup. Inside one it always checks: a snapshot
+  against the log), most of a lookup's cost. Inside one it always checks: a snapshot
   holds data_version still while the index moves past it.
 - A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
   deleted by `trim`, from the rebuild command or after an ingest.
@@ -92,8 +92,8 @@ class WriterBusy(IndexUnavailable):
 
 
 def _analyzer() -> Any:
-    # Words of letters and digits, lower-cased, accents folded; no stemming: Porter made
-    # "continual" and "continuous" one word (issue 12). Over-long tokens are dropped.
+    # Words of letters and digits, lower-cased, accents folded; no stemming: Porter makes
+    # "continual" and "continuous" one word. Over-long tokens are dropped.
     return (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(64))
@@ -438,7 +438,7 @@ def _ready(db: Database) -> TextIndex:
     # whole rebuild (minutes at 1M papers).
     deadline = time.monotonic() + BUSY_WAIT_S
     while True:
-        if handle.long_update:  # minutes at 1M papers: every lookup waited 2 s meanwhile
+        if handle.long_update:  # minutes at 1M papers: no lookup waits for it
             raise WriterBusy("another thread is building the search index")
         if not handle.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise WriterBusy("another thread is updating the search index")

@@ -144,8 +144,8 @@ async def check_source(spec: SourceSpec, config: FetchConfig, now: datetime) -> 
 async def _despite_cancel(work: Awaitable[T]) -> T:
     """Await `work` to its end even if the caller is cancelled (again) meanwhile, then
     let the cancel through. A stop cancels a fetch twice (the runner's halt, then the
-    scheduler's): the second cancel hit the recording of the first, whose worker-thread
-    job, not started yet, was then dropped: the claim stayed held after the stop."""
+    scheduler's): a second cancel must not drop the recording of the first (a job not
+    yet started in a worker thread), or the claim would stay held after the stop."""
     task = asyncio.ensure_future(work)
     cancelled = False
     while not task.done():
