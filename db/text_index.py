@@ -60,6 +60,8 @@ from typing import Any
 import tantivy
 from sqlite_utils import Database
 
+from db import connection
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when the schema or analyzer below changes: old indexes are rebuilt
@@ -188,10 +190,8 @@ _clock = time.monotonic  # for the failure pauses (tests replace it)
 
 def database_file(db: Database) -> Path | None:
     """The main database file of `db`, or None when it lives in memory."""
-    for row in db.execute("pragma database_list").fetchall():
-        if row[1] == "main":
-            return Path(row[2]) if row[2] else None
-    return None
+    file = connection.database_file(db)
+    return Path(file) if file else None
 
 
 def index_folder(db_file: Path) -> Path:
