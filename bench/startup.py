@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.startup --papers 100000 [--runs 15]
     .venv/bin/python -m bench.startup --db PATH          # a ready database of your own
+    PYTHONPATH=TREE .venv/bin/python -m bench.startup    # time TREE's code (a worktree)
 
 Times, interleaved round by round so that the machine's noise falls on all of them alike
 (median of `--runs`, wall clock from spawning to exit):
@@ -103,8 +104,9 @@ def main() -> int:
         papers, in_process_ms = json.loads(prepared.stdout.splitlines()[-1])
         small = folder / "small.db"
         ingest_files(open_db(small), list(sample_paths()), now=corpus.INGESTED_AT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOY_", "SLACK_"))}
-        env["PYTHONDONTWRITEBYTECODE"] = "0"
+        # Any value of PYTHONDONTWRITEBYTECODE (even "0") stops the warm-up writing bytecode.
+        skipped = ("PAPERBOY_", "SLACK_", "PYTHONDONTWRITEBYTECODE")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
         py = sys.executable
         cases: dict[str, list[str]] = {
             "python_pass": [py, "-c", "pass"],
