@@ -343,8 +343,8 @@ def last_delivery(db: Database, channel: str) -> Row | None:
 # column is NOT NULL (m003), so no migration is needed to empty it.
 PRUNED_PAYLOAD = "{}"
 # Messages whose payloads are dropped per write transaction: the write lock is held for
-# one batch at a time (milliseconds; see docs/benchmarks.md, "Outbox pruning"), and the
-# digests, commands and deliveries waiting for it go in between batches.
+# one batch at a time (milliseconds; docs/dev/benchmarks.md, "Outbox pruning"), and
+# the digests, commands and deliveries waiting for it go in between batches.
 PRUNE_BATCH = 1000
 
 _PRUNABLE = "state = 'sent' and sent_at < ? and payload != '" + PRUNED_PAYLOAD + "'"
@@ -384,8 +384,8 @@ def prune_sent(
 
     Each row is deleted and written again, same id and columns, with the empty payload:
     an `update` in place shrinks the rows but SQLite leaves their pages as they were
-    (a digest message's row filled most of a page), so a week at 10,000 channels kept
-    34 MB of mostly empty pages; a delete merges them, 7 MB (docs/benchmarks.md)."""
+    (a digest message's row fills most of a page), so a week at 10,000 channels keeps
+    34 MB of mostly empty pages; a delete merges them, 7 MB (docs/dev/benchmarks.md)."""
     names, emptied = _working_table(db)
     # SQLite built with secure_delete on (Debian's build: this machine's) writes zeros over
     # every page a pruned payload frees, through the write-ahead log: 324 MB written to

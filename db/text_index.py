@@ -4,7 +4,7 @@ SQLite stays the only source of truth; this index is derived from it and can alw
 rebuilt from it (`rebuild`, or `python -m db.text_index DB`). Why an engine beside
 SQLite: FTS5 scores every paper that shares a word with the query before it can sort
 ("learning" matches nearly all of them), while tantivy's block-max WAND finds the top k
-without scoring most of them (docs/architecture.md, "Lookup").
+without scoring most of them (docs/explanation/architecture.md, "Lookup").
 
 Keeping it consistent, also after a crash:
 

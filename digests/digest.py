@@ -29,7 +29,7 @@ so tests call it with a fixed `now` and the scheduler only decides when to call 
   while the slots stay empty (the channel had the first ones), down to ARCHIVE_PAGES
   times that, so a backlog never reads the whole store; bm25 is not the score, so a
   better-scoring match further down the bm25 ranking can be passed over
-  (docs/architecture.md "Digests at scale").
+  (docs/explanation/architecture.md "Digests at scale").
 - Never a paper twice in a channel: papers delivered to the channel, or queued to be
   (`db.outbox.claimed_paper_ids`), are never picked again.
 - A paper picked for several topics appears once, with all its subscribed topics.
@@ -510,9 +510,9 @@ class _Archive:
     and of those, the ones stored by `built_at` scoring at or above the threshold, as
     (paper id, score, added_at). The search looks for the topic's `search_phrases`
     (a learned topic: not its weaker learned terms; a paper matching none of them seldom
-    reaches the line); bm25 is not the topic's score, so the
-    best scores of the matches past the pages read can be missed (docs/architecture.md
-    "Digests at scale" says how often)."""
+    reaches the line); bm25 is not the topic's score, so the best scores of the matches
+    past the pages read can be missed (docs/explanation/architecture.md, "Digests at
+    scale", says how often)."""
 
     built_at: str
     threshold: float
@@ -538,7 +538,7 @@ class _Archive:
     ) -> tuple[list[tuple[str, float, str]], bool]:
         # `search_phrases`: a learned topic's hand phrases and its strongest learned terms,
         # not all of them (words common enough to match much of a store made this several
-        # times dearer; docs/relevance.md "Learned topic models").
+        # times dearer; docs/dev/relevance.md "Learned topic models").
         phrases = dict.fromkeys(p.strip() for p in topic.search_phrases if p.strip())
         if not phrases:
             return [], False

@@ -20,7 +20,7 @@ ranks by content instead:
 
 When the index cannot answer (another process is writing it, a read-only copy), the
 same query runs on FTS5 (unweighted OR of the words, then the same cosine order), and
-document frequencies are counted there. `docs/relevance.md` has the figures.
+document frequencies are counted there. `docs/dev/relevance.md` has the figures.
 """
 
 from __future__ import annotations
