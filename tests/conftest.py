@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 from db import open_db
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "digests" / "samples"
 SHARED = ROOT.parent / "shared"
 ICLR2021 = SHARED / "corpora" / "iclr2021-openreview.tsv"
@@ -130,7 +130,7 @@ async def fake_discord():  # type: ignore[no-untyped-def]
 @pytest.fixture
 async def bot(tmp_path: Path, seed_paths: list[Path], catalog, fake_discord):  # type: ignore[no-untyped-def]
     """A Paperboy Discord client, logged in to the fake REST API, over the seed papers."""
-    from tests.discord_helpers import logged_in, make_services
+    from tests.fakes.discord_interactions import logged_in, make_services
 
     client = await logged_in(
         make_services(tmp_path, seed_paths, catalog, fake_discord), fake_discord

@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.cli import main
 from config.settings import SETTINGS
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 
 def quickstart_commands() -> list[str]:
@@ -45,9 +45,7 @@ def test_every_chat_command_is_documented() -> None:
 def test_the_slack_manifest_matches_the_grammar() -> None:
     from digests.commands.grammar import usage_hint
 
-    manifest = (
-        Path(__file__).resolve().parent.parent / "deploy" / "slack-manifest.yml"
-    ).read_text()
+    manifest = (Path(__file__).resolve().parents[1] / "deploy" / "slack-manifest.yml").read_text()
     assert "command: /papers" in manifest
     assert f'usage_hint: "{usage_hint()}"' in manifest
     for scope in ("commands", "chat:write", "users:read"):

@@ -11,7 +11,7 @@ from digests.digest import Digest, DigestItem
 from digests.render import discord, slack
 from digests.topics import Catalog
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 # The paper of both examples: CQL, digest 42.
 CQL = {

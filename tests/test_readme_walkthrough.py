@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli import _paperboy_process
+from tests.fakes.cli import _paperboy_process
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -34,7 +34,7 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
     """README: "`chat` lookups also work on a database that is read-only for you".
     `feedback` was refused there ("is read-only for you, and this command needs to change
     it"); `feedback reset` still is. As root (which ignores permissions) it runs as
-    `nobody`, as tests/test_cli.py does."""
+    `nobody`, as tests/bot/cli/test_cli.py does."""
     folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
     folder.chmod(0o755)
     db = folder / "ro.db"

@@ -1,0 +1,23 @@
+"""A recorded digest big enough for several Discord messages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from sqlite_utils import Database
+
+from config.settings import Settings
+from digests.digest import Digest, build_digest
+from digests.topics import Catalog
+from tests.conftest import NOW
+from tests.fakes.digest import CHANNEL, subscribe
+
+
+@pytest.fixture
+def recorded(seeded_db: Database, catalog: Catalog, settings: Settings) -> Digest:
+    subscribe(seeded_db, settings, *catalog.ids)
+    big = replace(settings, digest_size=50)
+    digest = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=big)
+    assert digest.recorded and digest.digest_id is not None and len(digest.items) >= 35
+    return digest

@@ -1,0 +1,13 @@
+"""Waiting for the lookup index to catch up."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from db.search import search_papers
+
+
+def settle(db: Database) -> None:
+    """Index `db`, then look up once more: its index is now remembered as current."""
+    search_papers(db, "LoMAP", 1)  # builds the index (the watermark file moves)
+    search_papers(db, "LoMAP", 1)  # the full check once more, then remembered
