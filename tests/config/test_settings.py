@@ -5,7 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import DEFAULT_DB, SETTINGS, SettingsError, load_settings, read_dotenv
+from config.settings import (
+    DEFAULT_DB,
+    SETTINGS,
+    SettingsError,
+    load_settings,
+    read_dotenv,
+    reference_markdown,
+)
 
 
 def test_defaults_without_environment() -> None:
@@ -32,6 +39,14 @@ def test_bad_values_name_the_variable(value: str) -> None:
 def test_every_setting_has_help() -> None:
     for setting in SETTINGS:
         assert setting.help and setting.env.startswith(("PAPERBOY_", "SLACK_", "DISCORD_"))
+
+
+def test_the_reference_has_one_row_per_setting() -> None:
+    reference = reference_markdown()
+    for setting in SETTINGS:
+        assert reference.count(f"| `{setting.env}` |") == 1, setting.env
+    assert "| `PAPERBOY_DB` | `db/paperboy.db` | SQLite database file. |" in reference
+    assert reference.count("\n") == len(SETTINGS) + 2
 
 
 def test_a_mistyped_setting_name_is_named_once_with_the_closest_setting(
