@@ -190,7 +190,7 @@ def parse_cron(value: str) -> str:
     return value
 
 
-_cron = parse_cron  # bot/cli.py's import, until it names parse_cron
+_cron = parse_cron  # bot/cli/sources.py imports this name, until it names parse_cron
 
 
 def _email(value: str) -> str:
