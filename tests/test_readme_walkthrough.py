@@ -16,7 +16,7 @@ import pytest
 from tests.fakes.cli import _paperboy_process
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
 
 
 def test_chat_feedback_reads_and_needs_an_existing_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -125,7 +125,9 @@ def test_add_to_slack_names_every_scope_of_the_manifest() -> None:
     must add."""
     scopes = _manifest_bot_scopes()
     assert "commands" in scopes and "im:write" in scopes  # the manifest was read
-    step = README.split("## Add to Slack", 1)[1].split("2. **Make an app-level token.**", 1)[0]
+    step = SLACK_HOWTO.split("# Add Paperboy to Slack", 1)[1].split(
+        "2. **Make an app-level token.**", 1
+    )[0]
     for scope in scopes:
         assert f"`{scope}`" in step, scope
 
