@@ -1,5 +1,6 @@
-"""The README's rendered examples (a Slack digest item, a Discord item's row of buttons) are
-what the renderers make today for the paper they show: README examples drift otherwise."""
+"""The rendered examples of the README (a text digest) and of the Slack and Discord how-to
+pages (a digest item, an item's row of buttons) are what the renderers make today for the
+paper they show: examples drift otherwise."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from digests.digest import Digest, DigestItem
-from digests.render import discord, slack
+from digests.render import discord, slack, text
 from digests.topics import Catalog
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
+DISCORD_HOWTO = (ROOT / "docs" / "how-to" / "discord.md").read_text(encoding="utf-8")
 
 # The paper of both examples: CQL, digest 42.
 CQL = {
@@ -31,9 +35,9 @@ CQL = {
 }
 
 
-def readme_json(heading: str) -> Any:
-    """The first ```json block after `heading`."""
-    part = README[README.index(heading) :]
+def readme_json(heading: str, page: str) -> Any:
+    """The first ```json block after `heading` in `page`."""
+    part = page[page.index(heading) :]
     start = part.index("```json") + len("```json")
     return json.loads(part[start : part.index("```", start)])
 
@@ -56,9 +60,19 @@ def test_the_slack_example_is_the_rendered_section_and_buttons(catalog: Catalog)
     (message,) = slack.digest_messages(cql_digest(catalog, "slack:T012AB3C4/C0123456789"))
     blocks = message.blocks
     (actions,) = [i for i, block in enumerate(blocks) if block.get("type") == "actions"]
-    assert blocks[actions - 1 : actions + 1] == readme_json("### Buttons on digest items")
+    assert blocks[actions - 1 : actions + 1] == readme_json(
+        "## Buttons on digest items", SLACK_HOWTO
+    )
 
 
 def test_the_discord_example_is_the_rendered_row(catalog: Catalog) -> None:
     (message,) = discord.digest_messages(cql_digest(catalog, "discord:123456789012345678/987"))
-    assert message.components[0] == readme_json("### Buttons on Discord digests")
+    assert message.components[0] == readme_json("## Buttons on Discord digests", DISCORD_HOWTO)
+
+
+def test_the_readme_digest_is_the_rendered_text(catalog: Catalog) -> None:
+    part = README[README.index("## A digest") :]
+    start = part.index("```text\n") + len("```text\n")
+    assert part[start : part.index("\n```", start)] == text.digest_text(
+        cql_digest(catalog, "local:lab")
+    )

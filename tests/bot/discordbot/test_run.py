@@ -54,6 +54,6 @@ def test_the_invite_permissions_integer() -> None:
     wanted = discord.Permissions(
         view_channel=True, send_messages=True, embed_links=True, send_messages_in_threads=True
     )
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "how-to" / "discord.md").read_text()
     assert f"permissions={wanted.value}" in readme
     assert "scope=bot+applications.commands" in readme
