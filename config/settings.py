@@ -430,7 +430,8 @@ class Settings:
         False,
         "`1` lets a source's redirects lead to loopback, private and other non-public "
         "addresses (a local mirror that redirects, even to itself). Off, such a hop fails "
-        "the fetch with one line. Only http(s) is followed either way; see `docs/security.md`.",
+        "the fetch with one line. Only http(s) is followed either way; see "
+        "[Security](../explanation/security.md).",
         _flag,
     )
 

@@ -5,7 +5,7 @@ The contract: `@inproceedings`, `@article` or `@misc` (a submission is no public
 arXiv's `eprint` when known. A key is stable: first author's surname, year, the title's first
 telling word and a suffix from the paper id (`smith2025offline_380c62`), never from the
 order of an export. Text survives a BibTeX parser's round trip, capitals and maths braced.
-Every field goes through an allow list (docs/security.md): hostile text can neither run
+Every field goes through an allow list (docs/explanation/security.md): hostile text can neither run
 anything where the entry is compiled nor break or inject an entry. Linear time.
 """
 

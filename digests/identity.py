@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 ID_PREFIX = "p"
 # 64 bits: at 10M papers the expected number of pairs sharing an id is n^2/2^65, 2.7e-6
-# (at 40 bits, the legacy ids, it is 45: docs/architecture.md).
+# (at 40 bits, the legacy ids, it is 45: docs/explanation/guarantees.md).
 ID_HEX_DIGITS = 16
 LEGACY_HEX_DIGITS = 10  # the first ids' length; a stored id's shape never changes
 # What `papers.fingerprint` keeps of the fingerprint's SHA-256: 128 bits, so two different

@@ -204,7 +204,7 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
 
 # A query naming a catalog topic is ranked among this many lexical matches (at least
 # `limit`). Reading and scoring them is most of a routed find's cost, and the top 10 is as
-# precise at 30 as at 100 or 200: docs/relevance.md "Routed find".
+# precise at 30 as at 100 or 200: docs/dev/relevance.md "Routed find".
 ROUTE_DEPTH = 30
 ROUTE_MAX_CHARS = 200  # longer text is never only a topic's names
 
@@ -231,7 +231,7 @@ def _matcher(terms: tuple[Term, ...]) -> Matcher:
 def routed(query: str, topic: Topic, hits: list[Hit]) -> list[Hit]:
     """`hits` (best first) reordered for a query that names `topic`: by reciprocal rank
     fusion of their order and the topic's scores (papers the topic scores 0 keep only
-    their lexical rank). Why fuse, not the topic's score alone: docs/relevance.md
+    their lexical rank). Why fuse, not the topic's score alone: docs/dev/relevance.md
     "Routed find". A paper whose method name is the query stays first."""
     matcher = _matcher(topic.terms)
     scores = {

@@ -3,7 +3,7 @@
 Text and terms are normalised alike (plain, case-folded, punctuation as spaces, a light
 plural stemmer); a term matches where the paper has its tokens in a row. The score is the
 sum over terms of weight * (1 + ln(count in abstract)), plus weight once more for the title
-and once for the keywords; the digest's threshold is calibrated (docs/relevance.md).
+and once for the keywords; the digest's threshold is calibrated (docs/dev/relevance.md).
 """
 
 from __future__ import annotations
