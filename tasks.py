@@ -3,9 +3,11 @@
 
     python3 tasks.py demo    # set up (once) and run the demo on the bundled papers
     python3 tasks.py test    # set up (once), then lint, type-check and run the tests
-    python3 tasks.py lint    # ruff check, ruff format --check, mypy
+    python3 tasks.py lint    # ruff, mypy, import contracts, fresh reference pages, docs build
+    python3 tasks.py docs    # serve the docs site on http://127.0.0.1:8000
+    python3 tasks.py cog     # regenerate the reference pages under docs/reference/
     python3 tasks.py bench   # the benchmarks under bench/
-    python3 tasks.py relevance   # issue 12 harness: topics, free text, find, similar vs references
+    python3 tasks.py relevance   # topics, free text, find and similar against reference judgements
     python3 tasks.py fmt     # ruff format and fix
 
 It needs nothing but Python 3.11+: it makes `.venv/` and installs the project with
@@ -18,6 +20,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -49,10 +52,22 @@ def ensure_env() -> None:
     STAMP.write_text(wanted)
 
 
+REFERENCE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "reference").glob("*.md"))
+
+
 def lint() -> None:
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")
+    _run(BIN / "lint-imports")
+    _run(BIN / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *LINT_TESTS)
+    _run(BIN / "cog", "--check", *REFERENCE)
+    with tempfile.TemporaryDirectory() as site:
+        _run(BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site)
+
+
+# The rules over the source tree that lint enforces beside the import contracts.
+LINT_TESTS = ("tests/test_architecture.py", "tests/test_sql_lives_in_db.py")
 
 
 def main(argv: list[str]) -> None:
@@ -69,6 +84,10 @@ def main(argv: list[str]) -> None:
         _run(BIN / "python", "-m", "pytest", *rest)
     elif task == "lint":
         lint()
+    elif task == "cog":
+        _run(BIN / "cog", "-r", *REFERENCE)
+    elif task == "docs":
+        _run(BIN / "mkdocs", "serve", *rest)
     elif task == "fmt":
         _run(BIN / "ruff", "format", ".")
         _run(BIN / "ruff", "check", "--fix", ".")

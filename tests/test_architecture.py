@@ -60,3 +60,39 @@ def test_every_module_has_a_logger() -> None:
             text = path.read_text(encoding="utf-8")
             if "\ndef " in text or "\nclass " in text:
                 assert "log = logging.getLogger(__name__)" in text, path
+
+
+def private_imports(source: str, module: str) -> list[str]:
+    """`from M import _name` in `module`'s source where M is another module of ours."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            continue
+        if node.module.split(".")[0] not in PACKAGES or node.module == module:
+            continue
+        found += [
+            f"{module}: from {node.module} import {alias.name}"
+            for alias in node.names
+            if alias.name.startswith("_") and not alias.name.startswith("__")
+        ]
+    return found
+
+
+PACKAGES = ("bot", "digests", "db", "config")
+
+
+def test_the_private_name_rule_itself() -> None:
+    source = "from digests.lookup import _rank, search\nfrom os import _exit\n"
+    assert private_imports(source, "bot.cli") == ["bot.cli: from digests.lookup import _rank"]
+    assert private_imports("from digests.lookup import _rank\n", "digests.lookup") == []
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    found = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
+                ".__init__"
+            )
+            found += private_imports(path.read_text(encoding="utf-8"), module)
+    assert found == []
