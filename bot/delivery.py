@@ -1,25 +1,6 @@
-"""Delivering digests through the outbox, whatever the platform.
-
-A digest's messages are written to the outbox first (`queue_digest`), then sent in
-order (`deliver_channel`). Each platform supplies a `Poster`; its errors come back as
-`PermanentError` (the channel is paused: retrying will never work),
-`RefusedMessage` (this one message can never be sent, the channel is fine: it is given up
-at once, as below, and the channel is not paused) or `TransientError` (try again later,
-with exponential backoff and jitter, up to `max_attempts`; then the message is given up
-and its papers count as undelivered: a later digest may pick them again).
-
-Rate limits: a poster with `limits` (a `bot.ratelimits.SendLimits`, shared by every
-delivery through that poster) is waited on before each message is claimed, so many
-channels delivering at once keep within the platform's limits between them. A 429
-(`TransientError` with `rate_limited`) is no attempt: the platform refused the message, so
-it was not posted, and the attempt counted at the claim is given back; the limiter is told
-(a platform-wide 429 pauses every channel), and the message is sent again after the wait,
-up to `MAX_RATE_LIMIT_RETRIES` times in one delivery, then left to the outbox. A message is
-never given up because of 429s.
-
-Crash safety: a message is claimed, sent, then marked sent. A crash between the send
-and the record resends that one message on restart; nothing else is lost or repeated.
-"""
+"""Delivering digests through the outbox, whatever the platform: a digest's messages are
+written to the outbox first (`queue_digest`), then claimed, sent in order and marked sent
+(`deliver_channel`), so a crash resends at most the one message under way."""
 
 from __future__ import annotations
 
@@ -121,7 +102,8 @@ def message_key(message: dict[str, Any]) -> str:
 
 class Poster(Protocol):
     """Sends messages to one platform. A poster may also have `limits: SendLimits`, which
-    `deliver_channel` waits on before each message (see the module docstring), and
+    `deliver_channel` waits on before each message is claimed (shared by every delivery
+    through that poster, so channels delivering at once keep within the limits), and
     `ready_in(channel) -> float`, seconds before a send could start: beyond the limits'
     `max_wait`, the message waits in the outbox as for a long 429 (a DM to open)."""
 
@@ -256,6 +238,13 @@ async def deliver_channel(
     notes). A send cut off by cancellation (a stop) leaves its message pending. The wait
     for the poster's rate limits comes before the claim, outside `send_timeout`; `rate`
     (the settings' `posting_rate`) is the platform-wide rate they keep to.
+
+    Errors: `PermanentError` pauses the channel; `RefusedMessage` gives that message up at
+    once (with the digest's later parts); `TransientError` retries later with exponential
+    backoff and jitter, and gives up after `max_attempts` (its papers count as
+    undelivered). A 429 (`rate_limited`) is no attempt: the limiter is told (a global one
+    pauses every channel) and the message is sent again after the wait, up to
+    MAX_RATE_LIMIT_RETRIES times in one delivery, then left to the outbox.
     """
     row = channel_store.get_channel(db, channel)
     if row is not None and row["paused"]:

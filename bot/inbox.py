@@ -1,19 +1,6 @@
-"""The inbox: new paper lists dropped in `PAPERBOY_INBOX` are ingested before digests.
-
-Each file is ingested on its own (one transaction each; a large one in chunks, see
-`digests.ingest.bulk`), once per version (path, size and modification time). A bad file
-is reported and skipped; the others load. A file modified less than `SETTLE_SECONDS`
-before the run is left for the next run (it may still be being written), and so is one
-whose size or time changes between the scan and a commit: that chunk is not stored.
-
-Safe to call from several threads or processes at once: a file's version is first
-claimed in a short transaction (`inbox_files.status = 'ingesting'`), so only one
-caller ingests it; the others skip it. A claim whose process died, or that is older
-than `CLAIM_MINUTES`, is taken over; the claimer renews it every `RENEW_SECONDS` while it
-ingests (a file of a million papers takes longer than the claim lasts). A busy database
-("database is locked") makes that file fail for this run only: it is not recorded, so the
-next run tries again.
-"""
+"""The inbox: new paper lists dropped in `PAPERBOY_INBOX` are ingested before digests, each
+file once per version (path, size, modification time), claimed first so that one caller
+of several (threads, processes) ingests it (docs/explanation/guarantees.md)."""
 
 from __future__ import annotations
 
@@ -141,7 +128,12 @@ def ingest_inbox(
     A file modified within `settle_seconds` before `now` (the run's clock), or after it
     (up to FUTURE_SECONDS), is left for a later run (`InboxResult.waiting`), and so is a
     file whose size or modification time is not the scan's when a chunk of its papers
-    is about to be stored: that chunk is not stored."""
+    is about to be stored: that chunk is not stored.
+
+    Safe to call from several threads or processes at once: a file's version is claimed
+    in a short transaction first (`_claim`), and the others skip it. A claim whose holder
+    died, or not renewed for CLAIM_MINUTES, is taken over; the holder renews it every
+    RENEW_SECONDS while it ingests."""
     limits = Limits.from_kb(max_record_kb) if max_record_kb else Limits()
     result = InboxResult()
     if folder is None or not folder.is_dir():

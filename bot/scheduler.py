@@ -1,33 +1,6 @@
 """The digest schedule: one APScheduler CronTrigger per channel, plus the outbox loop.
-
 APScheduler only decides *when*; what happens is plain coroutines that take `now`
-(`run_digest`, `deliver_due`, `catch_up`), which tests call directly.
-
-- Every channel with subscriptions has a job `digest:CHANNEL` on its own cadence (weekly
-  on its weekday, daily, or weekdays: `mon-fri`), time and timezone. `sync_jobs`
-  re-reads the schedules (every 30 s, and at once after a change made in this process),
-  so changes from Slack, Discord or the CLI apply without a restart.
-- A digest is built once per channel and period (the ISO week of a weekly channel, the
-  date of a daily or weekdays one, in its timezone), so a DST fall-back hour that fires
-  twice, a restart, or a catch-up never posts a second one. A period already covered by
-  a digest built under another cadence (a change mid-week) gets none either.
-- On start-up, a digest missed while down is posted once if it was due within
-  `PAPERBOY_CATCHUP_HOURS`; older misses are skipped with a log line.
-- Before each digest run, new files in `PAPERBOY_INBOX` are ingested: once for all the
-  digests that fire together (they share the ingest under way), in a worker thread.
-- The digests due together are built together: each channel's run waits for its sources
-  and the inbox as before, then hands its build to a batch that one worker thread builds
-  with `build_digests` (the week's new papers read and scored once for all of them, not
-  once per channel: 10,000 channels in seconds, not minutes), then queues each, and each
-  run delivers its channel. A channel whose build fails fails alone.
-- A build that fails (say, "database is locked") is recorded in `digest_failures` and
-  retried with backoff by the maintenance job, also after a restart, until it succeeds
-  or the channel's next digest falls due (its papers, never used up, go in that one).
-  `paperboy status` shows it.
-- Once a day (first 10 minutes after start-up), the payloads of messages sent more than
-  `PAPERBOY_OUTBOX_KEEP_DAYS` ago are emptied (`prune_outbox`, `db.outbox.prune_sent`):
-  the store holds a year without growing by every week's digests.
-"""
+(`run_digest`, `deliver_due`, `catch_up`), which tests call directly."""
 
 from __future__ import annotations
 
@@ -113,6 +86,15 @@ class _Build:
 
 
 class DigestScheduler:
+    """Each channel with subscriptions has a job `digest:CHANNEL` on its cadence, re-read
+    every MAINTENANCE_SECONDS (and at once after a change in this process). A period gets
+    one digest, whatever fires twice (a DST hour, a restart, a catch-up); a digest missed
+    while down is posted on start-up if due within PAPERBOY_CATCHUP_HOURS. Before the
+    digests due together, new inbox files are ingested once, then the digests are built
+    as one batch (`build_digests`), queued and delivered; a failed build is recorded in
+    `digest_failures` and retried with backoff until the channel's next digest is due.
+    Once a day sent messages' payloads older than PAPERBOY_OUTBOX_KEEP_DAYS are emptied."""
+
     def __init__(
         self,
         services: Services,

@@ -1,9 +1,6 @@
-"""What the runtime's parts share: settings, the catalog, the clock, and database access.
-
-SQLite connections belong to the thread that opened them, and command handlers run
-in worker threads (so a slow query never blocks the event loop). `Services.db()` hands
-each thread its own connection to the same file; WAL and a busy timeout let them share.
-"""
+"""What the runtime's parts share: settings, the catalog, the clock, and database access:
+`Services.db()` gives each thread (command handlers run in worker threads) its own
+connection to the same file; WAL and a busy timeout let them share."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""Opening the database: WAL, a busy timeout, and migrations applied on open.
-
-Three ways in:
-
-- `open_db(path)` creates the file (and its folder) if needed and migrates it: for the
-  commands that store things (`ingest`, `demo`, `run`).
-- `open_db(path, create=False)` needs the file to exist (`NoDatabase` otherwise), so a
-  mistyped path never leaves an empty database behind. When the file or its folder is
-  not writable it opens read-only (below) instead of failing at the first query.
-- `open_read_only(path)` never writes and never creates a file: no migration, no WAL
-  switch. When the database has no `-wal`, `-shm` or `-journal` file beside it (no
-  connection has it open and nothing is pending), the file is read as immutable:
-  opened plainly, SQLite would create a `-wal` and `-shm` owned by this reader, which the
-  database's owner then cannot write, so the owner's own next command would find the
-  database read-only. When those files exist (a writer is running), SQLite reads through
-  them (`mode=ro`); if it cannot (a WAL database in a read-only folder with no `-shm`), the
-  file is read as immutable too, unless its write-ahead log holds changes: that is refused
-  with a one-line fix. Immutable reads assume nobody writes meanwhile; a writer that starts
-  during a lookup can make that lookup fail, never the database.
-"""
+"""Opening the database: WAL, a busy timeout, and migrations applied on open; or
+read-only, never writing nor creating a file (docs/explanation/guarantees.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +51,8 @@ class DatabaseUnreadable(sqlite3.OperationalError):
 
 
 def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
-    """Open the database at `path` and bring its schema up to date.
+    """Open the database at `path` (creating the file and its folder if needed) and bring
+    its schema up to date.
 
     `":memory:"` gives a private in-memory database, as the tests use. With
     `create=False` a missing file raises `NoDatabase`, and a file this process may not
@@ -129,7 +112,12 @@ def _connect(file: Path, *, immutable: bool) -> sqlite3.Connection:
 
 
 def open_read_only(path: str | Path) -> Database:
-    """Open an existing database for reading only; never writes, never migrates.
+    """Open an existing database for reading only; never writes, never migrates, never
+    creates a file. With no `-wal`, `-shm` or `-journal` beside it the file is read as
+    immutable (a plain open would leave a `-wal` and `-shm` the owner cannot write);
+    else through them (`mode=ro`), or as immutable if that fails and its `-wal` holds no
+    changes. Immutable reads assume nobody writes meanwhile: a writer that starts during
+    a lookup can fail that lookup, never the database.
 
     Raises `NoDatabase` if there is no file, and `DatabaseUnreadable` (one line, with
     the fix) if it cannot be read as it is.

@@ -1,8 +1,6 @@
-"""Recorded digests (one per channel and period) and their items.
-
-The `week` column holds the period key: an ISO week (`2026-W49`) for a weekly channel, a
-date (`2026-11-30`) for a daily or weekdays one; (channel, week) is unique, so a period
-never gets two digests."""
+"""Recorded digests and their items, and failed builds. The `week` column holds the period
+key (an ISO week, `2026-W49`, or a date, `2026-11-30`); (channel, week) is unique, so a
+period never gets two digests."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""👍/👎 feedback on digest items, per channel and topic.
-
-One row per (channel, topic, paper, user), so a user's repeated click counts once and a
-👎 after a 👍 replaces it. `vote` is +1 or -1. Callers validate what they store
-(`digests.actions.apply_action`); this module only reads and writes rows."""
+"""👍/👎 feedback on digest items: one row per (channel, topic, paper, user), so a repeated
+click counts once and a 👎 after a 👍 replaces it (`vote` +1 or -1). Callers validate
+what they store (`digests.actions.apply_action`)."""
 
 from __future__ import annotations
 

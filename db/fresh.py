@@ -1,12 +1,6 @@
-"""Undo the creation of a database that a failed command made.
-
-`paperboy ingest FILE --db new.db` opens (and so creates) the database before it reads
-FILE, so that a database that cannot be opened is reported first. When FILE is then
-refused, the new database would be left behind, empty, with any folders made for it;
-a later read-only command would then find "a database" with nothing in it. `NewDatabase`
-notes what did not exist before the open, and `discard` removes it again, but only while
-it stores nothing (another process may have started using the same new path meanwhile).
-"""
+"""Undo the creation of a database that a failed command made (`paperboy ingest FILE --db
+new.db` creates the database before it reads FILE), so a refused FILE leaves no empty
+database behind for a later command to find."""
 
 from __future__ import annotations
 
@@ -23,7 +17,9 @@ _BESIDE = ("-wal", "-shm", "-journal")
 
 
 class NewDatabase:
-    """Call before opening `path` with `create=True`; `discard(db)` after a failure."""
+    """Call before opening `path` with `create=True`; `discard(db)` after a failure removes
+    what did not exist before the open (the file, its folders), but only while it stores
+    nothing (another process may have started using the same new path meanwhile)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

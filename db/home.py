@@ -1,16 +1,6 @@
-"""What a user's Home (Slack's App Home tab) reads: the channels they manage and their
-last personal digest. Storage only; `bot.slack.home` lays it out.
-
-Who manages a channel. The `subscriptions` and `channels` tables name who changed them by
-a display name (`created_by`, `removed_by`, `schedule_set_by`: "@alice" from a Slack
-command's `user_name`), which a user can change and another can take later. So, going
-forward, each change a user makes to a channel is also recorded under their user key
-(`digests.actions.user_key`: `slack:T0123/U0456`) in `app_state`, one row per (user,
-channel): `record_manager`. That needs no migration, and `app_state`'s primary key
-answers "which channels did this user change" with one index range. Changes made before
-this existed are found by display name (`legacy_names`), which is only as reliable as the
-names: see `managed_channels`.
-"""
+"""What a user's Home (Slack's App Home tab) reads: the channels they manage (recorded by
+user key, `record_manager`; older changes matched by display name, `managed_channels`)
+and their last personal digest. Storage only; `bot.slack.home` lays it out."""
 
 from __future__ import annotations
 
@@ -41,8 +31,10 @@ def _manager_key(user_key: str, channel: str) -> str:
 
 def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
     """Remember that the user (`user_key`) changed this channel's topics or schedule at
-    `at`. Idempotent: a later change only moves the time. Committed here, or with the
-    caller's transaction when there is one (the command's own, in the writer's batch)."""
+    `at`, in `app_state`, one row per (user, channel): the tables name who changed them by
+    display name, which a user can change and another take later. Idempotent: a later
+    change only moves the time. Committed here, or with the caller's transaction when
+    there is one (the command's own, in the writer's batch)."""
     with write_transaction(db):
         db.execute(
             "insert into app_state (key, value, updated_at) values (?, ?, ?) "

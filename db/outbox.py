@@ -1,11 +1,6 @@
-"""The outbox: every message is written here before it is sent, and marked after.
-
-States: `pending` (to send, now or from `next_attempt_at` after a transient error),
-`sending` (claimed by one sender, so that two processes never both send it), `sent`
-(with the platform's id for it), `failed` (given up after too many attempts, with the
-error), `paused` (the channel is paused). A paper counts as delivered to a channel only
-once a message carrying it is `sent`.
-"""
+"""The outbox: every message is written here before it is sent, and marked after. States:
+`pending`, `sending` (claimed by one sender), `sent`, `failed` (given up), `paused` (the
+channel is); a paper counts as delivered to a channel only once a message carrying it is sent."""
 
 from __future__ import annotations
 

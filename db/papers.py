@@ -1,8 +1,6 @@
-"""Query functions for papers, their aliases (external ids) and ingest runs.
-
-Rows go in and come out as plain dicts; the list columns (`links`, `keywords`,
-`authors`, `sources`, `categories`, `affiliations`) are Python lists here and JSON text in SQLite.
-"""
+"""Query functions for papers, their aliases (external ids) and ingest runs. Rows are plain
+dicts; the list columns (JSON_COLUMNS) are Python lists here and JSON text in SQLite, except
+where a function says it returns rows as stored (`decode` them)."""
 
 from __future__ import annotations
 

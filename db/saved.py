@@ -1,8 +1,6 @@
-"""Each user's saved papers, their reading list.
-
-`user` is a user key (`digests.actions.user_key`: `slack:T0123/U0456`,
-`discord:123456789012345678`, `local:NAME`); (user, paper) is the primary key, so
-saving twice keeps the first save."""
+"""Each user's saved papers, their reading list. `user` is a user key
+(`digests.actions.user_key`: `slack:T0123/U0456`, `discord:…`, `local:NAME`); (user,
+paper) is the primary key, so saving twice keeps the first save."""
 
 from __future__ import annotations
 

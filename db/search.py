@@ -1,16 +1,6 @@
-"""Ranked full-text lookup over papers, safe for any text a user types.
-
-User text never reaches a query language: it is cut into word tokens, and each token
-(with its run-together forms, so "alpha dpo" also matches "AlphaDPO") becomes a term
-ORed with the others. BM25 ranks the matches, with title and method-name fields
-weighted above the abstract; an exact method-name match always comes first.
-
-The ranking runs on the tantivy index beside the store (`db.text_index`): it finds the
-top k by block-max WAND without scoring every paper that shares a common word, and only
-the top k rows are then read from SQLite. When that index cannot answer at once (inside
-a write transaction, its writer busy in another process, a read-only folder), the same
-query runs on SQLite's FTS5 index instead: slower on a large store, still correct.
-"""
+"""Ranked full-text lookup over papers, safe for any text a user types: user text is cut
+into word tokens, never passed to a query language; BM25 ranks on the tantivy index
+(`db.text_index`), or on SQLite's FTS5 when that index cannot answer at once."""
 
 from __future__ import annotations
 
@@ -95,8 +85,12 @@ def index_terms(query: str) -> list[str]:
 def search_papers(db: Database, query: str, limit: int = 10) -> list[Hit]:
     """Papers matching `query`, best first, at most `limit`. Never raises on odd user input.
 
-    A paper whose method name is the query ("AlphaDPO", "alpha dpo") comes first; the
-    rest follow by weighted BM25 over title, names, keywords and abstract."""
+    Each token, with its run-together forms ("alpha dpo" also matches "AlphaDPO"), is ORed
+    with the others. A paper whose method name is the query comes first; the rest follow
+    by weighted BM25 over title, names, keywords and abstract. On the tantivy index only
+    the top `limit` rows are read from SQLite; when it cannot answer (inside a write
+    transaction, its writer busy elsewhere, a read-only folder) FTS5 answers instead:
+    slower on a large store, still correct."""
     if not tokens(query) or limit <= 0:
         return []
     try:

@@ -1,10 +1,6 @@
-"""Query functions for the sources that `paperboy run` and `paperboy fetch` read.
-
-One row per source, keyed by its canonical name (`digests.sources.spec.SourceSpec.name`).
-A fetch claims its source first (`claim`), so two processes never fetch one source at
-once; the claim is taken over when its holder is gone or it is older than `STALE`.
-The cursor and validators move only on a complete fetch (`record_success(complete=True)`).
-"""
+"""Query functions for the sources that `paperboy run` and `paperboy fetch` read: one row
+per source by canonical name (`SourceSpec.name`), claimed by one fetch at a time (`claim`),
+its cursor and validators moved only on a complete fetch (`record_success`)."""
 
 from __future__ import annotations
 

@@ -1,44 +1,6 @@
-"""A tantivy full-text index beside the SQLite store, for ranked lookups at scale.
-
-SQLite stays the only source of truth; this index is derived from it and can always be
-rebuilt from it (`rebuild`, or `python -m db.text_index DB`). Why an engine beside
-SQLite: FTS5 scores every paper that shares a word with the query before it can sort
-("learning" matches nearly all of them), while tantivy's block-max WAND finds the top k
-without scoring most of them (docs/explanation/architecture.md, "Lookup").
-
-Keeping it consistent, also after a crash:
-
-- Triggers (migration m012) append the id of every inserted, updated or deleted paper to
-  `search_changes` (an AUTOINCREMENT `seq`), in the same transaction as the change.
-- The index records the last `seq` it holds (its watermark) in `paperboy.json`, written
-  only after tantivy has committed. Catching up (`sync`) re-reads the changed papers
-  and applies them as idempotent upserts (delete by id, add the current row), so a
-  crash anywhere only means the same changes are applied again.
-- An index whose watermark file is missing or unreadable, whose watermark is ahead of
-  the store's log, or whose watermark's change is not the one the store logged at that
-  number (a store restored from a backup under the same path, maybe written to since),
-  is rebuilt from the papers table; so is one tantivy cannot open (corrupt files). A
-  copied database gets its own folder, so its own index.
-- A connection that found its index current remembers what would move if that stopped
-  being true: SQLite's `data_version` (another connection committed), its own change
-  count (`total_changes`: its own writes, committed or not), the watermark file's
-  identity (the index updated or removed by another process) and the handle's own
-  watermark (updated by another thread). While all four stand still, a lookup outside a
-  transaction skips the check (the log's last seq, the watermark file read and matched
-  against the log), most of a lookup's cost. Inside one it always checks: a snapshot
-  holds data_version still while the index moves past it.
-- A lookup never writes SQLite (it would wait behind an ingest): applied log rows are
-  deleted by `trim`, from the rebuild command or after an ingest.
-- Only a connection that may write the database (`may_write`) creates or updates the
-  index. Any other reads it only when it is current and this user may open it; else
-  (no index, an index behind the store, a folder it may not read: tantivy writes its
-  meta.json owner-only; a lock file it may not take: tantivy takes one even to read)
-  the lookup answers from FTS5, with no warning, and leaves no file of its own beside
-  the database. So another user's lookup, or one on a read-only copy, uses FTS5.
-
-An in-memory database (the tests) gets an in-memory index. The index lives in the
-folder `<database file>.search-v1/` (the index format's number).
-"""
+"""A tantivy full-text index beside the SQLite store, for ranked lookups at scale: derived
+from the papers table, caught up from its change log, rebuilt at will (`rebuild`, or
+`python -m db.text_index DB`); docs/explanation/architecture.md, "Lookup at scale"."""
 
 from __future__ import annotations
 
@@ -329,7 +291,15 @@ def _change_at(db: Database, seq: int) -> str | None:
 
 
 def ready(db: Database) -> TextIndex:
-    """The index of `db`, caught up with every committed change to its papers.
+    """The index of `db`, caught up with every committed change to its papers: the change
+    log (`search_changes`, filled by migration m012's triggers) applied as idempotent
+    upserts, the watermark (`paperboy.json`) written after tantivy commits, so a crash
+    only replays changes. An index whose watermark is missing, ahead of the log or not the
+    change the log holds at that number (a restored backup), or that tantivy cannot open,
+    is rebuilt. A connection that found it current checks again only once something that
+    could make it stale moved (`data_version`, `total_changes`, the watermark file), and
+    always inside a transaction. In memory for an in-memory database; else the folder
+    `index_folder(database file)`.
 
     Raises `IndexUnavailable` when it cannot be brought up to date now: the connection
     is inside a transaction (uncommitted rows must not enter the index), another process

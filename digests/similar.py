@@ -1,27 +1,6 @@
-"""`similar`: papers that share a paper's content, found lexically (every install).
-
-Looked up like a `find` query, the paper's title and method names would find papers
-that share a name ("AlphaDPO": "Alpha Net", "Alpha-DAG"), not a subject. This module
-ranks by content instead:
-
-1. The paper's distinctive terms: every word of its title and abstract (as the search
-   index cuts them, no stop words) and every pair of neighbouring words, weighted by
-   tf-idf: sublinear term frequency (a title word counts TITLE_TF extra) times the word's
-   inverse document frequency in the store's own search index, so words common in this
-   store ("learning", "model") weigh little. Word pairs ("policy optimization") add
-   +0.03 to the harness's Similar row.
-2. Candidates: the QUERY_TERMS heaviest single words, each boosted by its weight, ORed
-   through the store's search index (`db.text_index`, BM25); CANDIDATES of them are
-   kept. (Ordered by that BM25 alone, Similar is 0.52: long abstracts that repeat one
-   heavy word win.)
-3. Order: the candidates by tf-idf cosine with the paper (title + abstract, the same
-   weights), the cosine neighbours that the harness's reference measures, but found
-   through the index instead of by scoring every paper.
-
-When the index cannot answer (another process is writing it, a read-only copy), the
-same query runs on FTS5 (unweighted OR of the words, then the same cosine order), and
-document frequencies are counted there. `docs/dev/relevance.md` has the figures.
-"""
+"""`similar`: papers that share a paper's content, not just a name, found lexically on every
+install: tf-idf-weighted words ask the search index for candidates, ordered by tf-idf
+cosine (docs/explanation/architecture.md, "Lookup at scale"; docs/dev/relevance.md)."""
 
 from __future__ import annotations
 
@@ -143,7 +122,9 @@ def similar_papers(
 def lexical_similar(db: Database, paper: Mapping[str, Any], limit: int = 5) -> list[Hit]:
     """Up to `limit` stored papers closest to `paper` in content words, best first, `paper`
     itself left out. Hit scores are tf-idf cosines in 0..1. Empty when the paper has no
-    content words or nothing shares one."""
+    content words or nothing shares one. The QUERY_TERMS heaviest words (idf from the
+    store's search index) find CANDIDATES papers, which are ordered by cosine; when the
+    index cannot answer, FTS5 finds them (unweighted OR) and counts the words."""
     counts = term_counts(paper)
     if not counts or limit <= 0:
         return []

@@ -1,18 +1,5 @@
 """Fetch the configured sources and store their papers: what `paperboy fetch` and the
-scheduler in `paperboy run` call.
-
-For each source: claim it (two processes never fetch one source at once), fetch it page
-by page with `open_fetch`, enrich and store each page in a worker thread (one short
-write transaction per page, merging into papers already stored), and advance the
-source's cursor and validators only when the fetch was complete. So a fetch killed
-midway (kill -9) resumes at the next run from the old cursor: re-stored pages merge
-(no duplicates), and the whole window is read again (no gaps).
-
-A failing source (`FetchError`, or anything else) logs one warning line, never a
-traceback, records its error and a backoff (`next_try_at`), and stops no other source.
-Sources of one kind are fetched one after another (two arXiv sources at once would
-break arXiv's one-request-every-3-seconds rule); the three kinds in parallel.
-"""
+scheduler in `paperboy run` call (docs/explanation/guarantees.md, "Fetching writes little")."""
 
 from __future__ import annotations
 
@@ -202,7 +189,15 @@ class SourceFetcher:
     async def fetch(
         self, names: Sequence[str] | None = None, since: datetime | None = None
     ) -> list[SourceOutcome]:
-        """Fetch `names` (all sources when None), in the order given; one outcome each."""
+        """Fetch `names` (all sources when None), in the order given; one outcome each.
+
+        Each source is claimed first (two processes never fetch one source at once),
+        fetched page by page, each page enriched and stored in a write transaction of its
+        own; its cursor and validators move only when the fetch was complete, so a killed
+        fetch reads its window again at the next run (re-stored pages merge). A failing
+        source logs one warning line, records its error and a backoff (`next_try_at`),
+        and stops no other. Sources of one kind are fetched one after another (arXiv's
+        one request every 3 seconds), the kinds in parallel."""
         rows = await self.in_thread(self._rows, names)
         by_kind: dict[str, list[dict[str, Any]]] = {}
         for row in rows:

@@ -1,34 +1,6 @@
-"""Ingest at scale: check every file first, then enrich in a worker process
-while this one stores the papers in chunks of batched inserts.
-
-1. **Check.** Every file is read once, as `pipeline.read_records` reads it (format,
-   sizes, secrets, including a secret that Markdown or LaTeX would hide), and its papers
-   counted. A bad file stops here with `FILE:LINE: ...`, and nothing is stored: the
-   all-or-nothing promise for bad input holds whatever the file's size.
-2. **Enrich.** A worker process reads the files again (a file whose bytes differ from the
-   first read is refused: `decode.read_lines`), skips a paper the store already holds
-   unchanged (`unchanged.is_absorbed`) and enriches the others (`pipeline.prepare`). It
-   starts with the check, so the two cores work at once, and pickles batches of
-   BATCH_PAPERS rows into a spool file beside the database (not TMPDIR, often a tmpfs),
-   which this process reads once the check has passed: memory stays flat whatever the
-   file's size; the spool holds about 3.3 KB a paper until the ingest ends (its name is
-   removed as soon as both processes hold it open, so a killed ingest leaves none). Below
-   WORKER_MIN_PAPERS papers (or for an in-memory database) this process enriches.
-3. **Store**, CHUNK_PAPERS papers per write transaction, so the write lock is held for
-   about a second at most at a time and other writers (commands, digests) never wait near
-   their busy timeout. Papers that no stored paper can be (no shared id, fingerprint
-   alias, external id or title key, checked for the whole chunk in a few queries) are
-   inserted with one `executemany`; the others go through `pipeline.store_row` one by
-   one, in file order, so the merge rules are those of `find_paper`.
-
-The `ingests` row says how far an ingest got: "running" with `done` of `total` papers
-stored after each chunk, then "complete"; or "stopped" with the error. An ingest that
-fits in one chunk is one transaction. A larger one that fails part-way (the
-rendered text of a paper holds a secret that the first pass could not see, the file
-changed between the two reads, the disk filled, the process was killed) keeps the chunks
-it committed and says so; running it again finishes it: the papers already stored are
-skipped, nothing is stored twice.
-"""
+"""Ingest at scale: check every file first (a bad one stores nothing), then store the papers
+in chunks of batched inserts while a worker process enriches them. A stopped ingest keeps
+the chunks it committed; running it again finishes it (docs/explanation/architecture.md)."""
 
 from __future__ import annotations
 
@@ -639,9 +611,11 @@ def ingest_files(
     limits: Limits | None = None,
     seen: dict[str, Stat] | None = None,
 ) -> IngestSummary:
-    """Ingest `paths` (see the module's doc). Raises IngestError: before writing anything
-    for a bad file; after some chunks were stored, with a message saying how many and
-    that running it again finishes the ingest.
+    """Ingest `paths`, CHUNK_PAPERS papers per write transaction, recording its progress in
+    `ingests` ("running" with `done` of `total`, then "complete", or "stopped" with the
+    error). Raises IngestError: before writing anything for a bad file; after some chunks
+    were stored, with a message saying how many and that running it again finishes the
+    ingest (stored papers are skipped).
 
     A chunk is stored only if every file still has the size and modification time it had
     when it was first read, or, for a file in `seen` (by its path as given), when the
