@@ -1,5 +1,5 @@
-"""Free-text topics (issue 12): the phrase keeps its weight, and text that names a
-catalog topic inside a longer phrase follows that topic's terms."""
+"""Free-text topics: the phrase keeps its weight, and text that names a catalog topic
+inside a longer phrase follows that topic's terms."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 
 from config.settings import Settings
-from digests.commands import VERBS, Context, ParseError, handle, parse
+from digests.commands import VERBS, Context, ParseError, handle, parse, registry
 from digests.commands.grammar import help_lines
 from digests.render import discord, limits, slack
 from digests.render.text import reply_text
@@ -411,3 +411,13 @@ def test_show_gives_a_plain_abstract_and_the_title_once(ctx: Context) -> None:
     [discord_message] = discord.reply_messages(reply)
     assert "AlphaDPO: Adaptive" not in discord_message.content
     assert discord_message.embeds[0]["title"].startswith("AlphaDPO: Adaptive")
+
+
+def test_every_verb_has_a_handler() -> None:
+    registry.check()
+    handler = registry.HANDLERS.pop("find")
+    try:
+        with pytest.raises(LookupError, match="find"):
+            registry.check()
+    finally:
+        registry.HANDLERS["find"] = handler

@@ -1,4 +1,4 @@
-"""Personal digests (issue 13): references, the `--me` grammar and the commands.
+"""Personal digests: references, the `--me` grammar and the commands.
 
 A personal digest is a channel whose reference names a user (`slack:T/@U`,
 `discord:@USER`); these tests cover what is decided before any delivery.
@@ -184,7 +184,7 @@ def test_help_explains_me(seeded_db: Database, settings: Settings, catalog: Cata
     assert not any("--me" in line for line in handle("help topics", ctx).lines)
 
 
-# --- Personal digests (issue 13), hostile review: the cases a first build got wrong.
+# --- Personal digests: hostile cases.
 
 ALICE = "slack:T0001/@U0001"
 ALICE_KEY = "slack:T0001/U0001"

@@ -1,14 +1,10 @@
-"""Personal digests (issue 13), what their users see: the leftovers of a first build.
+"""Personal digests, what their users see.
 
 - In a Slack direct message that is not with the app (two people's DM, or a group DM),
-  a command acts on the asker's own digest, and its answer must be theirs alone:
-  `backlog on` and `feedback reset` there were posted for the other person too
-  (`in_channel`), and a group DM was read as a channel the app can never post to.
-- `status` of a personal digest showed its raw reference (`slack:T0001/@U0001`), and
-  `status --me` did not exist (`status has no --me`); nor did `digest --me`, a preview of
-  one's own next digest from a channel.
-- `help` typed in the DM with the app (where every command acts on one's own digest)
-  spoke of "this channel" throughout.
+  a command acts on the asker's own digest, and its answer is theirs alone.
+- `status` of a personal digest names it in words; `status --me` and `digest --me` (a
+  preview of one's own next digest) work from a channel.
+- `help` typed in the DM with the app speaks of the personal digest.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Personal digests' user experience (issue 13), hostile review of the s19 build.
-
-- `--me` as people type it: `—me` (macOS/iOS autocorrect turns `--` into an em dash),
-  `--ME`, twice, before the verb or between arguments (`feedback reset --me x`). Only
-  `--me` first or last was read: `subscribe offline-rl —me` by a manager subscribed the
-  *channel* to the free text "offline-rl —me", posted for everyone, and by anyone else was
-  refused as a channel change; `subscribe diffusion --me policy` followed the free text
-  "diffusion --me policy" in the channel.
+"""Personal digests: `--me` as people type it (`—me` from autocorrect, `--ME`, twice,
+before the verb or between arguments) is the flag, never part of a free text nor a
+Discord option's value; `backlog`, `feedback` and `why` take it; a bad schedule stores
+nothing.
 """
 
 from __future__ import annotations

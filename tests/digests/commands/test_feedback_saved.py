@@ -1,4 +1,4 @@
-"""Issue 13 commands: why, feedback, saved, bibtex (digests/commands/interactive.py)."""
+"""The commands why, feedback, saved and bibtex (digests/commands: feedback, saved, papers)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from db.papers import add_alias, get_paper
 from digests.bibtex import cite_key, latex_text
 from digests.commands import Context, handle, parse
 from digests.commands.grammar import VERBS_BY_NAME
-from digests.commands.interactive import NO_USER, SAVED_SHOWN
 from digests.commands.replies import Attachment, Reply
+from digests.commands.saved import NO_USER, SAVED_SHOWN
 from digests.digest import build_digest
 from digests.explain import explain
 from digests.learning import refined_topic
