@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 
 from bot.discordbot.client import PaperboyClient
-from bot.discordbot.commands import FAILURE, _size, send_reply
+from bot.discordbot.commands import FAILURE, send_reply, shown_size
 from db import open_db, saved
 from digests.actions import user_key
 from digests.commands.replies import Attachment, Reply
@@ -79,6 +79,6 @@ async def test_an_attachment_at_the_upload_limit_is_sent(
 
 
 def test_sizes_read_as_discord_shows_them() -> None:
-    assert [_size(n) for n in (2000, 10485760, 12 * 1048576 + 300000, 1048575)] == [
+    assert [shown_size(n) for n in (2000, 10485760, 12 * 1048576 + 300000, 1048575)] == [
         "2 KB", "10 MB", "12.3 MB", "1024 KB",
     ]  # fmt: skip

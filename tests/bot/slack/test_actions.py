@@ -1,4 +1,4 @@
-"""Issue 13: clicks on a Slack digest's buttons, over HTTP, through the real path.
+"""Clicks on a Slack digest's buttons, over HTTP, through the real path.
 
 A digest is recorded and its Block Kit posted to the fake Web API with the real client;
 a click is a signed `block_actions` payload (the fields Slack sends, as in Slack's
@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from bot.slack import actions as slack_actions
 from bot.slack import app as slack_app
+from bot.slack.actions import ClickHandlers
+from bot.slack.app import click_handlers
+from bot.slack.home import HOME_UNSAVE, HOME_UNSUBSCRIBE, handle_home_action
 from db import feedback, open_db, saved
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
 from digests.commands.replies import Attachment, Reply, info
@@ -255,19 +257,16 @@ async def test_a_failed_message_update_is_logged_and_the_vote_stands(
     assert "your vote counts" in answer["text"]
 
 
-async def test_a_registered_prefix_gets_its_clicks(
-    env: Env, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_registered_prefix_gets_its_clicks(env: Env, fake_slack: FakeSlack) -> None:
     _, http, _, ts = env
-    monkeypatch.setattr(slack_actions, "_handlers", [])
     seen: list[str] = []
 
     async def home(services: Any, client: Any, payload: Any, action: Any, lane: Any) -> None:
         seen.append(action["action_id"])
 
-    slack_actions.register("paperboy_home_", home)
+    http.endpoint.click_handlers.register("paperboy_home_", home)
     with pytest.raises(ValueError):
-        slack_actions.register("paperboy_", home)  # would take over the item buttons
+        http.endpoint.click_handlers.register("paperboy_", home)  # would take the item buttons
     payload = click_payload(fake_slack, ts, VOTE_UP)
     payload["actions"][0]["action_id"] = "paperboy_home_unsave"
     del payload["message"]  # a Home tab click has no message
@@ -275,6 +274,17 @@ async def test_a_registered_prefix_gets_its_clicks(
     assert await click(http, payload) == 200
     await settle(http)
     assert seen == ["paperboy_home_unsave"]
+
+
+async def test_building_the_app_registers_the_home_buttons(env: Env) -> None:
+    """No list fills itself on import: each app built (the Socket Mode app's factory, the
+    HTTP endpoint) has the Home's buttons, and a bare ClickHandlers has none."""
+    _, http, _, _ = env
+    assert ClickHandlers().get(HOME_UNSAVE) is None
+    for handlers in (click_handlers(), http.endpoint.click_handlers):
+        assert handlers.get(HOME_UNSAVE) is handle_home_action
+        assert handlers.get(HOME_UNSUBSCRIBE) is handle_home_action
+        assert handlers.get(VOTE_UP) is None
 
 
 async def test_an_attachment_goes_to_the_users_dm(
