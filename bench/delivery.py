@@ -285,7 +285,7 @@ async def run_platform(
         else f"http://127.0.0.1:{port}/api/v10"
     )
     db_path = folder / f"{platform}.db"
-    # Paperboy is told the workspace's limit, as its README asks (no effect before the
+    # Paperboy is told the workspace's limit, as docs/how-to/service.md asks (no effect before the
     # setting existed); Discord's default is its real global limit.
     env = {
         "PAPERBOY_DB": str(db_path),

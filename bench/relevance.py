@@ -5,7 +5,7 @@
 Prints one table (measure | Paperboy | references | goal | met) and one JSON line. The
 references are rebuilt in the same run (bench/relevance_refs.py): tf-idf cosine
 (unigrams + bigrams), FTS5 bm25 OR with title weight 5, and arxiv-sanity-lite's
-`search_rank`. docs/relevance.md explains every figure.
+`search_rank`. docs/dev/relevance.md explains every figure.
 
 Set A, ICLR 2021 (../shared/corpora/iclr2021-openreview.tsv): the papers that have author
 keywords, ingested WITHOUT the keywords column. A paper is relevant to one of issue 12's

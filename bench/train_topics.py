@@ -11,7 +11,7 @@ Wang & Manning's NBSVM), the `TOP_TERMS` strongest positive ones, added to the h
 with a weight (`MIXES`) chosen by out-of-fold average precision. Its weights are term
 weights: the model ships as terms added to the hand terms, scored by the same `Matcher`,
 at the same cost per (paper, term). (A logistic regression over the same features, with
-or without the hand score as a feature, ranked worse out of fold: docs/relevance.md.)
+or without the hand score as a feature, ranked worse out of fold: docs/dev/relevance.md.)
 
 Data: ICLR 2021 (../shared/corpora/iclr2021-openreview.tsv), ingested without its keywords
 column exactly as the relevance harness does (`bench.relevance.load_set_a`), and ONLY its
@@ -193,7 +193,7 @@ def write(models: Mapping[str, Mapping[str, object]], out: Path, command: str) -
         "# to the hand terms); `hand_terms` (a hash of the hand terms it was learned with: a",
         "# topic whose hand terms differ keeps them alone). Learned on the calibrate half of",
         "# ICLR 2021 only; see",
-        "# docs/relevance.md 'Learned topic models (issue 12)'.",
+        "# docs/dev/relevance.md 'Learned topic models'.",
         "",
     ]
     for topic_id, model in models.items():

@@ -228,7 +228,7 @@ class SlackEndpoint:
         budget = max(0.0, received + self.ack_budget - loop.time())
         if queued:
             # Waiting the whole budget behind a queue would only make the acknowledgements
-            # late too (docs/benchmarks.md), so a little at most.
+            # late too (docs/dev/benchmarks.md), so a little at most.
             budget = min(budget, self.queued_wait)
         try:
             done, _ = await asyncio.wait({task}, timeout=budget) if budget else (set(), None)

@@ -1,4 +1,4 @@
-"""Catalog terms chosen for issue 12's topic definitions (docs/relevance.md, "Final push")."""
+"""Catalog terms chosen for issue 12's topic definitions (docs/dev/relevance.md, "Final push")."""
 
 from __future__ import annotations
 

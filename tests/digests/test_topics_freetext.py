@@ -104,7 +104,7 @@ def test_subscribe_says_which_catalog_topic_free_text_follows(
 
 # Report-half AP of the Set A texts that name no catalog topic, as bench.freetext_eval
 # measures them (main at 8828a59, the catalog of 2c3ecbe). Raise a figure when the text
-# gets better; lowering one is a regression to explain in docs/relevance.md.
+# gets better; lowering one is a regression to explain in docs/dev/relevance.md.
 UNNAMED_AP = {
     "learning from human preferences and feedback": 0.261,
     "reinforcement learning": 0.765,
@@ -120,7 +120,7 @@ def test_free_text_comes_within_005_of_the_catalog_on_iclr2021(
     its catalog topic, and at the threshold, recall no worse than the catalog topic's
     there. (Where it names none, "learning from human preferences and feedback", the
     catalog topic may know more than the text says: `rlhf` counts inverse RL since
-    50b9cd6, 0.37 AP above the text; docs/relevance.md "Final push".)"""
+    50b9cd6, 0.37 AP above the text; docs/dev/relevance.md "Final push".)"""
     from bench import freetext_eval
 
     # The held-out half, as `tasks.py relevance` reports it (1,349 of the 2,613 papers

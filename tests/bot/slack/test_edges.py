@@ -1,6 +1,6 @@
 """Slack edge cases left from issue 13: clicks in channels shared between workspaces.
 
-Which fields of a `block_actions` payload name which workspace (see docs/architecture.md,
+Which fields of a `block_actions` payload name which workspace (see docs/explanation/guarantees.md,
 "Slack Connect"): `team.id` is the workspace the app is installed in (for a message's
 button, also when the clicker belongs to another workspace: slackapi/bolt-js#1614, where
 Slack support confirmed it, and the payload in slackapi/java-slack-sdk#1041);
