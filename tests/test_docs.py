@@ -10,9 +10,9 @@ from config.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-# The pages that hold the command line and `/papers` tables, and the settings' table.
+# The pages that hold the command line and `/papers` tables, and the settings' reference.
 GETTING_STARTED = (ROOT / "docs" / "tutorial" / "getting-started.md").read_text(encoding="utf-8")
-SERVICE = (ROOT / "docs" / "how-to" / "service.md").read_text(encoding="utf-8")
+CONFIGURATION = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
 
 
 def quickstart_commands() -> list[str]:
@@ -36,7 +36,7 @@ def test_every_command_is_documented() -> None:
 
 def test_every_setting_is_documented() -> None:
     for setting in SETTINGS:
-        assert f"`{setting.env}`" in SERVICE, setting.env
+        assert f"`{setting.env}`" in CONFIGURATION, setting.env
 
 
 def test_every_chat_command_is_documented() -> None:
