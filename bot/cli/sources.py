@@ -80,10 +80,10 @@ def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | Non
 
 def check_cron(cron: str) -> str:
     """The `--cron` schedule, normalized; a UserError when it is no crontab line."""
-    from config.settings import _cron
+    from config.settings import parse_cron
 
     try:
-        return _cron(cron)
+        return parse_cron(cron)
     except ValueError as exc:
         raise UserError(f"--cron {cron!r} is not valid: {exc}") from None
 
