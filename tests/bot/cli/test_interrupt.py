@@ -1,4 +1,4 @@
-"""Ctrl-C during `paperboy ingest` (issue 11): one line saying what the committed chunks
+"""Ctrl-C during `paperboy ingest`: one line saying what the committed chunks
 stored, that the file was not finished, and that the same command finishes it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.fakes.ingest_files import papers_file
 
 def interrupt_after(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
     """Ctrl-C (KeyboardInterrupt) once `count` papers were read, in the second pass."""
-    import bot.cli
+    import bot.cli.ingest
 
     def progress(records: Iterable[Any]) -> Iterator[Any]:
         for number, record in enumerate(records):
@@ -25,7 +25,7 @@ def interrupt_after(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
                 raise KeyboardInterrupt
             yield record
 
-    monkeypatch.setattr(bot.cli, "_progress", progress)
+    monkeypatch.setattr(bot.cli.ingest, "progress", progress)
 
 
 def test_ctrl_c_during_a_chunked_ingest_says_what_was_stored_and_the_rerun_finishes(
@@ -88,12 +88,12 @@ def test_a_second_ctrl_c_while_reporting_the_first_still_reports_and_cleans_up(
     import os
     import signal
 
-    import bot.cli
+    import bot.cli.ingest
 
     path = papers_file(tmp_path, count=10)
     db_path = tmp_path / "x.db"
     interrupt_after(monkeypatch, 5)
-    real_note = bot.cli._interrupted_note
+    real_note = bot.cli.ingest.interrupted_note
 
     def note_pressed_again(db: Any, before: int) -> str:
         os.kill(os.getpid(), signal.SIGINT)  # a real signal: Python's handler would raise
@@ -101,7 +101,7 @@ def test_a_second_ctrl_c_while_reporting_the_first_still_reports_and_cleans_up(
             pass
         return real_note(db, before)
 
-    monkeypatch.setattr(bot.cli, "_interrupted_note", note_pressed_again)
+    monkeypatch.setattr(bot.cli.ingest, "interrupted_note", note_pressed_again)
     handler = signal.getsignal(signal.SIGINT)
     result = run("ingest", str(path), "--db", str(db_path))
     assert result.exit_code == 130

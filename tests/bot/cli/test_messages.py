@@ -70,7 +70,7 @@ def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(r
 
 def test_the_sources_commands_print_no_markdown_in_the_terminal(run) -> None:  # type: ignore[no-untyped-def]
     # "Added arxiv:cs.LG. `paperboy run` fetches it ..." and "see `paperboy sources add`":
-    # backticks are Markdown, which a terminal shows raw (issue 9's papercut).
+    # backticks are Markdown, which a terminal shows raw.
     run("chat", "--channel", "local:lab", "subscribe offline-rl")
     status = run("status")
     added = run("sources", "add", "arxiv:cs.LG")

@@ -1,5 +1,5 @@
 """`paperboy saved --user KEY --format bibtex|json`, and `paperboy chat` with a reply's
-attachment (issue 13)."""
+attachment."""
 
 from __future__ import annotations
 

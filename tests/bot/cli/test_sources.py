@@ -1,5 +1,5 @@
 """`paperboy sources add|list|remove`, `paperboy fetch` and the sources in `status` and
-`/papers sources` (issue 10)."""
+`/papers sources`."""
 
 from __future__ import annotations
 
