@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cli import _paperboy_process
+from tests.fakes.cli import _paperboy_process, bound_by_permissions, permissions_can_bind_root
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
@@ -33,10 +33,9 @@ def test_chat_feedback_reads_and_needs_an_existing_database(run, tmp_path: Path)
 def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  # type: ignore[no-untyped-def]
     """README: "`chat` lookups also work on a database that is read-only for you".
     `feedback` was refused there ("is read-only for you, and this command needs to change
-    it"); `feedback reset` still is. As root (which ignores permissions) it runs as
-    `nobody`, as tests/bot/cli/test_cli.py does."""
+    it"); `feedback reset` still is. As root (which ignores permissions) it runs without
+    that power, as tests/bot/cli/test_cli.py does."""
     folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
-    folder.chmod(0o755)
     db = folder / "ro.db"
     try:
         _paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
@@ -48,11 +47,11 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
             if os.geteuid() != 0:
                 result = run(*args)
                 return result.exit_code, result.output
-            done = _paperboy_process(*args, user=65534, env={"PATH": "/usr/bin:/bin"})
+            done = bound_by_permissions(*args)
             return done.returncode, done.stdout + done.stderr
 
-        if os.geteuid() == 0 and paperboy("--help")[0] != 0:
-            pytest.skip("cannot run paperboy as nobody here")
+        if os.geteuid() == 0 and not permissions_can_bind_root():
+            pytest.skip("root cannot drop its permission override here (no CAP_SETPCAP)")
         code, output = paperboy("chat", "--channel", "local:lab", "feedback", "--db", str(db))
         assert code == 0 and "No 👍/👎 in this channel yet" in output, output
         code, output = paperboy(
