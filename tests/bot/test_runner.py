@@ -1,5 +1,5 @@
 """`run`: parts start concurrently, an unreachable platform is retried in the background,
-and a stop is seen at once, even during start-up (issue 9, items 11 and 12)."""
+and a stop is seen at once, even during start-up."""
 
 from __future__ import annotations
 
@@ -128,8 +128,7 @@ async def test_no_send_can_start_once_stopping_is_logged(
     fake_slack: FakeSlack,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Issue 9, item 11: sends kept starting after "stopping" was logged. The scheduler
-    must refuse new sends from the moment that line is written, not once its turn to stop
+    """No send starts after "stopping" is logged: the scheduler must refuse new sends from the moment that line is written, not once its turn to stop
     comes (after the starting parts have been cancelled, which yields to the loop)."""
     caplog.set_level(logging.INFO)
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)

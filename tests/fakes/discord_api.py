@@ -17,14 +17,14 @@ and, for the global limit, `X-RateLimit-Global: true`. `limited` lists the refus
 Opening a DM (`POST /users/@me/channels`) counts against the global limit too, as every
 request does on Discord (its own bucket is the route's, keyed "@me").
 
-Direct messages (issue 13, personal digests): `POST /users/@me/channels` with a
+Direct messages (personal digests): `POST /users/@me/channels` with a
 `recipient_id` opens the bot's DM channel with that user (type 1, the same id every time:
 `dms`); an id in `unknown_users` is answered 400 `Invalid Recipient(s)` (code 50033). The
 DM opens even for a user who refuses DMs (`dm_refused`: no shared server, or "allow direct
 messages" off); a message to it is then answered 403 `Cannot send messages to this user`
 (code 50007), as Discord does.
 
-Components (issue 13): a message keeps the `components` it was posted with, and
+Components: a message keeps the `components` it was posted with, and
 `messages` holds every created message by id, as Discord has it now. `click(message,
 custom_id)` is the INTERACTION_CREATE a user's click on one of its buttons makes (type 3,
 MESSAGE_COMPONENT, with the message, the member and `data.custom_id`); the fake remembers

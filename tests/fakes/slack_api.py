@@ -14,7 +14,7 @@ lists the opens refused. With `views_limits` (one bucket), `views.publish` is li
 same way (Tier 4, "100+ per minute"); `views_limited` lists the publishes refused. Each
 call's `at` is `clock()` when it arrived.
 
-Beyond posting (issue 13), the fake keeps what Slack would keep, and answers as Slack does:
+Beyond posting, the fake keeps what Slack would keep, and answers as Slack does:
 
 - `chat.update` changes a message the fake posted (`messages`, by channel and ts):
   `message_not_found` for any other ts (Slack's answer for a ts it does not know, or one in

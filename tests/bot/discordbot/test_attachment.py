@@ -1,4 +1,4 @@
-"""A reply's attachment (issue 13: `saved export`'s BibTeX) goes to Discord as a file on
+"""A reply's attachment (`saved export`'s BibTeX) goes to Discord as a file on
 the (ephemeral) answer, through discord.py's real multipart request to the fake REST API."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Digest buttons on Discord (issue 13), each click on the real path: an INTERACTION_CREATE
+"""Digest buttons on Discord, each click on the real path: an INTERACTION_CREATE
 of type 3 (MESSAGE_COMPONENT) handed to discord.py's connection state, as the gateway
 would, and answered through the local fake REST API."""
 
@@ -187,7 +187,7 @@ async def test_a_click_on_an_old_message_works_after_a_restart(
 async def test_a_click_in_a_dm_is_on_the_clickers_personal_digest(
     bot: PaperboyClient, fake_discord: FakeDiscord
 ) -> None:
-    """A personal digest (issue 13) arrives in the user's DM with the bot; a click there has
+    """A personal digest arrives in the user's DM with the bot; a click there has
     no server: it belongs to the clicker's own digest, `discord:@USER`."""
     db = open_db(bot.services.db_path)
     personal = f"discord:@{ALICE}"
@@ -286,7 +286,7 @@ async def test_no_view_is_kept_per_message(bot: PaperboyClient, fake_discord: Fa
     assert list(store._dynamic_items.values()) == [buttons.DigestButton]
 
 
-# --- Review of Discord digest buttons (issue 13): hostile and concurrent clicks, each on the
+# --- hostile and concurrent clicks --------------------------------------------------
 
 CAROL = "500000000000000003"
 

@@ -1,4 +1,4 @@
-"""The whole path on Discord (issue 13): a digest delivered through the outbox to the fake
+"""The whole path on Discord: a digest delivered through the outbox to the fake
 REST API, its 👍/👎 clicked through the real client state, the votes stored, and the
 channel's next digest, delivered the same way, ranked by them."""
 

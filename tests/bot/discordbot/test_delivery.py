@@ -40,7 +40,7 @@ async def test_the_whole_path(bot: PaperboyClient, fake_discord: FakeDiscord) ->
     assert fake_discord.made("POST", f"/channels/{CHANNEL_ID}/messages")
     assert_within_limits(message)
     assert "Paperboy digest" in message["content"]
-    # Numbered as their rows of buttons are (issue 13): "1. LoMAP..."
+    # Numbered as their rows of buttons are: "1. LoMAP..."
     titles = [embed["title"] for embed in message["embeds"]]
     assert any(title.startswith("LoMAP", len("1. ")) for title in titles)
     assert len(titles) == len(digest.items) == len(message["components"])

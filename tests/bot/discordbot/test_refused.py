@@ -196,7 +196,7 @@ async def refused_then_next_digest(
 async def test_a_channel_or_permission_error_still_pauses(
     bot: PaperboyClient, fake_discord: FakeDiscord, status: int, code: int, reason: str
 ) -> None:
-    """Not the message's fault: the channel pauses, as before, even when Discord's answer
+    """Not the message's fault: the channel pauses, even when Discord's answer
     carries form `errors` beside its code."""
     assert code in PERMANENT_CODES and code not in MESSAGE_REFUSALS
     await subscribe(bot, fake_discord, "robotics")

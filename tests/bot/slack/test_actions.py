@@ -341,7 +341,7 @@ async def test_a_click_in_a_direct_message_is_on_the_users_own_digest(
     assert len(updates(fake_slack)) == 1
 
 
-# --- Issue 13 review: Slack clicks the first tests did not try, over signed HTTP against
+# --- more clicks over signed HTTP ---------------------------------------------------
 
 __all__ = ["env"]
 
@@ -351,10 +351,9 @@ async def test_a_click_on_a_commands_ephemeral_digest_counts_and_is_answered(
     fake_slack: FakeSlack,
 ) -> None:
     """`/papers digest` once the digest is built answers with it, ephemerally, buttons
-    included. Slack sends a click there without the message (it is the user's only);
-    it used to be refused as malformed (400) and nothing counted. Now the vote counts,
-    nothing tries to chat.update an ephemeral message (Slack cannot), and the clicker
-    is answered through response_url."""
+    included. Slack sends a click there without the message (it is the user's only):
+    the vote counts, nothing tries to chat.update an ephemeral message (Slack cannot),
+    and the clicker is answered through response_url."""
     services, http, digest, _ = env
     messages = slack_app.payloads(info("This week's digest (already built):", digest=digest))
     assert all(m["response_type"] == "ephemeral" for m in messages)
@@ -526,7 +525,7 @@ async def test_a_click_cut_off_by_a_stop_is_not_silently_lost(
     """A stop begins while one click runs and another waits for the same message: the
     waiting one never runs (the change lane takes no work once stopping), and its
     clicker is told so through response_url (it was acknowledged, so Slack shows nothing
-    wrong; before, the vote was dropped with only a log line). A click arriving during
+    wrong). A click arriving during
     the stop is told the same. The running one completes within the grace."""
     services, http, _, ts = env
     release = hold_apply(monkeypatch)

@@ -1,4 +1,4 @@
-"""Issue 13: Slack clicks through Socket Mode (the fake's websocket), and the whole path:
+"""Slack clicks through Socket Mode (the fake's websocket), and the whole path:
 a digest delivered through the outbox to the fake Web API, its 👍/👎 clicked as signed
 `block_actions` on the posted message, the votes stored, and the channel's next digest,
 delivered the same way, ranked by them."""

@@ -208,7 +208,7 @@ async def test_a_crash_in_a_command_is_a_polite_reply(
 async def test_a_large_digest_preview_fits_one_response_url(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> None:
-    """Issue 9 papercut: a response_url takes at most 5 replies; a big preview needed more."""
+    """A response_url takes at most 5 replies: a big preview fits in them."""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack, PAPERBOY_DIGEST_SIZE="400")
     many = tmp_path / "many.tsv"
     rows = [

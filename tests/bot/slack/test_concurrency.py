@@ -1,4 +1,4 @@
-"""Many `/papers` commands at once through the Slack HTTP endpoint (issue 11, commands).
+"""Many `/papers` commands at once through the Slack HTTP endpoint.
 
 Lookups run in their own threads, changes in a `ChangeWriter` of their own that commits
 the changes queued meanwhile together; a command that queues may still be answered in its

@@ -1,4 +1,4 @@
-"""Slack edge cases left from issue 13: clicks in channels shared between workspaces.
+"""Slack edge cases: clicks in channels shared between workspaces.
 
 Which fields of a `block_actions` payload name which workspace (see docs/explanation/guarantees.md,
 "Slack Connect"): `team.id` is the workspace the app is installed in (for a message's
@@ -194,7 +194,7 @@ def test_the_manifest_lets_papers_be_typed_in_the_apps_dm() -> None:
     assert "messages_tab_read_only_enabled: true" not in features
 
 
-# --- Review of the Slack edge cases of issue 13 (tests/bot/slack/test_edges.py*.py): clicks whose
+# --- more edge cases of clicks ---------------------------------------------------------
 
 __all__ = ["env"]  # the fixture, shared with tests/bot/slack/test_actions.py
 

@@ -1,4 +1,4 @@
-"""Slack edge cases left from issue 13: the App Home kept current without being opened
+"""Slack edge cases: the App Home kept current without being opened
 again. It is re-published when the user's personal digest is delivered (through the
 runner's Slack poster) and when they save a paper with a digest's 🔖 button, only for
 users who opened their Home before, never for a channel's members; one user's waiting

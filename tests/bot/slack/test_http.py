@@ -1,4 +1,4 @@
-"""Paperboy's own Slack HTTP endpoint under bad traffic (issue 9: items 6, 7, 9, 10, 16).
+"""Paperboy's own Slack HTTP endpoint under bad traffic.
 
 Loopback only: raw sockets for what aiohttp's client will not send (slow headers,
 garbage), aiohttp for the rest. No test here is timed; the load goals are in
@@ -201,8 +201,8 @@ async def test_unsigned_malformed_requests_get_401(
 BLOCK_ACTIONS = json.dumps(
     {"type": "block_actions", "actions": [], "team": {"id": "T0001"}, "user": {"id": "U0001"}}
 )
-# Another app's button (issue 13: clicks are handled; an action id Paperboy does not know
-# is acknowledged and ignored, a click without actions is malformed).
+# Another app's button: an action id Paperboy does not know is acknowledged and ignored,
+# a click without actions is malformed.
 OTHER_ACTION = json.dumps(
     {
         "type": "block_actions",
@@ -767,8 +767,8 @@ async def test_a_trickle_does_not_reset_the_deadlines(serve: Serve, part: str) -
 async def test_an_ack_budget_past_slacks_3_seconds_is_refused_at_start_up(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> None:
-    """PAPERBOY_SLACK_ACK_SECONDS=5 was taken: every slow command then got Slack's
-    "failed" while it ran on (issue 9 item 10's confusion, by configuration)."""
+    """PAPERBOY_SLACK_ACK_SECONDS over Slack's 3 s is refused: every slow command would
+    get Slack's "failed" while it ran on."""
     from bot.runner import SlackComponent
     from config.settings import SettingsError
 
