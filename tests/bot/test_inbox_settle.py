@@ -163,11 +163,11 @@ def test_a_chunk_is_not_stored_once_the_file_grew_and_the_next_run_finishes(
 def test_the_cli_refuses_a_file_that_grows_while_it_is_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Any
 ) -> None:
-    import bot.cli as cli
+    import bot.cli.ingest as cli
 
     path = tmp_path / "new.txt"
     path.write_text(FIRST + CUT, encoding="utf-8")
-    monkeypatch.setattr(cli, "_progress", growing(path, "ask"))
+    monkeypatch.setattr(cli, "progress", growing(path, "ask"))
     result = run("ingest", str(path), "--db", str(tmp_path / "p.db"))
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == (

@@ -381,7 +381,7 @@ def old_sent_database(path: Path) -> Database:
 
 
 def test_the_prune_command(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("bot.cli._now", lambda: NOW)
+    monkeypatch.setattr("bot.cli.prune.now", lambda: NOW)
     path = tmp_path / "x.db"
     database = old_sent_database(path)
     dry = run("prune", "--dry-run", "--db", str(path))
@@ -406,7 +406,7 @@ def test_the_prune_command(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_the_prune_command_follows_the_setting(
     run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("bot.cli._now", lambda: NOW)
+    monkeypatch.setattr("bot.cli.prune.now", lambda: NOW)
     path = tmp_path / "x.db"
     database = old_sent_database(path)
     kept = run("prune", "--db", str(path), PAPERBOY_OUTBOX_KEEP_DAYS="0")

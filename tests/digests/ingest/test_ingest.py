@@ -301,11 +301,11 @@ def test_the_search_index_follows_merges(fresh_db: Database, tmp_path: Path) -> 
 def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from bot import cli
+    from bot.cli import ingest as cli
     from digests.records import PaperRecord
 
     records = [PaperRecord(abstract=f"a{i}", source="s", line=i) for i in range(300)]
-    assert cli._progress(records) is records  # not a TTY under pytest: no bar at all
+    assert cli.progress(records) is records  # not a TTY under pytest: no bar at all
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -313,9 +313,9 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 
     terminal = Terminal()
     monkeypatch.setattr(cli.sys, "stderr", terminal)
-    assert list(cli._progress(records)) == records
+    assert list(cli.progress(records)) == records
     assert "Ingesting" in terminal.getvalue()
-    assert cli._progress(records[:10]) == records[:10]  # small files: no bar
+    assert cli.progress(records[:10]) == records[:10]  # small files: no bar
 
 
 # --- papercuts (issue 9) ----------------------------------------------------------------
