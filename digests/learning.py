@@ -53,8 +53,8 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
     }
     texts = paper_texts(db, wanted)
     # Each labelled paper's features once per batch (channels vote on the same digests'
-    # papers; computing them was about half of refining), the latest FEATURES_KEPT only:
-    # a paper's are ~300 phrases, ~40 KB (7,900 papers kept were +90 MB of RSS).
+    # papers; computing them is much of refining), the latest FEATURES_KEPT only: a
+    # paper's are ~300 phrases, ~40 KB.
     featurize = functools.lru_cache(maxsize=FEATURES_KEPT)(features)
 
     refined: dict[str, list[Topic]] = {}

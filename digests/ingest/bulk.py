@@ -707,7 +707,7 @@ def _ingest(
     except (WorkerFailed, sqlite3.Error) as exc:
         # One line for the user that says what was stored (a full disk, a busy or broken
         # database, a worker killed for memory), of the same kind for sqlite errors, so
-        # that callers treat them as before (the inbox retries those files).
+        # that callers treat them as any sqlite error (the inbox retries those files).
         # Even with nothing stored, the status then says it stopped (a full disk), unless
         # the database was only busy: the same wait again would be for nothing.
         busy = isinstance(exc, sqlite3.Error) and is_busy(exc)
