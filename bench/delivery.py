@@ -253,7 +253,7 @@ async def make_poster(platform: str, services: Any, url: str) -> tuple[Any, Any]
         return SlackPoster(make_client(SLACK_TOKEN, url)), None
     from bot.discordbot.client import PaperboyClient, use_api_base
     from bot.discordbot.poster import DiscordPoster
-    from tests.discord_helpers import TOKEN
+    from tests.fakes.discord_interactions import TOKEN
 
     use_api_base(url)
     client = PaperboyClient(services)

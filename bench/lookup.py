@@ -163,7 +163,7 @@ def quick_db(count: int) -> Path:
 
     from bench.corpus import GENERATOR_VERSION, SEED, _schema_version, cache_dir, jsonl_path
     from db import open_db
-    from digests.enrich.paper import _names, _title_prefix_name
+    from digests.enrich.paper import method_names, title_prefix_name
 
     path = cache_dir() / f"quick-{count}-s{SEED}-g{GENERATOR_VERSION}-{_schema_version()}.db"
     if path.exists():
@@ -180,8 +180,8 @@ def quick_db(count: int) -> Path:
         batch = []
         for line in lines:
             paper = json.loads(line)
-            method = _title_prefix_name(paper["title"])
-            names, keys = _names(method, None)
+            method = title_prefix_name(paper["title"])
+            names, keys = method_names(method, None)
             abstract = paper["abstract"]
             digest = hashlib.blake2b(abstract.encode(), digest_size=8).hexdigest()
             batch.append(

@@ -1,6 +1,6 @@
 """Ranking and selection metrics for the relevance harness (bench/relevance.py).
 
-Pure functions over paper ids, so they can be checked by hand (tests/test_relevance_harness.py).
+Pure functions over paper ids, so they can be checked by hand (tests/bench/test_relevance_harness.py).
 A ranking is a list of ids, best first; `relevant` is the set of ids judged relevant.
 """
 

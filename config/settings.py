@@ -102,11 +102,11 @@ def _clock(value: str) -> str:
 
 def _timezone(value: str) -> str:
     # The same rule as `/papers schedule` (no `localtime`, `Factory`, abbreviations).
-    from digests.schedule import ScheduleError, parse_timezone
+    from config.timezones import TimezoneError, parse_timezone
 
     try:
         return parse_timezone(value)
-    except ScheduleError:
+    except TimezoneError:
         raise ValueError("must be an IANA timezone such as Europe/Berlin or UTC") from None
 
 
@@ -188,9 +188,6 @@ def parse_cron(value: str) -> str:
             f'must be a crontab line "minute hour day month weekday", e.g. "0 5 * * *" ({exc})'
         ) from None
     return value
-
-
-_cron = parse_cron  # bot/cli/sources.py imports this name, until it names parse_cron
 
 
 def _email(value: str) -> str:

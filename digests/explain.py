@@ -88,9 +88,6 @@ def last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | Non
     return {**item, "week": digest["week"], "shown": number, "of": len(shown)}
 
 
-_last_item = last_item  # tests/test_discord_numbering.py's name, until it imports last_item
-
-
 def feedback_topics(
     db: Database, channel: str, topics: list[Topic]
 ) -> tuple[dict[str, Topic], dict[str, tuple[int, int]], frozenset[str]]:

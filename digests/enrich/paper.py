@@ -42,9 +42,6 @@ def method_names(method: str | None, long_name: str | None) -> tuple[str, str]:
     return " ".join(forms), " ".join(keys)
 
 
-# bench/lookup.py's names for them, until it imports the public ones.
-_title_prefix_name, _names = title_prefix_name, method_names
-
 _WHITESPACE = re.compile(r"\s+")  # compiled once: every paper's title
 
 

@@ -176,7 +176,7 @@ def _with_ref(actions: dict[str, Any], ref: str) -> dict[str, Any]:
 
 
 # Plain dicts for a digest's header, intro, divider and footer, as slack_sdk's `to_dict`
-# makes them, key order included (tests/test_render_slack_blocks.py compares both): the
+# makes them, key order included (tests/digests/render/test_batch.py compares both): the
 # SDK's validation would cost a large share of rendering a digest, and these texts are
 # clamped to Slack's limits already.
 def header_block(text: str) -> dict[str, Any]:

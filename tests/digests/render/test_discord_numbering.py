@@ -13,7 +13,7 @@ from bot.send import send_digest
 from db import open_db
 from digests.actions import VOTE_UP, custom_id
 from digests.digest import Digest
-from digests.explain import _last_item
+from digests.explain import last_item
 from digests.render import discord, limits
 from digests.render.escape import discord_escape
 from digests.render.view import digest_view
@@ -91,7 +91,7 @@ async def test_why_and_a_click_on_the_second_message_agree(
     second = sent[1]
     assert second["embeds"][0]["title"].startswith("6. ")
     paper = second["embeds"][1]["footer"]["text"].removeprefix("id ")
-    shown = _last_item(open_db(services.db_path), CHANNEL, paper)
+    shown = last_item(open_db(services.db_path), CHANNEL, paper)
     assert shown is not None and (shown["shown"], shown["of"]) == (7, len(digest.items))
     assert second["embeds"][1]["title"].startswith("7. ")
     await click(
