@@ -19,9 +19,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from digests.enrich.paper import build_row
-from digests.enrich.text import latex_to_text, plain_text
 from digests.records import PaperRecord
 from digests.render.escape import discord_escape, slack_escape, with_code
+from digests.text import latex_to_text, plain_text
 from tests.conftest import seed_abstracts
 
 log = logging.getLogger(__name__)

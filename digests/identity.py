@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from digests.enrich.text import plain_text
+from digests.text import plain_text
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from db.search import (
     search_papers,
 )
 from digests import semantic
-from digests.enrich.text import plain_text
 from digests.matching import Matcher, PaperText, Term
 from digests.safe_text import is_text, strip_unsafe
 from digests.safe_url import safe_url
+from digests.text import plain_text
 from digests.topics import Catalog, Topic, bundled_catalog, custom_topic
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from digests.enrich.text import plain_text
+from digests.text import plain_text
 
 log = logging.getLogger(__name__)
 

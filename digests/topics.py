@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from config.topics import catalog_path
-from digests.enrich.text import name_key
 from digests.matching import Term, normalise
+from digests.text import name_key
 from digests.topic import Topic as Topic  # re-exported: most modules import it from here
 from digests.topic_model import MODELS_FILE, combine, hand_key, load_models, warn_once
 

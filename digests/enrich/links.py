@@ -9,7 +9,7 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 # Linear: link text stops at any bracket, a URL at "[", so no scan runs to the end of
-# the text once per opener (the same pattern as `digests.enrich.text`).
+# the text once per opener (the same pattern as `digests.text`).
 _MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\((https?://[^)\s\[]+)\)")
 _BARE_URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
 MAX_LINKS = 50  # a real abstract has a handful; this bounds the work on a hostile one

@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from digests.enrich.links import classify, code_url, extract_links
-from digests.enrich.text import name_key, plain_text, split_camel
 from digests.enrich.titles import derive, is_name_like
 from digests.identity import fingerprint_hash, own_id, title_key
 from digests.records import PaperRecord
+from digests.text import name_key, plain_text, split_camel
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)

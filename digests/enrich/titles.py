@@ -12,7 +12,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from digests.enrich.text import plain_text, sentences, shorten
+from digests.text import plain_text, sentences, shorten
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from db import papers, transactions
 from db.connection import database_file, open_reader, page_cache
 from db.transactions import write_transaction
 from digests.enrich.paper import Row
-from digests.enrich.text import plain_text
 from digests.identity import fingerprint_hash, legacy_id, own_id
 from digests.ingest.decode import CHANGED, CHANGED_PART, Limits, Stat, check_unchanged
 from digests.ingest.errors import FileChanged, IngestError
@@ -44,6 +43,7 @@ from digests.ingest.progress import plural
 from digests.ingest.secrets import refuse_secrets
 from digests.ingest.unchanged import is_absorbed
 from digests.records import PaperRecord
+from digests.text import plain_text
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)

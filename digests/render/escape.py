@@ -1,7 +1,7 @@
 """Escaping paper text for each platform, so that no paper can ping or break a message.
 
 Paper text reaching a renderer is already plain (LaTeX rendered as Unicode, Markdown
-removed: see `digests.enrich.text.plain_text`); these functions make it inert. Each
+removed: see `digests.text.plain_text`); these functions make it inert. Each
 first removes terminal escapes, control, bidi and zero-width characters
 (`digests.safe_text.strip_unsafe`), whatever the platform.
 """

@@ -20,9 +20,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, pass_environment
 from jinja2.filters import do_wordwrap
 
 from digests.digest import Digest, DigestItem
-from digests.enrich.text import shorten
 from digests.lookup import PAGE_KEYS, paper_link, paper_links, short_authors, shown_venue
 from digests.schedule import is_week_key
+from digests.text import shorten
 from digests.topics import Topic
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from digests import identity
-from digests.enrich.text import plain_text
+from digests.text import plain_text
 from tests.conftest import ICLR2021, seed_abstracts
 
 _WORD = re.compile(r"[^\W_]+")

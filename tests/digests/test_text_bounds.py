@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from digests.enrich.links import MAX_LINKS, extract_links
 from digests.enrich.paper import build_row
-from digests.enrich.text import latex_to_text, plain_text, sentences
 from digests.enrich.titles import derive
 from digests.identity import paper_id
 from digests.ingest.secrets import is_env_line, secret_kind
 from digests.records import PaperRecord
 from digests.render.escape import discord_escape, slack_escape, with_code
 from digests.safe_text import strip_unsafe
+from digests.text import latex_to_text, plain_text, sentences
 from tests.conftest import NOW
 from tests.fakes.hostile_text import MEGABYTE, hostile_texts
 
@@ -164,7 +164,7 @@ def test_links_are_bounded_in_number() -> None:
 
 
 def test_markup_past_the_fine_limit_is_only_deleted() -> None:
-    from digests.enrich.text import FINE_LIMIT
+    from digests.text import FINE_LIMIT
 
     text = "We propose *ZetaNet*. " + "word " * (FINE_LIMIT // 5) + "a *starred* $x^2$ tail"
     cleaned = plain_text(text)

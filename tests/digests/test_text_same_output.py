@@ -14,7 +14,9 @@ import unicodedata
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from digests.enrich.text import (
+from digests.render.escape import ZWSP, discord_escape
+from digests.safe_text import strip_unsafe
+from digests.text import (
     ACCENTS,
     GREEK,
     KEEP_ARGUMENT,
@@ -22,8 +24,6 @@ from digests.enrich.text import (
     SYMBOLS,
     latex_to_text,
 )
-from digests.render.escape import ZWSP, discord_escape
-from digests.safe_text import strip_unsafe
 
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.S)
 _PLAIN_SCRIPT = re.compile(r"([_^])\{([\w.]+)\}")

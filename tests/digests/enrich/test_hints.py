@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from digests.enrich import titles
-from digests.enrich.text import plain_text, sentences
+from digests.text import plain_text, sentences
 from tests.conftest import seed_abstracts
 
 # Words that make or nearly make a trigger: verbs at a sentence's start or end, naming

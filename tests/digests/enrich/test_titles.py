@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from digests.enrich.text import plain_text
 from digests.enrich.titles import TITLE_LIMIT, derive, is_name_like, tidy_phrase
+from digests.text import plain_text
 from tests.conftest import seed_abstracts
 
 ABSTRACTS = seed_abstracts()

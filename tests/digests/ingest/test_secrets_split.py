@@ -9,10 +9,10 @@ import pytest
 from sqlite_utils import Database
 
 from db import open_db
-from digests.enrich.text import plain_text
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.pipeline import read_records
 from digests.ingest.secrets import secret_kind
+from digests.text import plain_text
 from tests.conftest import NOW, SAMPLES
 
 ABSTRACT = "We propose GraspAll, a method for grasping anything with one robot hand."

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from digests.enrich.links import extract_links
-from digests.enrich.text import name_key, plain_text, sentences, shorten, split_camel
 from digests.identity import paper_id
+from digests.text import name_key, plain_text, sentences, shorten, split_camel
 
 
 def test_latex_reads_sensibly() -> None:
