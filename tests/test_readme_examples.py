@@ -8,31 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from digests.digest import Digest, DigestItem
 from digests.render import discord, slack, text
 from digests.topics import Catalog
+from tests.fakes.cql_digest import cql_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
 DISCORD_HOWTO = (ROOT / "docs" / "how-to" / "discord.md").read_text(encoding="utf-8")
-
-# The paper of both examples: CQL, digest 42.
-CQL = {
-    "id": "pa1266b0525fadd86",
-    "title": "Conservative Q-Learning for Offline Reinforcement Learning",
-    "authors": ["Aviral Kumar", "Aurick Zhou", "George Tucker", "Sergey Levine"],
-    "venue": "NeurIPS 2020",
-    "year": 2020,
-    "tldr": "A conservative Q-function gives a lower bound on the policy's value, so offline "
-    "RL does not overestimate unseen actions.",
-    "url": "https://arxiv.org/abs/2006.04779",
-    "pdf_url": "https://arxiv.org/pdf/2006.04779",
-    "code_url": "https://github.com/aviralkumar2907/CQL",
-    "abstract": "Offline reinforcement learning.",
-    "links": [],
-    "keywords": [],
-}
 
 
 def readme_json(heading: str, page: str) -> Any:
@@ -40,20 +23,6 @@ def readme_json(heading: str, page: str) -> Any:
     part = page[page.index(heading) :]
     start = part.index("```json") + len("```json")
     return json.loads(part[start : part.index("```", start)])
-
-
-def cql_digest(catalog: Catalog, channel: str) -> Digest:
-    offline = catalog.get("offline-rl")
-    assert offline is not None
-    return Digest(
-        channel=channel,
-        week="2026-W49",
-        topics=(offline,),
-        items=(DigestItem(CQL, (offline,), 9.0),),
-        built_at="2026-11-30T09:00:00+00:00",
-        recorded=True,
-        digest_id=42,
-    )
 
 
 def test_the_slack_example_is_the_rendered_section_and_buttons(catalog: Catalog) -> None:

@@ -135,14 +135,14 @@ def test_slack_http_sends_feedback_to_the_lookup_lane() -> None:
     """The HTTP endpoint runs changes on its one writer thread and everything else in the
     lookup pool. `feedback` (a lookup) went to the writer, as its verb may change things;
     only `feedback reset` does."""
-    from bot.slack.endpoint import _changes
+    from bot.slack.endpoint import writes
 
-    assert not _changes("feedback")
-    assert not _changes("feedback --me")
-    assert not _changes("find offline rl")
-    assert _changes("feedback reset offline-rl")
-    assert _changes("subscribe rlhf")
-    assert _changes("subscribe --me rlhf")  # writes the user's own digest
+    assert not writes("feedback")
+    assert not writes("feedback --me")
+    assert not writes("find offline rl")
+    assert writes("feedback reset offline-rl")
+    assert writes("subscribe rlhf")
+    assert writes("subscribe --me rlhf")  # writes the user's own digest
 
 
 def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None:
@@ -151,7 +151,7 @@ def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None
     that a preview has none, which read as if a built one had them in Discord too)."""
     from digests.commands.replies import Reply
     from digests.render import discord, slack
-    from tests.test_readme_examples import cql_digest
+    from tests.fakes.cql_digest import cql_digest
 
     built = cql_digest(catalog, "discord:123456789012345678/987")
     answer = Reply(text="This week's digest (already built):", digest=built)
