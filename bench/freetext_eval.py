@@ -82,7 +82,7 @@ SET_A = [
 
 
 def as_typed(text: str, catalog: Catalog) -> Topic:
-    """The topic `subscribe "<text>"` follows (see digests.commands.handlers)."""
+    """The topic `subscribe "<text>"` follows (see digests.commands.context.resolve_topic)."""
     return catalog.by_name(text) or custom_topic(text, catalog)
 
 

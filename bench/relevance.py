@@ -335,7 +335,7 @@ def repo_check(data: SetA, catalog: Catalog) -> dict[str, float]:
 
 def similar_ranking(db: Any, paper: Mapping[str, Any], k: int) -> list[str]:
     """What `similar` answers: `digests.similar.similar_papers`, the function the handler
-    (digests/commands/handlers.py `_similar`) calls, so the two cannot drift."""
+    (digests/commands/papers.py `_similar`) calls, so the two cannot drift."""
     return [hit.paper["id"] for hit in similar_papers(db, paper, k)]
 
 

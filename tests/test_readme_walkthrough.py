@@ -149,7 +149,7 @@ def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None
     """README (Discord buttons): the answer to `/papers digest` has no buttons in Discord,
     a preview or not; in Slack a built digest's answer has them (a guard: it said only
     that a preview has none, which read as if a built one had them in Discord too)."""
-    from digests.commands.replies import Reply
+    from digests.replies import Reply
     from digests.render import discord, slack
     from tests.fakes.cql_digest import cql_digest
 

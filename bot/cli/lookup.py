@@ -115,7 +115,7 @@ def saved(key: str, fmt: str, db_path: Path | None) -> None:
     """Print a user's saved papers (saved with the digest's Save button), newest first."""
     from db.saved import saved_papers
     from digests.bibtex import bibtex
-    from digests.commands.interactive import saved_records, with_arxiv_id
+    from digests.commands.saved import saved_records, with_arxiv_id
 
     if not is_user_key(key):
         raise UserError(

@@ -32,7 +32,7 @@ from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.commands import handle
 from digests.commands.grammar import ParseError, as_personal, parse
-from digests.commands.replies import Reply, error
+from digests.replies import Reply, error
 from digests.render import slack as slack_render
 from digests.safe_text import strip_unsafe
 from digests.timestamps import stamp

@@ -26,7 +26,7 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import handler_for
-from digests.commands.replies import Reply, error, info
+from digests.replies import Reply, error, info
 from digests.digest import (
     build_digest,
     channel_schedule,

@@ -14,7 +14,7 @@ from config.settings import Settings
 from db import channels as channel_store
 from digests import lookup
 from digests.commands.grammar import COMMAND, Command
-from digests.commands.replies import Reply, error
+from digests.replies import Reply, error
 from digests.digest import channel_schedule
 from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_when
 from digests.timestamps import stamp

@@ -17,7 +17,7 @@ from digests.channels import ChannelError, parse_channel
 from digests.commands.context import Context
 from digests.commands.grammar import COMMAND, ParseError, help_lines, parse
 from digests.commands.registry import HANDLERS, PERSONAL_HANDLERS, check
-from digests.commands.replies import Reply, error
+from digests.replies import Reply, error
 from digests.safe_text import has_unsafe, is_text, strip_unsafe
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import handler_for
-from digests.commands.replies import Reply, error, info
+from digests.replies import Reply, error, info
 from digests.explain import explain, explanation_lines
 from digests.topics import CUSTOM_PREFIX, custom_slug
 from digests.wording import here

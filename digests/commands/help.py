@@ -19,7 +19,7 @@ from digests.commands.grammar import (
     help_lines,
 )
 from digests.commands.registry import handler_for
-from digests.commands.replies import Reply, error, info
+from digests.replies import Reply, error, info
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import HANDLERS, personal_handler_for
-from digests.commands.replies import Reply, error, info
+from digests.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
 
 log = logging.getLogger(__name__)

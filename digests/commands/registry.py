@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from digests.commands.context import Context
 from digests.commands.grammar import VERBS, Command
-from digests.commands.replies import Reply
+from digests.replies import Reply
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from digests import bibtex
 from digests.commands.context import Context, plural
 from digests.commands.grammar import COMMAND, Command
 from digests.commands.registry import handler_for
-from digests.commands.replies import Attachment, Reply, error, info
+from digests.replies import Attachment, Reply, error, info
 from digests.lookup import item_fields
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from digests.actions import (
     parse_custom_id,
     parse_item_ref,
 )
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import discord_escape, with_code

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import slack_escape, slack_link, with_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import Digest
 from digests.lookup import format_paper, format_results
 from digests.render.escape import plain

@@ -27,7 +27,7 @@ from db.channels import active_subscriptions, get_channel
 from db.outbox import messages_for_digest
 from digests.channels import ChannelRef
 from digests.commands import handle
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import build_digest
 from digests.ingest import ingest_files
 from tests.conftest import NOW

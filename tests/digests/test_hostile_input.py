@@ -206,7 +206,7 @@ def _visible(rendered: str) -> None:
 
 
 def test_renderers_strip_invisible_and_control_characters(ctx: Context) -> None:
-    from digests.commands.replies import info
+    from digests.replies import info
     from digests.render.text import digest_text, reply_text
 
     slack_digest = _hostile_digest("slack:T1/C1")

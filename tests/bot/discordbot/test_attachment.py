@@ -9,7 +9,7 @@ from bot.discordbot.client import PaperboyClient
 from bot.discordbot.commands import FAILURE, send_reply, shown_size
 from db import open_db, saved
 from digests.actions import user_key
-from digests.commands.replies import Attachment, Reply
+from digests.replies import Attachment, Reply
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_interactions import dispatch, interaction
 

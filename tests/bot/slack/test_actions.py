@@ -22,7 +22,7 @@ from bot.slack.app import click_handlers
 from bot.slack.home import HOME_UNSAVE, HOME_UNSUBSCRIBE, handle_home_action
 from db import feedback, open_db, saved
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
-from digests.commands.replies import Attachment, Reply, info
+from digests.replies import Attachment, Reply, info
 from digests.digest import Digest
 from digests.render import limits
 from digests.render import slack as slack_render

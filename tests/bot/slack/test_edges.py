@@ -32,7 +32,7 @@ from db import feedback, open_db, saved
 from db import home as home_store
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
 from digests.channels import parse_channel
-from digests.commands.replies import info
+from digests.replies import info
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.clock import FakeTime

@@ -22,7 +22,7 @@ from db.papers import add_alias, get_paper
 from digests.bibtex import cite_key, latex_text
 from digests.commands import Context, handle, parse
 from digests.commands.grammar import VERBS_BY_NAME
-from digests.commands.replies import Attachment, Reply
+from digests.replies import Attachment, Reply
 from digests.commands.saved import NO_USER, SAVED_SHOWN
 from digests.digest import build_digest
 from digests.explain import explain

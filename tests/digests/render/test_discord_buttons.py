@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, custom_id, parse_custom_id, parse_item_ref
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import discord, limits
 from tests.fakes.discord_digest import recorded  # noqa: F401

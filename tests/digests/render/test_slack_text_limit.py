@@ -27,7 +27,7 @@ from bot.slack.poster import MESSAGE_REFUSALS
 from db import open_db
 from db.channels import get_channel
 from db.outbox import claimed_paper_ids
-from digests.commands.replies import Reply
+from digests.replies import Reply
 from digests.digest import Digest
 from digests.ingest import ingest_files
 from digests.render import limits, slack
