@@ -14,7 +14,6 @@ import click
 from bot.cli.options import channel_option, database_path, db_option, now, open_database
 from bot.cli.output import UserError, echo, json_text
 from config.settings import Settings, load_settings
-from digests.channels import parse_channel
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -49,6 +48,7 @@ def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | No
 
     from db import channels as channel_store
     from digests import lookup
+    from digests.channels import parse_channel
     from digests.digest import build_digest
     from digests.topics import load_catalog
 
@@ -124,6 +124,7 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
 async def send_now(db: Database, db_path: Path, channel: str, settings: Settings) -> str:
     """Build and deliver the channel's digest now; one line saying what was sent."""
     from bot.send import send_digest
+    from digests.channels import parse_channel
     from digests.topics import load_catalog
 
     ref = parse_channel(channel)

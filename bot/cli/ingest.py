@@ -17,7 +17,6 @@ import click
 from bot.cli.options import database_path, db_option, now, open_database
 from bot.cli.output import INTERRUPTED, echo
 from config.settings import load_settings
-from db.fresh import NewDatabase
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -56,6 +55,7 @@ def ingest(
     Large ingests store in chunks; one that stops part-way says so, and running it
     again finishes it.
     """
+    from db.fresh import NewDatabase
     from digests.ingest import ingest_files
     from digests.ingest.decode import Limits
 
@@ -118,8 +118,10 @@ def ctrl_c_ignored() -> Iterator[None]:
 
 def last_ingest_id(db: Database) -> int:
     """The id of the last row of `ingests` (0 for none), to tell this run's row apart."""
+    from db.papers import last_ingest_id as last_id
+
     try:
-        return int(db.execute("select coalesce(max(id), 0) from ingests").fetchone()[0])
+        return last_id(db)
     except sqlite3.Error:  # a database without the table yet: the ingest creates it
         return 0
 
@@ -130,8 +132,10 @@ def interrupted_note(db: Database, before: int) -> str:
     running the same command again finishes them. A run that committed nothing stored
     nothing: a file of one chunk is one transaction."""
     again = "run the same command again to finish (stored papers are skipped)"
+    from db.papers import ingests_after
+
     try:
-        rows = list(db.query("select * from ingests where id > ? order by id desc", [before]))
+        rows = ingests_after(db, before)
     except sqlite3.Error:
         rows = []
     if not rows:

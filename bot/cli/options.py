@@ -15,7 +15,6 @@ import click
 from bot.cli.output import READ_ONLY, UserError
 from config.settings import Settings, load_settings
 from db.connection import DatabaseUnreadable, NoDatabase, open_db
-from digests.channels import parse_channel
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -103,6 +102,7 @@ def local_key(user: str) -> str | None:
 
 def command_context(db: Database, channel: str, user: str, settings: Settings) -> Context:
     """The Context of a /papers command typed by `user` in `channel`, now."""
+    from digests.channels import parse_channel
     from digests.commands import Context
     from digests.topics import load_catalog
 

@@ -13,7 +13,6 @@ import click
 from bot.cli.options import database_path, db_option, now, open_database
 from bot.cli.output import UserError, echo, json_text
 from config.settings import load_settings
-from db.fresh import NewDatabase
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,7 @@ def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | Non
     """
     import asyncio
 
+    from db.fresh import NewDatabase
     from digests.sources import manage
     from digests.sources.listing import shown_name
     from digests.sources.spec import parse_source
