@@ -21,8 +21,9 @@ import time
 from collections.abc import Sequence
 
 from bench.corpus import ready_db
+from db.candidates import ARCHIVE_COLUMNS
 from db.papers import decode
-from digests.digest import ARCHIVE_COLUMNS, ARCHIVE_LIMIT, ARCHIVE_PAGES
+from digests.digest import ARCHIVE_LIMIT, ARCHIVE_PAGES
 from digests.matching import PaperText
 from digests.topic_model import load_models
 from digests.topics import Topic, load_catalog

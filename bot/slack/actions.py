@@ -24,6 +24,7 @@ from bot.slack.client import error_code
 from bot.slack.home import refresh_home
 from bot.slack.lanes import run_in
 from bot.slack.verify import slack_url
+from db import digests as digest_store
 from db.papers import get_paper
 from digests.actions import (
     ACTIONS,
@@ -313,11 +314,11 @@ def conversation_digest(
         digest_id, _ = parse_item_ref(value)
     except ActionError:
         return None
-    found = db.execute("select channel from digests where id = ?", [digest_id]).fetchone()
+    found = digest_store.digest_channel(db, digest_id)
     if found is None:
         return None
     try:
-        ref = parse_channel(str(found[0]))
+        ref = parse_channel(found)
     except ChannelError:
         return None
     if ref.platform != "slack":

@@ -27,13 +27,14 @@ from bot.slack.home import (
     refresh_home,
 )
 from bot.slack.lanes import run_in
+from db import transactions
 from db.home import record_manager
 from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.commands import handle
 from digests.commands.grammar import ParseError, as_personal, parse
-from digests.replies import Reply, error
 from digests.render import slack as slack_render
+from digests.replies import Reply, error
 from digests.safe_text import strip_unsafe
 from digests.timestamps import stamp
 
@@ -128,11 +129,11 @@ def _record_manager(services: Services, channel: str, key: str) -> None:
     made (and, in Socket Mode, committed) and the channel is told so. Only an error that
     ended the writer's whole transaction, the change with it, is raised."""
     db = services.db()
-    batched = db.conn.in_transaction
+    batched = transactions.in_transaction(db)
     try:
         record_manager(db, channel, key, stamp(services.clock()))
     except sqlite3.Error as exc:
-        if batched and not db.conn.in_transaction:
+        if batched and not transactions.in_transaction(db):
             raise
         log.warning("could not record %s as a manager of %s: %s", key, channel, exc)
 
