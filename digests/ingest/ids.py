@@ -123,7 +123,7 @@ def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> R
         return stored  # the abstract the alias was made from is the paper's abstract now
     if _plausible(stored, authors):
         log.warning(
-            "paper id %s was merged into %s before issue 11: only the id (40 bits) and the "
+            "paper id %s was merged into %s by an older Paperboy: only the id (40 bits) and the "
             "authors say this abstract is that paper's: merged into it",
             old,
             target,
