@@ -256,9 +256,8 @@ async def load(
     """One load run against a fresh endpoint. `policy` "after" is today's endpoint;
     "nowait" the same with a queued command acknowledged at once (QUEUED_WAIT 0); "fifo"
     one pool for every command (no lane, no group commit) with QUEUED_WAIT; "before"
-    emulates, in today's code, the policy before issue 11: one pool for every command, and
-    a command that has to queue
-    acknowledged at once ("Working on it…")."""
+    emulates, in today's code, the former policy: one pool for every command, and a
+    command that has to queue acknowledged at once ("Working on it…")."""
     from bot.slack import endpoint as endpoint_module
     from bot.slack.client import make_client
     from bot.slack.endpoint import SlackEndpoint

@@ -216,8 +216,7 @@ def ready_db(count: int, seed: int = SEED, fresh: bool = False) -> Path:
         ]
         if built:
             # Migrations are append-only: a database built under an older schema is
-            # brought up to date in place (minutes at most), not ingested again (an hour
-            # at 1M before issue 11's ingest work).
+            # brought up to date in place (minutes at most), not ingested again.
             newest = max(built, key=lambda found: found.stat().st_mtime)
             open_db(newest).close()
             return newest

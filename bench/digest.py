@@ -10,18 +10,17 @@ share of them with the backlog on. Each channel has a previous digest that reach
 `sent` message carrying two old papers), built an hour after the store was loaded. Then, a
 week after the store, every channel's digest is built and recorded in one batch
 (`build_digests`), in a child process: total seconds, ms per channel, peak RSS. Then, on a
-fresh copy, the first `--single` channels one at a time (`build_digest`, as the scheduler
-called it before issue 11's batching): ms per channel. With `--scheduler`, on another fresh
-copy, the scheduler's own path: every channel's job fires at once, as APScheduler starts
-the jobs due at one moment (`DigestScheduler._fire`, each channel's run: sources, inbox,
-build in a batch, queue, delivery; no platform connected, so the messages stay queued):
+fresh copy, the first `--single` channels one at a time (`build_digest`, unbatched): ms
+per channel. With `--scheduler`, on another fresh copy, the scheduler's own path: every
+channel's job fires at once, as APScheduler starts the jobs due at one moment
+(`DigestScheduler._fire`, each channel's run: sources, inbox, build in a batch, queue,
+delivery; no platform connected, so the messages stay queued):
 total seconds, peak RSS, and how many `build_digests` calls built them. The channels are
 Slack and Discord ones (`--platforms mixed`, the default: 60% / 40%, rendered as Block Kit
-and embeds, as production renders them), or plain-text `local:` ones (`--platforms local`,
-the figures before 2026-11-30).
+and embeds, as production renders them), or plain-text `local:` ones (`--platforms local`).
 
-Reference, in the same run: the naive per-channel loop (the digest code of before issue 11,
-kept here: read every candidate row, and with the backlog every stored paper, and score
+Reference, in the same run: the naive per-channel loop (the unbatched digest code, kept
+here: read every candidate row, and with the backlog every stored paper, and score
 each against each topic in Python), as previews on a sample of channels, before and after
 the build, extrapolated to all channels (regular and backlog channels apart). The sample's
 picks are compared with the recorded digests (`same_picks`: the same papers, in the same
@@ -265,7 +264,7 @@ def platform_mix(path: Path) -> None:
         conn.close()
 
 
-# --- the naive loop: the digest code of before issue 11, as previews ------------------
+# --- the naive loop: the unbatched digest code, as previews ---------------------------
 
 NAIVE_NEW = (
     "select * from papers where added_at <= :now and ("
@@ -275,7 +274,7 @@ NAIVE_NEW = (
 
 
 def naive_items(db: Any, channel: str, now: datetime, catalog: Any, settings: Any) -> list[Any]:
-    """The items the digest code before issue 11 picked: (paper id, from_archive)."""
+    """The items the naive per-channel digest code picks: (paper id, from_archive)."""
     from db import digests as digest_store
     from db import outbox
     from db.channels import get_channel
@@ -383,7 +382,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 db, channels, NOW, catalog=catalog, settings=settings
             ):
                 pass
-        else:  # before issue 11: one channel at a time
+        else:  # unbatched: one channel at a time
             for channel in channels:
                 digest_module.build_digest(db, channel, NOW, catalog=catalog, settings=settings)
         result["seconds"] = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""The digest batch with 👍/👎 feedback in the store (issue 13), against the same batch
+"""The digest batch with 👍/👎 feedback in the store, against the same batch
 without it, and against another tree (the code before feedback), interleaved.
 
     nice -n 5 .venv/bin/python -m bench.digest_feedback --papers 100000 --channels 10000 \\

@@ -1,4 +1,4 @@
-"""Storing fetched pages (issue 10): enrichment and write-lock time per 1,000 papers.
+"""Storing fetched pages: enrichment and write-lock time per 1,000 papers.
 
     .venv/bin/python -m bench.fetch_store
 

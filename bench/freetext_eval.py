@@ -1,4 +1,4 @@
-"""Free-text topics against catalog topics on ICLR 2021 (issue 12's Set A, "free text").
+"""Free-text topics against catalog topics on ICLR 2021 (Set A, "free text").
 
     .venv/bin/python -m bench.freetext_eval [--half calibrate|report|all]
 
@@ -53,7 +53,7 @@ CORPUS = (
     / ("iclr2021-openreview.tsv")
 )
 
-# Issue 12's Set A: (topic, query typed as free text, keyword patterns, catalog topic id or
+# Set A: (topic, query typed as free text, keyword patterns, catalog topic id or
 # None where the catalog has no such topic).
 SET_A = [
     ("offline RL", "offline reinforcement learning",

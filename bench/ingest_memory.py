@@ -1,4 +1,4 @@
-"""Peak memory of `ingest` on a large generated TSV (issue 9, item 17), or on blank lines.
+"""Peak memory of `ingest` on a large generated TSV, or on blank lines.
 
     .venv/bin/python -m bench.ingest_memory [--mb 60]
     .venv/bin/python -m bench.ingest_memory --blank [--mb 20] [--repeat 3]

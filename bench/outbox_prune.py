@@ -16,9 +16,9 @@ Then, on fresh copies, interleaved, `--runs` times each:
 - reference, `one_statement`: the same rows emptied by one plain `update` in one
   transaction (what a prune without batches, and emptying rows in place, would do),
   after the same empty scan;
-- reference, `zeroing`: the prune's own batches with SQLite's `secure_delete` on (as
-  before the review of 2026-11-30: Debian's SQLite has it on, and every freed payload page
-  was overwritten with zeros; `prune_sent` now lowers it to FAST).
+- reference, `zeroing`: the prune's own batches with SQLite's `secure_delete` on
+  (Debian's SQLite has it on, and every freed payload page is overwritten with zeros;
+  `prune_sent` lowers it to FAST).
 
 `--reader` holds a read transaction on another connection through each run (a search
 index rebuild does): no checkpoint can restart the `-wal`, which grows by all that is

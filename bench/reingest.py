@@ -1,4 +1,4 @@
-"""Re-ingesting a file with nothing new (issue 9 papercut: 9.6 s for 2,966 papers).
+"""Re-ingesting a file with nothing new, against a first ingest of the same file.
 
     .venv/bin/python -m bench.reingest [--repeat N]
 

@@ -1,4 +1,4 @@
-"""Issue 12's relevance harness: topics, free text, `find` and `similar` against references.
+"""The relevance harness: topics, free text, `find` and `similar` against references.
 
     python3 tasks.py relevance [--detail] [--corpus PATH] [--similar-sample N]
 
@@ -8,7 +8,7 @@ references are rebuilt in the same run (bench/relevance_refs.py): tf-idf cosine
 `search_rank`. docs/dev/relevance.md explains every figure.
 
 Set A, ICLR 2021 (../shared/corpora/iclr2021-openreview.tsv): the papers that have author
-keywords, ingested WITHOUT the keywords column. A paper is relevant to one of issue 12's
+keywords, ingested WITHOUT the keywords column. A paper is relevant to one of Set A's
 12 topics when one of its keywords matches a pattern (bench.relevance_metrics.
 keyword_matches). Papers are split into halves by a hash of their OpenReview id: the
 "calibrate" half sets the calibrated threshold, every figure is measured on the "report"
@@ -77,7 +77,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpora" / "iclr2021-openreview.tsv"
 DATA = ROOT / "tests" / "data"
 
-# Issue 12's Set A: (topic, query, keyword patterns).
+# Set A: (topic, query, keyword patterns).
 SET_A = [
     ("offline RL", "offline reinforcement learning",
      ("offline reinforcement", "offline rl", "batch reinforcement", "batch rl")),
@@ -122,7 +122,7 @@ CATALOG_FOR: dict[str, tuple[str, ...] | None] = {
 
 TOP = 10  # P@10, nDCG@10, similar's top 10
 SIMILAR_SAMPLE = 300
-MIN_PRECISION = 0.9  # the calibration target (issue 12's selection goal)
+MIN_PRECISION = 0.9  # the calibration target (the selection goal)
 
 
 @dataclass
@@ -288,7 +288,7 @@ def measure_set_a(data: SetA, catalog: Catalog, detail: bool) -> dict[str, Any]:
             "calibrated_precision": round(tuned_p, 3),
             "calibrated_recall": round(tuned_r, 3),
         }
-        # A diagnostic for issue 12's "per-topic thresholds" direction: each topic's own
+        # A diagnostic for "per-topic thresholds": each topic's own
         # line calibrated on the calibrate half, all applied to the report half, pooled.
         lines = {
             name: _line([row for row in pairs[method]["calibrate"] if row[1] == name])

@@ -1,6 +1,7 @@
 """Ranking and selection metrics for the relevance harness (bench/relevance.py).
 
-Pure functions over paper ids, so they can be checked by hand (tests/bench/test_relevance_harness.py).
+Pure functions over paper ids, so they can be checked by hand
+(tests/bench/test_relevance_harness.py).
 A ranking is a list of ids, best first; `relevant` is the set of ids judged relevant.
 """
 
@@ -65,7 +66,7 @@ def half(key: str) -> str:
 
 
 def keyword_matches(keyword: str, patterns: Iterable[str]) -> bool:
-    """Issue 12's labelling rule: a pattern of 3 characters or fewer must equal the
+    """The labelling rule: a pattern of 3 characters or fewer must equal the
     (case-folded, trimmed) keyword; a longer one matches as a substring."""
     keyword = keyword.strip().lower()
     return any(keyword == p if len(p) <= 3 else p in keyword for p in patterns)

@@ -1,4 +1,4 @@
-"""Experiment: catalog topics scored with meaning too (issue 12, "Final push", idea 2).
+"""Experiment: catalog topics scored with meaning too (docs/dev/relevance.md, "Final push").
 
     /work/semvenv/bin/python -m bench.semantic_topics [--corpus PATH]
 

@@ -9,14 +9,14 @@ with a fake Slack Web API and response_url on loopback, a client in another proc
    list, help, subscribe) and reports the time to each HTTP answer (p50/p95/p99/max), the
    statuses, how many ran, and how many were answered "Working on it…";
 2. `noisy`: 16 unsigned 900 KB nested-JSON `payload=` bodies in a loop, while 20 signed
-   `help` commands go one after another: their latency (issue 9 item 6);
+   `help` commands go one after another: their latency;
 3. `loris`: --loris connections that send half a request line and stall, then 20 signed
-   `help` commands: answered or not, and their latency (item 7). The server process's
+   `help` commands: answered or not, and their latency. The server process's
    soft file limit is set to 2,048 descriptors (a common default), so the old path runs
    out of them.
 
 old = bolt's AsyncApp.web_app() on aiohttp (ack budget 2 s), as `paperboy run --slack-http`
-served it before issue 9; new = bot.slack.http.HttpServer + bot.slack.endpoint.SlackEndpoint
+served it; new = bot.slack.http.HttpServer + bot.slack.endpoint.SlackEndpoint
 with the default settings.
 """
 

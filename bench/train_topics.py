@@ -3,7 +3,7 @@
     python3 -m bench.train_topics [--corpus PATH] [--out PATH] [--top N] [--precision P]
     python3 -m bench.train_topics --cost   # the matcher's cost, hand vs learned terms
 
-Issue 12's "learn topics from examples, as arxiv-sanity's tag SVM does". For each catalog
+"Learn topics from examples, as arxiv-sanity's tag SVM does". For each catalog
 topic with labelled papers, a linear model over the matcher's own features
 (`digests.topic_model.features`: every word and word pair of a paper's normalised text,
 valued as the matcher values a term): Naive Bayes log-count ratios (the weights of
