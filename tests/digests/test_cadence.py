@@ -1,4 +1,4 @@
-"""Cadence and freshness (issue 10): daily, weekdays and weekly digests of what is new.
+"""Cadence and freshness: daily, weekdays and weekly digests of what is new.
 
 All on a fake clock: period keys across timezones and DST, what counts as new (stored or
 published after the previous digest), the first digest's lookback, the backlog and its

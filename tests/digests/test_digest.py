@@ -185,7 +185,7 @@ def test_channels_never_see_each_other(
     one = build_digest(seeded_db, "slack:T1/C1", NOW, catalog=catalog, settings=settings)
     deliver_all(seeded_db, one)  # T1 has had these papers now
     two = build_digest(seeded_db, "slack:T2/C1", NOW, catalog=catalog, settings=settings)
-    # (b7eee63's robotics model emptied both: say so, rather than seem to break isolation)
+    # (a robotics topic that picks no seed paper empties both: the message says so)
     assert ids(one), "robotics picks no seed paper: the catalog changed, not the isolation"
     assert ids(one) == ids(two)  # T2 is not affected by T1's deliveries
 
@@ -228,7 +228,8 @@ def test_papers_added_later_are_not_in_an_earlier_digest(
     assert earlier.empty
 
 
-# --- Review of the digest at scale (issue 11): caches that must never serve stale text, and
+# --- The digest at scale: caches that must never serve stale text, and the scorer for
+# many topics against the reference `score` on generated text.
 
 OFFLINE = "Offline reinforcement learning from logged data, offline RL. " * 3
 

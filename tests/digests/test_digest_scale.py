@@ -1,5 +1,5 @@
-"""Digests at scale (issue 11): many channels built at once give the digests each would get
-alone, from the code before issue 11; one scorer for many topics gives `score`'s scores;
+"""Digests at scale: many channels built at once give the digests each would get alone,
+from the naive per-channel code; one scorer for many topics gives `score`'s scores;
 the backlog reads a bounded number of archive papers, not the store."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_many_channels_built_at_once_get_what_the_old_code_picked_for_each(
     expected = {ch: naive_items(world, ch, NOW, catalog, settings) for ch in channels}
     assert any(expected.values())
     # The backlog fills empty slots: with one slot a topic, each of local:d's topics has a
-    # new paper since free text keeps its phrase (a6546ec), so only 2 and 50 reach it.
+    # new paper since free text keeps its phrase, so only 2 and 50 reach it.
     assert size == 1 or any(a for ch in expected.values() for _, a in ch)
     one_by_one = copy_of(world)
     built = list(build_digests(world, channels, NOW, catalog=catalog, settings=settings))

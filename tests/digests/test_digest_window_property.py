@@ -3,7 +3,7 @@ hits are `score`'s, and a refined topic's are its own scores of the papers its o
 reaches the threshold for, however the batch lists its topics (one object many times,
 equal topics as distinct objects, refined topics sharing an original, in any order).
 
-3de4f2f tests each distinct topic object once and collects a refined topic's pairs by
+The window tests each distinct topic object once and collects a refined topic's pairs by
 position instead of by its terms: this holds it to the contract, not to its speed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fingerprint's word split (issue 11): ASCII text takes a byte-translation fast path,
+"""The fingerprint's word split: ASCII text takes a byte-translation fast path,
 which must give exactly what the Unicode regex gives (the ids of stored papers depend on
 it: a different fingerprint would store a known paper again under a new id)."""
 

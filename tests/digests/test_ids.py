@@ -1,4 +1,4 @@
-"""Paper ids (issue 11): 64-bit ids for new papers, stored 10-digit ids kept, and two
+"""Paper ids: 64-bit ids for new papers, stored 10-digit ids kept, and two
 papers that share an id are never merged (collisions forced with 1- or 2-digit ids)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from digests.sources.records import FetchedPaper
 from tests.conftest import NOW
 
 # Two abstracts whose fingerprints share the first 10 hex digits of their SHA-256 (found
-# by a birthday search over 531,434 of them): the same id before issue 11, pce471a5f8c.
+# by a birthday search over 531,434 of them): the same legacy 10-digit id, pce471a5f8c.
 TWIN_A = "We study colliding ids number 403742."
 TWIN_B = "We study colliding ids number 531433."
 TOPICS = (
@@ -171,7 +171,7 @@ def test_an_abstract_merged_into_another_paper_is_no_alias_for_its_id_twin(
 
 
 def insert_legacy(db: Database, abstract: str, **fields: object) -> str:
-    """A paper as it was stored before issue 11: a 10-digit id, no fingerprint."""
+    """A paper as stored with a legacy id: 10 digits, no fingerprint."""
     record = PaperRecord(abstract=abstract, source="papers.jsonl", line=1, **fields)  # type: ignore[arg-type]
     row = build_row(record, NOW)
     row["id"] = legacy_id(fingerprint_hash(abstract))
@@ -258,14 +258,16 @@ def test_fetched_papers_with_colliding_ids_are_stored_apart_and_found_again(
     assert (again.added, again.merged, count_papers(fresh_db)) == (0, 0, 50)
 
 
-# --- Paper ids under attack (issue 11 review): papers stored before issue 11 whose abstract
+# --- Paper ids under attack: legacy papers whose abstract was replaced, and the aliases
+# the old code made from row ids. Nothing may merge two papers silently, and the same
+# paper must not be stored twice.
 
 V1 = "Version one: we bound the spectral gap of sparsified random walks on graphs."
 V2 = "Version two: tight spectral bounds for sparsifiers of random walks, with proofs."
 
 
 def replaced_legacy_paper(db: Database, authors: list[str]) -> str:
-    """As the code before issue 11 left a paper whose arXiv v2 replaced its abstract: the
+    """As the legacy-id code left a paper whose arXiv v2 replaced its abstract: the
     row keeps the id of v1 (10 digits), holds v2's text, and v2's old id is its alias."""
     old = insert_legacy(db, V1, authors=authors)
     db.execute("update papers set abstract = ? where id = ?", [V2, old])

@@ -1,4 +1,4 @@
-"""Feedback feeds the next digest (issue 13): 👍/👎 on a topic's items refine that topic for
+"""Feedback feeds the next digest: 👍/👎 on a topic's items refine that topic for
 the channel; 👎'd papers never come back; channels without feedback are unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`find` for a query that names a catalog topic ranks with the topic's model (issue 12)."""
+"""`find` for a query that names a catalog topic ranks with the topic's model."""
 
 from __future__ import annotations
 

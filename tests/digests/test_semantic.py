@@ -1,4 +1,4 @@
-"""The optional semantic extra (issue 12): stored embeddings, `similar` by meaning, hybrid
+"""The optional semantic extra: stored embeddings, `similar` by meaning, hybrid
 `find`, and everything lexical without it. The tests use `HashingEncoder`, a
 deterministic stand-in; the real model's test is skipped unless the extra is installed."""
 
@@ -424,7 +424,7 @@ def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(
 
 def test_starting_paperboy_does_not_import_numpy_when_it_is_installed(tmp_path: Path) -> None:
     # The extra installs numpy, and sqlite-utils imported it at start-up whenever it was
-    # installed (~80 ms of every command, issue 11's start-up goal). A stand-in numpy
+    # installed (~80 ms of every command). A stand-in numpy
     # package on the path says whether anything imports it.
     import os
     import subprocess

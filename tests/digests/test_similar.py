@@ -1,4 +1,4 @@
-"""`similar` ranks by content: papers that share a paper's subject, not its name (issue 12)."""
+"""`similar` ranks by content: papers that share a paper's subject, not its name."""
 
 from __future__ import annotations
 

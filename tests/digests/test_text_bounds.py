@@ -172,7 +172,7 @@ def test_markup_past_the_fine_limit_is_only_deleted() -> None:
     assert cleaned.endswith("a starred x^2 tail")
 
 
-# --- Atom feeds: the arXiv parser is linear too (review of item 14) --------------------------
+# --- Atom feeds: the arXiv parser is linear too --------------------------------------------
 
 ID_TOKENS = ["arxiv.org/abs/", "a", "1", "v2", " ", "  ", "\n", "?", "#", "/", "<entry>", "x"]
 

@@ -253,7 +253,7 @@ def _paper(i: int, words: str) -> PaperText:
 
 def test_refine_moves_papers_like_the_labelled_ones_up_and_down() -> None:
     """Five papers marked relevant and five marked not: a new paper like the relevant
-    ones scores higher than before, one like the others lower (issue 13's 👍/👎)."""
+    ones scores higher than before, one like the others lower (as 👍/👎 do)."""
     topic = Topic("diffusion", "Diffusion", "d", (Term.of("diffusion", 2.0),))
     positives = [
         _paper(i, "diffusion policy for robot manipulation with action chunks") for i in range(5)

@@ -141,7 +141,7 @@ def test_calibrate_picks_the_best_f1_at_target_precision_between_scores() -> Non
 
 
 def test_adversarial_robustness_names_the_word_forms_the_stemmer_keeps_apart() -> None:
-    """The matcher folds plurals only (Snowball stemming measured worse, issue 12), so the
+    """The matcher folds plurals only (Snowball stemming measured worse), so the
     catalog names the adverb and participle forms: "adversarially trained" and
     "certifiably robust" papers are adversarial robustness papers. (The hand terms, at
     their line: with the learned model the topic's line asks for more than these

@@ -15,7 +15,7 @@ from digests.matching import PaperText, normalise
 from digests.topics import Catalog, custom_topic
 from tests.conftest import NOW
 
-# Catalog topics' names inside longer free text (issue 12's Set A queries among them).
+# Catalog topics' names inside longer free text (Set A's queries among them).
 NAMING = {
     "continual learning and catastrophic forgetting": "continual-learning",
     "meta-learning for few-shot learning": "meta-learning",
@@ -103,7 +103,7 @@ def test_subscribe_says_which_catalog_topic_free_text_follows(
 
 
 # Report-half AP of the Set A texts that name no catalog topic, as bench.freetext_eval
-# measures them (main at 8828a59, the catalog of 2c3ecbe). Raise a figure when the text
+# measures them with the shipped catalog. Raise a figure when the text
 # gets better; lowering one is a regression to explain in docs/dev/relevance.md.
 UNNAMED_AP = {
     "learning from human preferences and feedback": 0.261,
@@ -115,12 +115,12 @@ UNNAMED_AP = {
 def test_free_text_comes_within_005_of_the_catalog_on_iclr2021(
     iclr2021: Path, catalog: Catalog
 ) -> None:
-    """Issue 12's Set A as free text: MAP within 0.05 of the catalog topics' (issue 12's
-    goal, as `tasks.py relevance` measures it), within 0.05 per topic where the text names
+    """Set A as free text: MAP within 0.05 of the catalog topics' (the goal, as
+    `tasks.py relevance` measures it), within 0.05 per topic where the text names
     its catalog topic, and at the threshold, recall no worse than the catalog topic's
     there. (Where it names none, "learning from human preferences and feedback", the
-    catalog topic may know more than the text says: `rlhf` counts inverse RL since
-    50b9cd6, 0.37 AP above the text; docs/dev/relevance.md "Final push".)"""
+    catalog topic may know more than the text says: `rlhf` counts inverse RL, 0.37 AP
+    above the text; docs/dev/relevance.md "Final push".)"""
     from bench import freetext_eval
 
     # The held-out half, as `tasks.py relevance` reports it (1,349 of the 2,613 papers
@@ -158,7 +158,7 @@ def test_the_phrase_is_the_heaviest_term_of_its_own_text(text: str, catalog: Cat
     assert len(weights) == len(topic.terms)  # one term per phrase
 
 
-# --- review-12a: hostile free text -------------------------------------------------------
+# --- hostile free text -------------------------------------------------------------------
 
 CHANNEL = "slack:T0001/C0001"
 

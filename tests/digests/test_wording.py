@@ -2,7 +2,7 @@
 
 Every command typed in the Slack DM with the app acts on the user's own digest
 (`slack:T/@U`); `why`, `feedback`, `feedback reset`, `digest`, `backlog` and `topics`
-there used to answer "This channel follows no topics yet" and the like. Each case runs
+there must not answer "This channel follows no topics yet" and the like. Each case runs
 on a channel and on a personal digest: the channel's wording is unchanged
 (`digests.wording`).
 """
