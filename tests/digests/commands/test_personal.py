@@ -341,10 +341,9 @@ async def test_discord_a_command_without_user_data_is_refused_politely(
     bot: PaperboyClient, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A server interaction without `member` (discord.py then leaves `interaction.user`
-    MISSING), as for a click (38d042f): `/papers saved` answered "something went wrong"
-    with an ERROR line (AttributeError) and `unsubscribe me`'s autocomplete was a traceback,
-    unanswered. Now the command gets an ephemeral line and changes nothing; the
-    autocomplete offers the channel's topics, as for a user with no personal digest."""
+    MISSING), as for a click: the command gets an ephemeral line and changes nothing (not
+    "something went wrong" with an AttributeError logged); `unsubscribe me`'s autocomplete
+    offers the channel's topics, as for a user with no personal digest (not a traceback)."""
 
     def without_member(payload: dict[str, Any]) -> dict[str, Any]:
         payload["user"] = payload.pop("member")["user"]  # not where discord.py reads it

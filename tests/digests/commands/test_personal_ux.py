@@ -96,8 +96,8 @@ async def test_in_a_dm_between_two_people_answers_on_ones_own_digest_are_private
 async def test_a_group_dm_acts_on_ones_own_digest_privately(
     services: Services, fake_slack: FakeSlack
 ) -> None:
-    """A group DM was read as a channel: `backlog on` asked for an admin (refused to
-    U0001), and an admin's subscribe there made a digest the app cannot post."""
+    """A group DM is no channel: `backlog on` there asks for no admin (U0001 is not
+    refused), and an admin's subscribe there makes no digest the app cannot post."""
     http = await start_http(services, fake_slack)
     try:
         mpdm = "mpdm-alice--bob--carol-1"

@@ -1,4 +1,4 @@
-"""The cheap tests that `derive` runs before its costly patterns (issue 11) decide nothing:
+"""The cheap tests that `derive` runs before its costly patterns decide nothing:
 with them or without them, every abstract gets the same title, method, name and TL;DR."""
 
 from __future__ import annotations

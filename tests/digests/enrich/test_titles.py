@@ -159,7 +159,7 @@ def test_odd_abstracts_still_get_a_title() -> None:
         assert len(derived.title) <= TITLE_LIMIT
 
 
-# --- TL;DRs state the contribution (issue 9 papercut) ------------------------------------
+# --- TL;DRs state the contribution -------------------------------------------------------
 
 BRAC_PLUS = (
     "Standard off-policy RL algorithms are prone to overestimations of the values of out of "

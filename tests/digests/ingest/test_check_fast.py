@@ -1,7 +1,7 @@
-"""The check pass's cheaper tests (issue 11, round 4) give the verdicts of the tests they
-replace: which texts are rendered for a hidden secret (`bulk.has_markup`, was a regex
-search), which JSON lines are re-encoded to look for a lone surrogate (`jsonl._may_escape`,
-was "an escape, or any character that is not ASCII"), and so which files are refused."""
+"""The check pass's cheap tests give the verdicts of the plain tests they stand for: which
+texts are rendered for a hidden secret (`bulk.has_markup`, against a regex search), which
+JSON lines are re-encoded to look for a lone surrogate (`jsonl._may_escape`, against "an
+escape, or any character that is not ASCII"), and so which files are refused."""
 
 from __future__ import annotations
 

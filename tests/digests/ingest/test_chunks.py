@@ -1,4 +1,4 @@
-"""Large ingests (issue 11): a check pass first, then chunked, batched writes; a stop
+"""Large ingests: a check pass first, then chunked, batched writes; a stop
 part-way is recorded, said, and finished by running the ingest again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rows sent by the worker as encoded tuples (issue 11, round 4: `bulk.encode_row`) are
+"""Rows sent by the worker as encoded tuples (`bulk.encode_row`) are
 stored exactly as the dict rows they encode: same columns, same JSON text, same merges,
 same rowid order."""
 

@@ -1,5 +1,5 @@
-"""The inbox's claim on a file lasts as long as its ingest (issue 11): a large file takes
-longer than CLAIM_MINUTES, and a claim that ran out let a second process ingest it at once.
+"""The inbox's claim on a file lasts as long as its ingest: a large file takes longer
+than CLAIM_MINUTES, and a claim that ran out would let a second process ingest it at once.
 A worker that died part-way leaves the file to be retried, not marked bad."""
 
 from __future__ import annotations

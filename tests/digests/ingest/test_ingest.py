@@ -318,7 +318,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     assert cli.progress(records[:10]) == records[:10]  # small files: no bar
 
 
-# --- papercuts (issue 9) ----------------------------------------------------------------
+# --- papercuts ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -419,7 +419,7 @@ def test_skipping_early_changes_nothing_that_merging_would(
     assert run() == with_skip
 
 
-# --- Guards of the chunked ingest (issue 11) that no test covered: removing each passed
+# --- Guards of the chunked ingest: each test below fails when its guard is removed.
 
 
 def ten_papers(tmp_path: Path) -> Path:

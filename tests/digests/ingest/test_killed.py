@@ -1,4 +1,4 @@
-"""A large ingest killed with SIGKILL part-way, or run twice at once (issue 11): real
+"""A large ingest killed with SIGKILL part-way, or run twice at once: real
 processes, a real worker; and the failures around the worker (dies, hangs, cannot start).
 
 What a kill -9 leaves must say so (`paperboy status`), hold only whole chunks, and a

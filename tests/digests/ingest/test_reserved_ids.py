@@ -1,6 +1,6 @@
 """A file's own id never lands in Paperboy's own alias namespace (`fp:`, `seen:`): a
-record with "id": "fp:<hash of another abstract>" made every later ingest of that
-abstract merge into it without a word (review-ids, issue 11)."""
+record with "id": "fp:<hash of another abstract>" would make every later ingest of that
+abstract merge into it without a word."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What ingest refuses: links, special files, secrets, oversized records (issue 9,
-items 5 and 17). Each refusal is one line that names the file (and line), never the
-secret, and stores nothing."""
+"""What ingest refuses: links, special files, secrets, oversized records. Each refusal is
+one line that names the file (and line), never the secret, and stores nothing."""
 
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def nothing_found(db: Database) -> None:
     assert search_papers(db, "xoxb", 5) == []
 
 
-# --- item 5: links and special files -------------------------------------------------------
+# --- links and special files ---------------------------------------------------------------
 
 
 def test_a_symlink_in_the_inbox_to_a_env_file_is_refused(tmp_path: Path, env_file: Path) -> None:
@@ -106,7 +105,7 @@ def test_devices_and_directories_are_refused(path: str, words: str) -> None:
     assert words in refusal(Path(path))
 
 
-# --- item 5: secrets ------------------------------------------------------------------------
+# --- secrets --------------------------------------------------------------------------------
 
 
 def test_a_env_file_itself_is_refused(env_file: Path) -> None:
@@ -161,7 +160,7 @@ def test_ordinary_abstracts_about_tokens_and_secrets_still_ingest(
     assert ingest_files(fresh_db, [path], now=NOW).added == 5
 
 
-# --- item 17: huge files and records, bounded memory ----------------------------------------
+# --- huge files and records, bounded memory -------------------------------------------------
 
 SMALL = Limits(max_record_chars=2_000, max_document_chars=50_000)
 
@@ -284,7 +283,7 @@ def test_an_invisible_character_does_not_hide_a_token(tmp_path: Path) -> None:
     assert "a Slack token" in refusal(path)
 
 
-# --- review: secrets that the first checks missed -------------------------------------------
+# --- secrets in disguise: other token kinds, glued to a word, split by markup --------------
 
 
 @pytest.mark.parametrize(
@@ -370,7 +369,7 @@ def test_a_new_database_someone_started_using_is_kept(tmp_path: Path) -> None:
     assert not NewDatabase(dangling).fresh  # a link someone made is never removed
 
 
-# --- review: a file that changes while it is read -------------------------------------------
+# --- a file that changes while it is read ---------------------------------------------------
 
 
 def test_a_file_changed_between_the_two_passes_is_refused(

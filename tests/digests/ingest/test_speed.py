@@ -1,4 +1,4 @@
-"""Ingest's speed work (issue 11) keeps what ingest does: the page cache it borrows is
+"""Ingest's fast paths keep what ingest does: the page cache it borrows is
 given back, and the fast paths of the text checks decide as the full ones do."""
 
 from __future__ import annotations

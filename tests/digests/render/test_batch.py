@@ -214,8 +214,8 @@ def test_a_recorded_discord_digest_leaves_room_for_its_numbers(
     monkeypatch: pytest.MonkeyPatch, in_batch: bool
 ) -> None:
     """A recorded digest's embed titles are numbered ("1. ") after packing: its packing
-    (sizes remembered with each embed since 858cc12, no longer `_fits`) keeps room for
-    that. Two embeds that fit one message unnumbered do not once numbered."""
+    (sizes remembered with each embed) keeps room for that. Two embeds that fit one
+    message unnumbered do not once numbered."""
     topic = Topic("t-a", "Attention", "", ())
     rows = [paper("Attention is all you need, again.", title=f"Paper {n}") for n in (1, 2)]
     preview = make_digest(rows, [topic])

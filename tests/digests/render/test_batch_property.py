@@ -131,7 +131,7 @@ def test_discord_messages_of_a_batch_keep_to_discords_limits(digests: list[Diges
     st.text(min_size=1, max_size=limits.SLACK_SECTION_TEXT),
 )
 def test_the_plain_slack_blocks_are_slack_sdks_for_any_text(header: str, text: str) -> None:
-    """A digest's header, intro and footer blocks are plain dicts (858cc12), not slack_sdk
+    """A digest's header, intro and footer blocks are plain dicts, not slack_sdk
     blocks validated per digest: the same JSON, key order included, for any text within
     the limits `clamp` keeps them to (whitespace, quotes, any character). Not for "":
     slack_sdk leaves an empty text out, a plain dict sends it empty, and Slack refuses
@@ -164,7 +164,7 @@ def test_a_digests_plain_slack_blocks_are_never_empty(digests: list[Digest]) -> 
 
 
 def grouped_before(digest: Digest) -> list[tuple[Topic | None, DigestItem]]:
-    """`view.grouped` as it was before 858cc12 (a key computed twice per item)."""
+    """A reference `view.grouped`, written plainly (a key computed twice per item)."""
     order = {topic.id: index for index, topic in enumerate(digest.topics)}
 
     def key(item: DigestItem) -> tuple[int, bool, float]:

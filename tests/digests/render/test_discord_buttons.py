@@ -1,4 +1,4 @@
-"""Buttons on Discord digest messages (issue 13): one action row per item, within limits."""
+"""Buttons on Discord digest messages: one action row per item, within limits."""
 
 from __future__ import annotations
 

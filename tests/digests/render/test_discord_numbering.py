@@ -1,4 +1,4 @@
-"""Discord digests number their items through the whole digest (issue 13, ux review): a
+"""Discord digests number their items through the whole digest: a
 digest with buttons holds 5 items per message, and the second message starts at "6.", as
 the text digest and `/papers why` ("#7 of 10") count them; a click keeps the numbers."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 speed: a digest's payload JSON is joined from parts encoded once per batch
+"""A digest's payload JSON is joined from parts encoded once per batch
 (`SlackMessage.payload_json`, `DiscordMessage.payload_json`) and queued as it is
 (`db.outbox.EncodedPayload`): it must be `json.dumps(payload, ensure_ascii=False)` of
 the payload dict byte for byte, whatever the papers' text, and the dicts must stay

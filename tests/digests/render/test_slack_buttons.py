@@ -1,4 +1,4 @@
-"""Issue 13: the buttons of a recorded digest's items in Slack, within Block Kit's limits."""
+"""The buttons of a recorded digest's items in Slack, within Block Kit's limits."""
 
 from __future__ import annotations
 

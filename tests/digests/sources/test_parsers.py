@@ -1,4 +1,4 @@
-"""Parsing what arXiv, OpenReview and feeds answer (issue 10), without a network."""
+"""Parsing what arXiv, OpenReview and feeds answer, without a network."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Properties (issue 10, bad input): any text gets a SourceSpec or a one-line SourceError;
+"""Properties (bad input): any text gets a SourceSpec or a one-line SourceError;
 any bytes get papers or a ParseError; canonical names round-trip."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Source names (issue 10): the grammar, canonical names, one-line errors."""
+"""Source names: the grammar, canonical names, one-line errors."""
 
 from __future__ import annotations
 
