@@ -1,4 +1,4 @@
-"""Fetching arXiv through the fake export API (issue 10): paging to `since`, the 3 s
+"""Fetching arXiv through the fake export API: paging to `since`, the 3 s
 spacing, the zero-entry page, 503 + Retry-After, malformed pages, new versions, errors."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Fetching against hostile or quirky servers, and politeness across sources (issue 10,
-review): bodies without a length, gzip bombs, redirects off HTTP, a venue whose `count`
-lies, and arXiv's 3 s kept between two sources read one after the other."""
+"""Fetching against hostile or quirky servers, and politeness across sources: bodies
+without a length, gzip bombs, redirects off HTTP, a venue whose `count` lies, and arXiv's
+3 s kept between two sources read one after the other."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fetching OpenReview (API v2 fake) and feeds (fake host), and the same paper from arXiv
-and OpenReview (issue 10)."""
+and OpenReview."""
 
 from __future__ import annotations
 

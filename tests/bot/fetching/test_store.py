@@ -1,4 +1,4 @@
-"""Storing fetched papers (issue 10): one paper whatever the source, the best of each
+"""Storing fetched papers: one paper whatever the source, the best of each
 field, and fetches that resume without duplicates or gaps."""
 
 from __future__ import annotations

@@ -390,10 +390,10 @@ async def test_an_org_members_save_is_in_their_papers_saved_where_they_clicked(
 ) -> None:
     """In an Enterprise org, `user.team_id` need not be the workspace of the click: a
     member of three workspaces got the same team_id from all three (slackapi/bolt-js#1875),
-    while `team.id` is the click's workspace. 1ff6604 put a save under `user.team_id`
-    (`slack:T0003/U0001`), so `/papers saved` typed in the workspace of the digest, and
-    the Home opened there (both `slack:T0001/U0001`), did not show it. In an org the list
-    is the workspace's the click came from; outside one, a Slack Connect guest's own."""
+    while `team.id` is the click's workspace. A save filed under `user.team_id`
+    (`slack:T0003/U0001`) would be missing from `/papers saved` typed in the workspace of
+    the digest, and from the Home opened there (both `slack:T0001/U0001`). In an org the
+    list is the workspace's the click came from; outside one, a Slack Connect guest's own."""
     services, http, _, ts = env
     payload = click_payload(fake_slack, ts, SAVE)
     payload["user"]["team_id"] = "T0003"  # another workspace of the same org

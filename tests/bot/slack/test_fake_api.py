@@ -1,5 +1,6 @@
-"""The fake Slack Web API's issue-13 methods, driven by the real slack_sdk client: what
-Paperboy's tests rely on answers as Slack does (ok and error shapes)."""
+"""The fake Slack Web API's update, DM, upload and Home methods, driven by the real
+slack_sdk client: what Paperboy's tests rely on answers as Slack does (ok and error
+shapes)."""
 
 from __future__ import annotations
 

@@ -285,9 +285,9 @@ def test_build_home_refuses_ids_that_are_not_slacks(
 def test_long_lines_are_cut_with_the_right_counts(
     fresh_db: Database, catalog: Catalog, settings: Any
 ) -> None:
-    """Review: a digest whose 10 shown items do not fit one section counted the "…and 90
+    """A digest whose 10 shown items do not fit one section must not count the "…and 90
     more" line as one item ("…and 5 more" for 94 left out); a channel following 25 long
-    free-text topics lost its whole "Follows:" line to "…and 1 more"."""
+    free-text topics must not lose its whole "Follows:" line to "…and 1 more"."""
     db = fresh_db
     ids = add_papers(db, 100, title="R&D " * 60 + "{n}")  # each `&` escaped to 5 characters
     ensure_channel(db, MINE, settings, NOW)
@@ -315,7 +315,7 @@ def test_long_lines_are_cut_with_the_right_counts(
 def test_a_stored_channel_id_that_is_not_slacks_is_shown_as_text(
     fresh_db: Database, catalog: Catalog, settings: Any
 ) -> None:
-    """Review: the channel id went into `<#…>` unchecked; one stored by a path that does
+    """The channel id goes into `<#…>` only once checked: one stored by a path that does
     not validate (the database is not checked) could close the link and ping."""
     db = fresh_db
     odd = "slack:T0001/C1>|x <!channel>"
@@ -329,8 +329,8 @@ def test_a_stored_channel_id_that_is_not_slacks_is_shown_as_text(
 def test_a_cut_text_never_ends_inside_an_entity(
     fresh_db: Database, catalog: Catalog, settings: Any
 ) -> None:
-    """Review: the Unsubscribe dialog of a free-text topic of 100 `<` (400 characters
-    escaped) was cut to 300 inside an entity, and Slack showed "&…" literally."""
+    """The Unsubscribe dialog of a free-text topic of 100 `<` (400 characters escaped)
+    is cut to 300 outside an entity: cut inside one, Slack shows "&…" literally."""
     ensure_channel(fresh_db, MINE, settings, NOW)
     add_subscription(fresh_db, MINE, "custom-x", "<" * 100, "@alice", AT)
     view = home.build_home(fresh_db, TEAM, ME, catalog=catalog)

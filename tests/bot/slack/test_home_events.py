@@ -144,7 +144,7 @@ async def test_an_unsubscribe_click_removes_my_topic_and_republishes(
     assert await post_click(http, home_click(home.HOME_UNSUBSCRIBE, value)) == 200
     assert await eventually(lambda: publishes(fake_slack))
     assert active_subscriptions(open_db(http.services.db_path), MINE) == []
-    assert changed == [MINE]  # the scheduler re-reads my digest (untested before review)
+    assert changed == [MINE]  # the scheduler re-reads my digest
     text = json.dumps(view_of(publishes(fake_slack)[0]), ensure_ascii=False)
     assert json.dumps(home.EMPTY_TOPICS, ensure_ascii=False)[1:-1] in text
     assert "Unsubscribed from RLHF" in text  # the topic's label, not its id
@@ -259,9 +259,9 @@ async def test_an_unsave_click_over_socket_mode(
 async def test_slack_unreachable_for_users_info_still_publishes_and_no_traceback(
     http: HttpClient, fake_slack: FakeSlack, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Review: a dropped users.info connection escaped `legacy_names`, so no Home was
-    published at all and the log had a traceback as for a bug; now the Home comes, found
-    by the id alone. A dropped views.publish is one WARNING line, no traceback."""
+    """A dropped users.info connection does not escape `legacy_names` (which would publish
+    no Home and log a traceback as for a bug): the Home comes, found by the id alone. A
+    dropped views.publish is one WARNING line, no traceback."""
     state = set_up(http.services)
     fake_slack.drop("users.info")  # every call: retries included
     assert await post_event(http, home_opened()) == 200
@@ -281,8 +281,8 @@ async def test_slack_unreachable_for_users_info_still_publishes_and_no_traceback
 async def test_a_stop_waits_for_a_home_being_published(
     http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review: the endpoint's stop gives a Home acknowledged before it its grace (the
-    task is one of its follow-ups). Untested before: dropping it passed every test."""
+    """The endpoint's stop gives a Home acknowledged before it its grace (the task is one
+    of its follow-ups); only this test fails without it."""
     started, release = threading.Event(), threading.Event()
     build = home._build
 
@@ -305,10 +305,10 @@ async def test_a_stop_waits_for_a_home_being_published(
 async def test_a_home_built_before_a_click_is_never_published_after_it(
     http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review: the tab opened (its Home being built, before the click's change) and an
-    Unsave clicked on the Home Slack still shows: the click's fresh Home was published
-    first and the stale one last, so the unsaved paper came back. One user's Homes are
-    now published one at a time, in order."""
+    """The tab opened (its Home being built, before the click's change) and an Unsave
+    clicked on the Home Slack still shows: were the click's fresh Home published first and
+    the stale one last, the unsaved paper would come back. One user's Homes are published
+    one at a time, in order."""
     state = set_up(http.services)
     paper = state["papers"][1]
     started, release = threading.Event(), threading.Event()
@@ -342,8 +342,8 @@ async def test_a_failure_to_record_the_manager_never_fails_the_change(
     fake_slack: FakeSlack,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Review: in Socket Mode the command commits, then records its manager; a locked
-    database there answered "something went wrong" for a subscription that was made."""
+    """In Socket Mode the command commits, then records its manager; a locked database
+    there must not answer "something went wrong" for a subscription that was made."""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
 
     def locked(*args: Any) -> None:
@@ -360,8 +360,8 @@ async def test_a_failure_to_record_the_manager_never_fails_the_change(
 async def test_a_home_opened_while_stopping_is_acknowledged_and_not_published(
     http: HttpClient, fake_slack: FakeSlack
 ) -> None:
-    """Review: nothing starts once the endpoint is stopping (untested before: removing
-    the check passed every test)."""
+    """Nothing starts once the endpoint is stopping (only this test fails without the
+    check)."""
     await http.endpoint.close(grace=0)
     assert await post_event(http, home_opened()) == 200
     assert not http.endpoint._followups  # no publish was started
@@ -372,10 +372,10 @@ async def test_a_home_opened_while_stopping_is_acknowledged_and_not_published(
 async def test_a_home_click_over_http_writes_in_the_change_lane_and_a_stop_refuses_it(
     http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review: Home clicks got no executor from the click dispatcher, so over HTTP they
-    wrote in a thread of the services, outside the endpoint's change lane and its stop
-    rules. Now one Unsave runs in the lane ("slack-change"); a second, waiting for the
-    lane when the stop begins, never runs, so its paper stays saved."""
+    """Home clicks over HTTP get their executor from the click dispatcher, so they write
+    in the endpoint's change lane under its stop rules, not in a thread of the services:
+    one Unsave runs in the lane ("slack-change"); a second, waiting for the lane when the
+    stop begins, never runs, so its paper stays saved."""
     state = set_up(http.services)
     first, second = state["papers"][1], state["papers"][0]
     started, release = threading.Event(), threading.Event()

@@ -1,5 +1,5 @@
-"""A `/papers` command that changes something re-publishes the asker's Slack Home (issue
-13): their own digest (`--me` in a channel, or any command in the DM with the app) and the
+"""A `/papers` command that changes something re-publishes the asker's Slack Home: their
+own digest (`--me` in a channel, or any command in the DM with the app) and the
 channels they manage, only if they opened the Home before, never for a refused or
 read-only command. Signed slash commands to the HTTP endpoint and a Socket Mode envelope,
 against the fake Slack Web API. Also: `services.changed` is told the digest that changed
@@ -231,7 +231,11 @@ async def test_discord_me_tells_the_listeners_the_users_own_digest(
     assert changed == [DISCORD_ME, DISCORD_CHANNEL]
 
 
-# --- Review of e9c3088 (a `/papers` change re-publishes the asker's Slack Home): what its
+# --- The answer never waits for the Home: with the refresh stuck in Slack (users.info
+# never answers), the command's acknowledgement still carries its answer (over HTTP and
+# Socket Mode), and the Home follows once Slack answers. And `--me` is read once, by the
+# grammar: the digest `services.changed` is told is the one the command changed, however
+# `--me` was typed or quoted; a command that changed nothing tells nobody.
 
 
 def stuck_users_info(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:

@@ -114,7 +114,7 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
     assert [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
 
 
-# Item 6: the signature is checked on the raw body, before any parsing; bodies are capped.
+# The signature is checked on the raw body, before any parsing; bodies are capped.
 
 
 async def test_an_unsigned_body_is_refused_before_it_is_parsed(
@@ -175,7 +175,7 @@ def test_a_signature_check_costs_at_most_one_hmac(monkeypatch: pytest.MonkeyPatc
     assert len(calls) == 2  # only the two with well-formed, fresh headers
 
 
-# Item 16: malformed requests get 401 unsigned, 400 signed, never 500 or a traceback.
+# Malformed requests get 401 unsigned, 400 signed, never 500 or a traceback.
 
 
 @pytest.mark.parametrize(
@@ -270,7 +270,7 @@ async def test_malformed_http_gets_400_and_other_paths_404(http: HttpClient) -> 
     )
 
 
-# Item 7: header and body deadlines, and a connection cap that slow clients cannot fill.
+# Header and body deadlines, and a connection cap that slow clients cannot fill.
 
 
 async def test_slow_headers_and_bodies_are_cut_off(serve: Serve, fake_slack: FakeSlack) -> None:
@@ -309,7 +309,7 @@ async def test_at_the_connection_cap_slow_clients_make_room(
             writer.close()
 
 
-# Item 9: a replayed signed request is answered 200 and has no effect.
+# A replayed signed request is answered 200 and has no effect.
 
 
 async def test_a_replay_is_answered_and_runs_nothing(
@@ -340,7 +340,7 @@ def test_replay_memory_forgets_what_can_no_longer_be_replayed() -> None:
     assert len(memory) == 3  # bounded
 
 
-# Item 10: acknowledged within the budget, never a 404, each command run exactly once.
+# Acknowledged within the budget, never a 404, each command run exactly once.
 
 
 async def test_many_concurrent_commands_all_get_200_and_run_once(
@@ -458,7 +458,7 @@ async def test_slacks_certificate_check_gets_200(http: HttpClient, signed: bool)
     assert http.endpoint.commands_run == 0
 
 
-# Review of B: smuggling, eviction order, where answers may go.
+# Smuggling, eviction order, where answers may go.
 
 
 @pytest.mark.parametrize(
