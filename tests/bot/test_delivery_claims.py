@@ -1,4 +1,4 @@
-"""Who records a send's outcome (issue 11, delivery): only the sender whose claim holds the
+"""Who records a send's outcome: only the sender whose claim holds the
 message. A sender whose claim was taken over (it ran out: a clock stepped forward, a
 stalled process) leaves the message to the one that has it now."""
 

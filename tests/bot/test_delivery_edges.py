@@ -1,4 +1,4 @@
-"""Delivery edge cases left from issue 13 (Discord and personal digests).
+"""Delivery edge cases of Discord and personal digests.
 
 - A message discord.py refuses to send before any request (11 embeds, a sixth row of
   buttons) is given up at once like a message Discord refuses (`RefusedMessage`): tried
@@ -120,7 +120,8 @@ async def test_a_message_discordpy_refuses_is_given_up_at_once(
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.levelname for r in loud] == ["ERROR"]  # one line, no traceback
     assert "should not have made" in loud[0].getMessage() and loud[0].exc_info is None
-    # its papers go in the next digest, once: test_delivery_edges_review
+    # its papers go in the next digest, once: see
+    # test_a_refused_discord_digests_papers_go_out_in_the_next_digest_once
 
 
 async def test_a_value_error_from_the_answer_is_still_transient(
@@ -309,7 +310,9 @@ async def test_thread_clicks_that_are_not_on_the_digests_own_message_change_noth
     assert other_thread == "That button belongs to another channel's digest."
 
 
-# --- Review of the delivery edge cases of issue 13 (tests/bot/test_delivery_edges.py): what the
+# --- DM opens under Slack's 429s: the client leaves a 429 on `conversations.open` to the
+# poster's opens limiter (`bot.dm`), which pauses every open, as chat.postMessage's 429s
+# go to the posting limiter.
 
 __all__ = ["db", "time"]  # fixtures, shared with tests/bot/test_delivery_limits.py
 
@@ -332,8 +335,8 @@ async def test_a_429_on_one_open_holds_every_open_for_its_retry_after(
     db: Database, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Two users' first personal digests; Slack answers the first open 429 with a
-    Retry-After of 30 s. No open goes out during those 30 s (the second user's turn came
-    1.2 s later: it used to go out then, into the limit, while the client slept through
+    Retry-After of 30 s. No open goes out during those 30 s (the second user's turn comes
+    1.2 s later: it must not go out then, into the limit, while the client sleeps through
     the first), both digests are posted once, no attempt is counted."""
     fake_slack.clock = time.monotonic
     rate_limit_opens(fake_slack, 1, retry_after=30)
@@ -398,8 +401,8 @@ async def test_a_send_waits_for_its_dm_open_a_minute_at_most_in_all(
     db: Database, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Three 429s in a row on conversations.open, each with a Retry-After of 50 s: no send
-    waits more than a minute for its open, in all (it used to wait out each 429 in turn,
-    up to 3 x 60 s and a post's turn, past the send's 300 s timeout: a timeout is counted
+    waits more than a minute for its open, in all (waiting out each 429 in turn, up to
+    3 x 60 s and a post's turn, would pass the send's 300 s timeout: a timeout is counted
     as an attempt, 8 of them give the digest up). The delivery waits the rest out between
     sends: the digest goes out once, one attempt counted, the user's digest not paused."""
     rate_limit_opens(fake_slack, 3, retry_after=50)
@@ -424,10 +427,10 @@ async def test_personal_digests_waiting_for_their_opens_hold_no_channel_back(
     """Opens paused for 2 minutes (a 429 on the first): 25 more first personal digests
     due, then a channel's. The personal ones wait in the outbox at once, no posting turn
     taken, no attempt counted, no open tried; the channel's digest is posted at once.
-    (Each used to take a posting turn, 0.2 s apart at 5 a second, before finding its
-    open too far off: the channel waited 5 s behind them; with thousands of first
-    personal digests, every channel's posts were held back for as long as their opens
-    took, 20 minutes for 1,000.)"""
+    (Were each to take a posting turn, 0.2 s apart at 5 a second, before finding its
+    open too far off, the channel would wait 5 s behind them; with thousands of first
+    personal digests, every channel's posts would be held back for as long as their opens
+    take, 20 minutes for 1,000.)"""
     fake_slack.clock = time.monotonic
     rate_limit_opens(fake_slack, 1, retry_after=120)
     users = [f"slack:T0001/@U{n:04d}" for n in range(1, 27)]
@@ -485,7 +488,7 @@ async def test_a_refused_discord_digests_papers_go_out_in_the_next_digest_once(
     assert all(again.count(paper) == 1 for paper in lost)  # never twice
 
 
-# --- guards: these pass on the code before this review too --------------------------------
+# --- guards: odd Retry-After values, restarts, Discord's opens -----------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Delivering many channels at once within the platforms' rate limits (issue 11, delivery).
+"""Delivering many channels at once within the platforms' rate limits.
 
 The fakes enforce Slack's and Discord's limits (`tests/fakes/rate_limits.py`) on a virtual
 clock that the posters' limiters share: time moves only when every sender is waiting on
@@ -464,9 +464,9 @@ async def test_a_channel_429_with_its_bucket_spaces_that_channel_at_the_buckets_
 
 def test_declared_global_429s_far_apart_measure_nothing() -> None:
     """The bucket was empty at both 429s only if the bot kept sending between them: one
-    on Monday's batch and one on Tuesday's (a few posts between, a day apart) "measured"
-    the 0.5/s floor and kept to it for good (review of issue 11). The later one only
-    starts a new measure; one 2-30 s after it measures."""
+    on Monday's batch and one on Tuesday's (a few posts between, a day apart) would
+    "measure" the 0.5/s floor and keep to it for good. The later one only starts a new
+    measure; one 2-30 s after it measures."""
     time = VirtualTime()
     limits = SendLimits(50.0, monotonic=time.monotonic, sleep=time.sleep)
     limits.limited("a", 0.01, "global", declared=True)
@@ -543,7 +543,9 @@ async def test_a_429_with_garbage_rate_limit_headers_pauses_and_delivers(
     assert poster.limits._channel_spacing == {} and poster.limits.rate == 20.0
 
 
-# --- Delivery under rate limits, the cases a review found (issue 11, delivery): claims taken
+# --- Delivery under rate limits, harder cases: claims taken after a long wait for a turn,
+# Retry-After values no platform should send, and a configured rate below the limiter's
+# floor.
 
 __all__ = ["db"]  # the fixture, shared with tests/bot/test_delivery_limits.py
 

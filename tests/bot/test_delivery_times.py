@@ -1,6 +1,6 @@
-"""A delivery's times are the clock's when they are taken, not the time it was asked for
-(issue 11, delivery): with many channels and a rate limit, a channel can wait long for its
-delivery slot and for its turns."""
+"""A delivery's times are the clock's when they are taken, not the time it was asked for:
+with many channels and a rate limit, a channel can wait long for its delivery slot and
+for its turns."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The inbox under contention: one ingest per file version, no "database is locked".
 
-Issue 9, item 1: six channels re-ingested one inbox file in parallel, and title
-derivation ran inside the write transaction, so other writers timed out.
+Six channels firing together must not each re-ingest one inbox file, and title derivation
+runs outside the write transaction, so other writers do not time out.
 """
 
 from __future__ import annotations

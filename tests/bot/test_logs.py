@@ -57,7 +57,7 @@ def restore_logging():  # type: ignore[no-untyped-def]
 
 
 def test_a_flood_of_one_line_is_collapsed(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 9 item 7: 'Too many open files' from an accept loop once wrote 117 MB of log."""
+    """'Too many open files' from an accept loop, uncollapsed, can write 117 MB of log."""
     configure("info")
     handler = logging.getLogger().handlers[0]
     [repeats] = [f for f in handler.filters if isinstance(f, RepeatFilter)]
@@ -100,9 +100,9 @@ def test_repeats_are_counted_per_line_and_window() -> None:
 
 
 def test_lines_of_one_template_with_different_values_all_show() -> None:
-    """Review of issue 9 item 7: keyed by the unformatted template, the filter let 5
-    "delivered to %s ..." lines a minute through, so a Monday 09:00 with 6 channels of 2
-    parts lost 7 of 12 delivery lines, and a 6th channel's failed build went unlogged."""
+    """Keyed by the unformatted template, the filter would let 5 "delivered to %s ..."
+    lines a minute through, so a Monday 09:00 with 6 channels of 2 parts would lose 7 of 12
+    delivery lines, and a 6th channel's failed build would go unlogged."""
     repeats = RepeatFilter(burst=5, interval=60, clock=lambda: 0.0)
     kept = [
         repeats.filter(
@@ -203,7 +203,7 @@ def test_a_bad_format_string_does_not_raise_from_the_filters(
 
 
 def test_credentials_in_urls_and_tokens_are_hidden(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 9 item 22: slack_sdk logs its request URL at debug level."""
+    """slack_sdk logs its request URL at debug level: credentials and tokens are hidden."""
     configure("debug")
     logging.getLogger("slack_sdk.web").debug(
         "Sending a request - url: POST %s, headers: %s",

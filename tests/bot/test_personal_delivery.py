@@ -1,4 +1,4 @@
-"""Personal digests (issue 13) end to end: `--me` through the real adapters, then the
+"""Personal digests end to end: `--me` through the real adapters, then the
 digest built on its schedule, queued, and delivered to the user's DM through the fake
 Slack Web API and the fake Discord REST API: once, a blocked DM pausing only that user,
 and a crash between queue and send sending once on restart."""

@@ -146,8 +146,8 @@ def _due_channel(db_path: Path, channel: str, now: datetime, settings: object) -
 def test_sigterm_exits_promptly_while_a_channel_hangs(
     tmp_path: Path, seed_paths: list[Path]
 ) -> None:
-    """Issue 9, item 11: catch-up went one channel at a time, and a hanging channel held
-    up the healthy ones and SIGTERM (191 s). Channels are independent; a stop is prompt."""
+    """A hanging channel holds up neither the healthy ones nor SIGTERM: channels are
+    independent in catch-up, and a stop is prompt."""
     import fcntl
 
     db_path, outbox = tmp_path / "paperboy.db", tmp_path / "outbox"

@@ -1,6 +1,6 @@
-"""`paperboy run` brings the search index up to date in the background at start (issue
-11), so the first lookup after an upgrade does not build it inline; a failure logs one
-line and lookups go on from FTS5."""
+"""`paperboy run` brings the search index up to date in the background at start, so the
+first lookup after an upgrade does not build it inline; a failure logs one line and
+lookups go on from FTS5."""
 
 from __future__ import annotations
 

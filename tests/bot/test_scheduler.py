@@ -700,7 +700,7 @@ async def test_the_outbox_loop_never_waits_for_a_stuck_channel(services: Service
     assert next(iter(pending))["n"] == 3
 
 
-# --- a slow inbox, failed builds (issue 9, item 1) -------------------------------------------
+# --- a slow inbox, failed builds -------------------------------------------------------------
 
 
 async def test_six_channels_firing_together_share_one_slow_inbox_ingest(
@@ -1015,7 +1015,7 @@ async def test_a_busy_database_skips_one_maintenance_step_not_the_rest(
     assert [r for r in caplog.records if r.levelno >= 40] == []
 
 
-# --- independent channels, prompt stops (issue 9, items 11 and 24) ---------------------------
+# --- independent channels, prompt stops ------------------------------------------------------
 
 
 class TroublePoster(RecordingPoster):
@@ -1040,7 +1040,7 @@ async def test_catch_up_is_parallel_and_a_stop_cuts_it_short(
     services: Services, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock.now = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
-    for name in ("HANG", "LIMIT", "OK1", "OK2"):  # catch-up used to go in this order, one by one
+    for name in ("HANG", "LIMIT", "OK1", "OK2"):  # the order a one-by-one catch-up would take
         monday_nine(services, f"slack:T1/{name}")
     clock.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     poster = TroublePoster()
@@ -1160,7 +1160,7 @@ async def test_a_send_with_no_answer_times_out_as_transient(services: Services) 
     assert row["state"] == "pending" and row["claimed_by"] is None and row["attempts"] == 1
 
 
-# --- two processes on one database (issue 9, item 15) -----------------------------------------
+# --- two processes on one database -----------------------------------------------------------
 
 
 def test_a_digest_built_meanwhile_elsewhere_is_used_not_an_error(

@@ -1,4 +1,4 @@
-"""The channels due together are built together (issue 11): one `build_digests` call for
+"""The channels due together are built together: one `build_digests` call for
 the channels firing at the same minute, each digest as it would be built alone, and one
 channel's failure fails no other. No test times anything: calls are counted."""
 

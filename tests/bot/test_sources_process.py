@@ -1,6 +1,6 @@
 """`paperboy run` as a real process fetching from the fake arXiv (PAPERBOY_ARXIV_URL):
 killed with kill -9 midway through a fetch, restarted, it resumes with no duplicate and
-no gap (issue 10)."""
+no gap."""
 
 from __future__ import annotations
 

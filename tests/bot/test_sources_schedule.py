@@ -1,6 +1,6 @@
-"""Scheduled fetching in `paperboy run` (issue 10): due sources are fetched before a
-digest, which holds only the new papers; a hanging source does not hold the digest; a
-stop cuts a fetch off; the inbox honours PAPERBOY_MAX_RECORD_KB (issue 9 review)."""
+"""Scheduled fetching in `paperboy run`: due sources are fetched before a digest, which
+holds only the new papers; a hanging source does not hold the digest; a stop cuts a
+fetch off; the inbox honours PAPERBOY_MAX_RECORD_KB."""
 
 from __future__ import annotations
 
