@@ -1,6 +1,5 @@
-"""Found walking through the README as a team admin and a user (session 19, issue 13's
-personal digests, feedback and saved papers): each test fails on the code or README
-before its fix."""
+"""The README walked through as a team admin and a user (personal digests, feedback and
+saved papers): the code does what the README says, and the README says what it does."""
 
 from __future__ import annotations
 
@@ -147,8 +146,8 @@ def test_slack_http_sends_feedback_to_the_lookup_lane() -> None:
 
 def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None:
     """README (Discord buttons): the answer to `/papers digest` has no buttons in Discord,
-    a preview or not; in Slack a built digest's answer has them (a guard: it said only
-    that a preview has none, which read as if a built one had them in Discord too)."""
+    a preview or not; in Slack a built digest's answer has them (the README must say
+    both: that a preview has none alone reads as if a built one had them in Discord)."""
     from digests.replies import Reply
     from digests.render import discord, slack
     from tests.fakes.cql_digest import cql_digest

@@ -1,4 +1,4 @@
-"""The relevance harness (bench/relevance.py, issue 12): its metrics on hand-computed
+"""The relevance harness (bench/relevance.py): its metrics on hand-computed
 examples, its references, and that it runs without ../shared (a user's clone)."""
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_harness_skips_set_a_without_the_corpus(
     assert last["bench"] == "relevance" and last["set_b"]["ndcg5"] > 0
 
 
-# --- review-12a: the split and the labels, on a small made-up Set A ----------------------
+# --- the split and the labels, on a small made-up Set A ----------------------------------
 
 
 def _tiny_corpus(path: Path) -> dict[str, str]:

@@ -1,6 +1,7 @@
-"""Issue 9 item 22: credentials in SLACK_API_URL were logged at debug level, and start-up
-then failed with "unexpected failure (ValueError…)" (aiohttp refuses URL credentials next
-to the token's Authorization header). Now: one line naming the variable, secret hidden."""
+"""Credentials in SLACK_API_URL are never logged (slack_sdk logs its URL at debug level),
+and start-up refuses them in one line naming the variable, secret hidden, not with
+"unexpected failure (ValueError…)" (aiohttp refuses URL credentials next to the token's
+Authorization header)."""
 
 from __future__ import annotations
 

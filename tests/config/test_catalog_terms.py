@@ -1,4 +1,4 @@
-"""Catalog terms chosen for issue 12's topic definitions (docs/dev/relevance.md, "Final push")."""
+"""Catalog terms chosen for the topic definitions (docs/dev/relevance.md, "Final push")."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from digests.topics import Catalog, load_catalog
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "seed_labels.toml"
 
-# Two report-half ICLR 2021 papers the rlhf topic scored 0 before, paraphrased: inverse RL
-# and reward learning, which issue 12 counts as "RLHF / preference / IRL".
+# Two report-half ICLR 2021 papers the rlhf topic must not score 0, paraphrased: inverse RL
+# and reward learning, which Set A counts as "RLHF / preference / IRL".
 IRL = PaperText.of(
     {
         "title": "Scalable Bayesian Inverse Reinforcement Learning",

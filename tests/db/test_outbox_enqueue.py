@@ -1,6 +1,6 @@
 """`outbox.enqueue`: a digest's messages queued once, and the number the digest has.
 
-It counts instead of reading back what it wrote (9408826): the scheduler takes that
+It counts instead of reading back what it wrote: the scheduler takes that
 number as a build's outcome (`queue_digest`), and a second call, a rebuild or a retry
 after its commit, must neither add nor change a row."""
 

@@ -1,4 +1,4 @@
-"""Pruning the outbox (issue 13: the store must hold a year): a sent message's payload is
+"""Pruning the outbox (the store must hold a year): a sent message's payload is
 emptied once it is `PAPERBOY_OUTBOX_KEEP_DAYS` old; its row, and every column anything
 reads again (papers, platform id, state, times), stays. Pending, sending, paused and given
 up messages are never touched."""
@@ -444,7 +444,10 @@ def test_the_keep_days_setting() -> None:
         )
 
 
-# --- Review of the outbox prune (issue 13): each pruned row is deleted and written back in
+# --- Pruned rows come back whole: each pruned row is deleted and written back in the
+# batch's transaction, so every column must come back as it was, whatever the schema is by
+# then, and nothing may hang off an outbox row (a trigger, a foreign key) that a delete
+# would set off.
 
 __all__ = ["db"]  # the fixture, shared with tests/db/test_outbox_prune.py
 

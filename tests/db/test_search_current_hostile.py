@@ -1,7 +1,7 @@
-"""Review of issue 11's "skip the index check while nothing changed" (db/text_index.py):
-every way another process, a restore, a rollback or a checkpoint can change the store
-or its index under a connection that remembered its index as current is still seen by
-that connection's next lookup. Real processes, real files."""
+"""The index check skipped while nothing changed (db/text_index.py): every way another
+process, a restore, a rollback or a checkpoint can change the store or its index under a
+connection that remembered its index as current is still seen by that connection's next
+lookup. Real processes, real files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile review of the search index (issue 11): corrupt files, failures while searching,
+"""The search index under attack: corrupt files, failures while searching,
 permissions, crashes of a real process part-way through a sync."""
 
 from __future__ import annotations
