@@ -23,7 +23,7 @@ bucket per channel and a global one, answering a post over either as the real se
   ("several hundred messages per minute", 5-10/s): 5 to 10 times the real one, so that
   3,000 messages take a minute, not ten, and so that a sender needs 5 to 10 times more
   channels in flight than for the real limit. Paperboy is told that limit as a user would
-  (`PAPERBOY_SLACK_POSTS_PER_SECOND=50`; the code before that setting ignores it).
+  (`PAPERBOY_SLACK_POSTS_PER_SECOND=50`; a tree without that setting ignores it).
 
 Figures (one JSON line): messages, seconds, the achieved rate (messages sent / seconds)
 and the allowed rate: the messages over the time a perfect sender needs for this workload

@@ -1,5 +1,5 @@
 """The digest batch with 👍/👎 feedback in the store, against the same batch
-without it, and against another tree (the code before feedback), interleaved.
+without it, and against another tree (one without feedback), interleaved.
 
     nice -n 5 .venv/bin/python -m bench.digest_feedback --papers 100000 --channels 10000 \\
         --share 0.1 --rounds 3 --before /tmp/wt-old [--after /tmp/wt-new]

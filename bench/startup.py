@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.startup --papers 100000 [--runs 15]
     .venv/bin/python -m bench.startup --db PATH          # a ready database of your own
-    PYTHONPATH=TREE .venv/bin/python -m bench.startup    # time TREE's code (a worktree)
+    .venv/bin/python -m bench.startup --tree OLD         # OLD's code too (a worktree)
 
 Times, interleaved round by round so that the machine's noise falls on all of them alike
 (median of `--runs`, wall clock from spawning to exit):
@@ -17,7 +17,8 @@ Times, interleaved round by round so that the machine's noise falls on all of th
 
 `startup_ms` = find_small − python_pass: what Paperboy adds to an interpreter before any
 real lookup. `overhead_ms` = find − lookup_in_process: what a whole process costs beyond
-the lookup itself at N papers.
+the lookup itself at N papers. With `--tree OLD`, every case also runs on OLD's code
+(`CASE@tree`, interleaved process by process), and `tree_ratio` is find_small / find_small@tree.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def paperboy() -> list[str]:
     return [found] if found else [sys.executable, "-m", "bot"]
 
 
-def wall(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def wall(argv: list[str], cwd: Path, env: dict[str, str] | None) -> float:
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - start
@@ -80,6 +81,7 @@ def main() -> int:
     parser.add_argument("--papers", type=int, default=100_000)
     parser.add_argument("--db", type=Path, default=None, help="a ready database (copied)")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--tree", type=Path, default=None, help="another checkout to time")
     args = parser.parse_args()
     from bench import corpus
 
@@ -108,19 +110,24 @@ def main() -> int:
         skipped = ("PAPERBOY_", "SLACK_", "PYTHONDONTWRITEBYTECODE")
         env = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
         py = sys.executable
-        cases: dict[str, list[str]] = {
+        commands = {
             "python_pass": [py, "-c", "pass"],
             "import_cli": [py, "-c", "import bot.cli"],
             "help": [*paperboy(), "--help"],
             "find_small": [*paperboy(), "find", QUERY, "--db", str(small)],
             "find": [*paperboy(), "find", QUERY, "--db", str(big)],
         }
-        for argv in cases.values():  # warm the page cache and the bytecode once
-            wall(argv, folder, env)
+        trees = {"": env}
+        if args.tree:  # its code comes first on the path of the processes timed
+            trees["@tree"] = {**env, "PYTHONPATH": str(args.tree.resolve())}
+        cases = {f"{name}{tree}": (argv, trees[tree]) for name, argv in commands.items()
+                 for tree in trees}  # fmt: skip
+        for argv, case_env in cases.values():  # warm the page cache and the bytecode once
+            wall(argv, folder, case_env)
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):
-            for case, argv in cases.items():
-                times[case].append(wall(argv, folder, env))
+            for case, (argv, case_env) in cases.items():
+                times[case].append(wall(argv, folder, case_env))
     ms: dict[str, Any] = {
         case: round(statistics.median(values) * 1000, 1) for case, values in times.items()
     }
@@ -138,6 +145,9 @@ def main() -> int:
         "ratio_what": "find on the bundled papers / python -c pass",
         "cpus": os.cpu_count(),
     }
+    if args.tree:
+        line["tree"] = str(args.tree)
+        line["tree_ratio"] = round(ms["find_small"] / ms["find_small@tree"], 3)
     print(json.dumps(line))
     return 0
 

@@ -31,8 +31,8 @@ def test_chat_feedback_reads_and_needs_an_existing_database(run, tmp_path: Path)
 
 def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  # type: ignore[no-untyped-def]
     """README: "`chat` lookups also work on a database that is read-only for you".
-    `feedback` was refused there ("is read-only for you, and this command needs to change
-    it"); `feedback reset` still is. As root (which ignores permissions) it runs without
+    `feedback` is not refused there ("is read-only for you, and this command needs to
+    change it"); `feedback reset` is. As root (which ignores permissions) it runs without
     that power, as tests/bot/cli/test_cli.py does."""
     folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
     db = folder / "ro.db"

@@ -54,10 +54,9 @@ async def test_a_sender_whose_claim_was_taken_over_records_nothing(
 ) -> None:
     """Our send posted, or failed with its last attempt (given up, with the parts after
     it): either way part 1 stays as the other sender left it, and part 2, which must go
-    after part 1, is neither sent nor given up by us. Before, we marked it sent (taking
-    the other's claim: its outcome went unrecorded; or replacing its platform id) or
-    failed (a message another was sending, or had sent, counted undelivered) and went on
-    with part 2 or gave it up too."""
+    after part 1, is neither sent nor given up by us. Marking part 1 sent would take the
+    other's claim (its outcome unrecorded) or replace its platform id; marking it failed
+    would count undelivered a message another is sending, or has sent."""
     time = VirtualTime()
     queue(db, [CHANNEL], 2, slack_payload)
     poster = OvertakenPoster(time, db, theirs, fails)

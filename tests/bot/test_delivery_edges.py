@@ -166,7 +166,7 @@ async def test_first_slack_deliveries_open_dms_no_faster_than_tier_3(
 ) -> None:
     """8 users' first personal digests at once: 8 DMs opened, 1.2 s apart (Tier 3), none
     refused, each digest posted once to its DM; the ids are remembered for the next
-    process. (Before, the opens went at the posting rate, 5 a second: Slack refused them.)"""
+    process. (At the posting rate, 5 a second, Slack would refuse the opens.)"""
     fake_slack.clock = time.monotonic
     fake_slack.open_limits = RateLimits(
         channel_rate=TIER_3, channel_burst=2, global_rate=TIER_3, global_burst=2,
@@ -240,8 +240,8 @@ async def test_discord_opens_take_a_turn_of_the_global_limit(
     tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Database, time: VirtualTime
 ) -> None:
     """8 first personal digests on Discord: 8 DM opens and 8 posts, 16 requests against
-    the bot's global limit (here 10 a second, a burst of 2): none refused. (Before, each
-    message took one turn for its two requests: twice the rate.)"""
+    the bot's global limit (here 10 a second, a burst of 2): none refused. (One turn a
+    message for its two requests would be twice the rate.)"""
     bot = await logged_in(make_services(tmp_path, [], catalog, fake_discord), fake_discord)
     try:
         fake_discord.limits = RateLimits(

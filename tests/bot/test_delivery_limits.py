@@ -59,8 +59,8 @@ async def test_sixty_slack_channels_at_once_keep_within_the_limits(
 ) -> None:
     """60 channels of 3 messages, all at once, against 1 message/s per channel (burst 3) and
     20/s for the workspace (burst 5): each message posted once, no 429 at all, and within
-    5% of the time a perfect sender needs. (Before the limiter, every channel posted at once:
-    the workspace limit refused most of them, most channels several times.)"""
+    5% of the time a perfect sender needs. (Without the limiter, every channel posts at
+    once: the workspace limit refuses most of them, most channels several times.)"""
     limits = RateLimits(global_rate=20.0, global_burst=5, clock=time.monotonic)
     fake_slack.limits = limits
     queue(db, SLACK_CHANNELS, 3, slack_payload)
@@ -416,8 +416,8 @@ async def test_discord_told_twice_its_global_rate_learns_it_one_429_per_channel_
     """Told 40/s where the bot's global limit is 20/s (burst 20), 120 channels of 3
     messages all at once: the first global 429 halves the rate, the next (a second or more
     later) measures what Discord let through between them, its real rate, and the
-    limiter keeps to 98% of it from then on. Before, a fifth less at each 429 and climbing
-    back towards the setting, the same channels met the limit again (the bench, told
+    limiter keeps to 98% of it from then on. A fifth less at each 429, climbing back
+    towards the setting, would meet the limit again on the same channels (the bench, told
     100/s against 50/s: up to 3 429s on one channel)."""
     from tests.fakes.discord_interactions import logged_in, make_services
 

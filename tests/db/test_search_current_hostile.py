@@ -265,11 +265,11 @@ def test_inside_a_read_transaction_an_index_moved_by_another_thread_is_not_serve
     file_db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A read transaction sees its snapshot: data_version and the change count stand
-    still in it. Another thread's ingest and catch-up moved the process's shared index
-    past that snapshot; only the watermark file's identity said so, and it need not (a
+    still in it. Another thread's ingest and catch-up move the process's shared index
+    past that snapshot; only the watermark file's identity says so, and it need not (a
     file system with coarse timestamps that reuses inodes, as ext4 does for the
     watermark's two files in turn: simulated here by a stat that stands still). The
-    lookup served the index's newer hits with the snapshot's older rows; now a lookup
+    lookup must not serve the index's newer hits with the snapshot's older rows: a lookup
     inside a transaction always checks (FTS5 then), and the handle's own watermark is
     part of what is remembered."""
     path = db_path(file_db)

@@ -259,7 +259,7 @@ def test_fetched_papers_with_colliding_ids_are_stored_apart_and_found_again(
 
 
 # --- Paper ids under attack: legacy papers whose abstract was replaced, and the aliases
-# the old code made from row ids. Nothing may merge two papers silently, and the same
+# an older Paperboy made from row ids. Nothing may merge two papers silently, and the same
 # paper must not be stored twice.
 
 V1 = "Version one: we bound the spectral gap of sparsified random walks on graphs."
@@ -317,7 +317,7 @@ def test_a_merge_only_the_author_rule_allows_is_logged_once_then_certain(
 def test_a_merge_through_an_old_alias_that_only_authors_allow_is_logged(
     fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """TWIN_B's old id is an alias (the old code merged TWIN_B into a titled paper, whose
+    """TWIN_B's old id is an alias (an older Paperboy merged TWIN_B into a titled paper, whose
     text is another now): TWIN_B's text again can only be matched by id and authors."""
     target = insert_legacy(
         fresh_db, "A different abstract of the titled paper.", authors=["Ada Lovelace"]

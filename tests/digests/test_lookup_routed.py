@@ -113,7 +113,7 @@ def test_a_routed_find_reads_a_few_times_its_limit(
     tmp_path: Path, fresh_db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading and scoring the hits is a routed find's cost: at 100 hits for a command's
-    10, `/papers find` p99 at 1M papers went past the 300 ms goal (docs/dev/relevance.md
+    10, `/papers find` p99 at 1M papers goes past the 300 ms goal (docs/dev/relevance.md
     "Routed find"); 30 keeps Set A's top 10 as precise."""
     db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
     asked: list[int] = []

@@ -372,7 +372,8 @@ def test_the_archive_finds_a_paper_its_strongest_learned_term_brings_up(
     """The archive reads a topic's best full-text matches only: searching the hand
     phrases alone, papers that repeat a hand word (bm25 ranks them first) but stay under
     the line crowd out the topic's best paper, which a strong learned term brings up (at
-    100k papers: computer-vision's 5 best archive papers were 0 of 5, docs/dev/relevance.md)."""
+    100k papers, the hand phrases alone find 0 of computer-vision's 5 best archive papers:
+    docs/dev/relevance.md)."""
     import json
 
     from digests import digest as digest_module

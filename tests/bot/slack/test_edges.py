@@ -225,7 +225,7 @@ async def test_my_digest_shown_to_me_alone_takes_my_clicks_wherever_it_is_shown(
     """`/papers digest --me` in a channel, or `/papers digest` in a group DM (read as a
     DM: the user's own digest), answers with the user's recorded personal digest,
     ephemerally, buttons included. Its clicks come from that conversation, whose id is
-    no DM's (C/G): they were refused as "another channel's digest". Only the user sees an
+    no DM's (C/G): they are not refused as "another channel's digest". Only the user sees an
     ephemeral message, so their own personal digest is theirs to click there; another
     user's click with the same value (forged) is still refused, and a personal digest's
     button on a message everyone sees (not ephemeral) too."""

@@ -487,9 +487,9 @@ async def test_connection_close_among_other_options_closes(http: HttpClient) -> 
 async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
     serve: Serve, fake_slack: FakeSlack
 ) -> None:
-    """Eviction went by when a connection opened: a proxy's keep-alive connection, open
-    the longest, was the first one evicted at the cap, even mid-way through a request
-    that had just begun, before the slow-loris connections opened after it."""
+    """Eviction does not go by when a connection opened: a proxy's keep-alive connection,
+    open the longest, would be the first one evicted at the cap, even mid-way through a
+    request that had just begun, before the slow-loris connections opened after it."""
     client = await serve(limits=Limits(max_connections=4))
     port = client.server.port
     reader, proxy = await asyncio.open_connection("127.0.0.1", port)

@@ -349,7 +349,7 @@ def test_a_double_quote_left_open_is_still_refused(services: Services) -> None:
     ("typed", "topic"),
     [
         # Quoted as the "put it in quotes" hint asks, or as a phone's keyboard quotes: the
-        # smart pair was refused ("A quote is not closed"), the plain one followed
+        # smart pair is not refused ("A quote is not closed"), the plain one does not follow
         # "'diffusion policy'" (the adapter's own quotes around the user's, made `'`).
         ("“diffusion policy”", "diffusion policy"),
         ('"diffusion policy"', "diffusion policy"),

@@ -182,9 +182,9 @@ def _votes(services: Services, channel: str) -> int:
 async def test_backlog_and_feedback_me_from_a_channel_are_ones_own(
     services: Services, fake_slack: FakeSlack
 ) -> None:
-    """U0001 is no admin. Before, `backlog on --me` and `feedback reset --me` were "has no
-    --me": from a channel nobody could turn their own backlog on or see or clear their
-    own feedback (only in the DM with the app)."""
+    """U0001 is no admin. `backlog on --me` and `feedback reset --me` take `--me` (not "has
+    no --me"): from a channel, anyone can turn their own backlog on and see or clear their
+    own feedback, not only in the DM with the app."""
     papers = [str(row["id"]) for row in services.db().query("select id from papers limit 2")]
     http = await start_http(services, fake_slack)
     try:

@@ -318,7 +318,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     assert cli.progress(records[:10]) == records[:10]  # small files: no bar
 
 
-# --- papercuts ---------------------------------------------------------------------------
+# --- venues, summaries, and re-ingests that skip enrichment ------------------------------
 
 
 @pytest.mark.parametrize(
