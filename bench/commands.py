@@ -264,7 +264,7 @@ async def load(
     from bot.slack.http import HttpServer, http_limits
 
     # A Slack channel id is capitals and digits: a lower-case one is refused ("is not a
-    # channel"), and every loaded subscribe timed that refusal until 2026-11-30.
+    # channel"), and every loaded subscribe would time that refusal.
     prefix = f"C{policy.upper()}{next(RUNS)}"
     client = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.commands", "--client", str(args.requests),

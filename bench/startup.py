@@ -67,7 +67,7 @@ def paperboy() -> list[str]:
     return [found] if found else [sys.executable, "-m", "bot"]
 
 
-def wall(argv: list[str], cwd: Path, env: dict[str, str] | None) -> float:
+def wall(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - start
@@ -120,8 +120,11 @@ def main() -> int:
         trees = {"": env}
         if args.tree:  # its code comes first on the path of the processes timed
             trees["@tree"] = {**env, "PYTHONPATH": str(args.tree.resolve())}
-        cases = {f"{name}{tree}": (argv, trees[tree]) for name, argv in commands.items()
-                 for tree in trees}  # fmt: skip
+        cases = {
+            f"{name}{tree}": (argv, tree_env)
+            for name, argv in commands.items()
+            for tree, tree_env in trees.items()
+        }
         for argv, case_env in cases.values():  # warm the page cache and the bytecode once
             wall(argv, folder, case_env)
         times: dict[str, list[float]] = {name: [] for name in cases}

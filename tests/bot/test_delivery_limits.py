@@ -638,9 +638,9 @@ async def test_a_discord_cloudflare_429_pauses_every_channel(
     db: Database, fake_discord: FakeDiscord, tmp_path: Path, catalog: Any
 ) -> None:
     """A 429 without Discord's `Via` header (a text body: "error code: 1015") is Cloudflare
-    refusing the bot's address, every request alike; discord.py raises it at once. It
-    paused only the channel that got it, for the default second, while every other channel
-    went on posting into the ban (which lengthens it). Now every channel waits a minute."""
+    refusing the bot's address, every request alike; discord.py raises it at once. Every
+    channel waits a minute: pausing only the channel that got it, for the default second,
+    would leave every other channel posting into the ban (which lengthens it)."""
     time = VirtualTime()
     fake_discord.queue("/messages", "error code: 1015", 429, {})
     start, posts = await deliver_two_discord_channels(db, fake_discord, time, tmp_path, catalog)

@@ -191,9 +191,9 @@ def test_an_unexpected_failure_with_one_file_does_not_stop_the_others(
     db_path: Path, inbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file whose ingest raises something unexpected (a full disk under the spool, an
-    I/O error, a bug) fails alone and is retried; the files after it still load. It used
-    to raise out of the inbox, so every run stopped at that file and no later file was
-    ever ingested."""
+    I/O error, a bug) fails alone and is retried; the files after it still load. Raised
+    out of the inbox, it would stop every run at that file, and no later file would ever
+    be ingested."""
     import bot.inbox as inbox_module
 
     (inbox / "a-first.tsv").write_text(

@@ -108,9 +108,9 @@ def test_a_lookup_during_the_build_at_start_answers_from_fts5_without_waiting(
     upgraded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the background thread builds the index (minutes at 1M papers), a lookup of
-    this process no longer waits BUSY_WAIT_S (2 s) for the index's lock first: each of
-    them did, every command during the build 2 s slower. A short catch-up is still
-    waited for (`test_search_index`)."""
+    this process does not wait BUSY_WAIT_S (2 s) for the index's lock first, which would
+    make every command during the build 2 s slower. A short catch-up is still waited for
+    (`test_search_index`)."""
     go, building = threading.Event(), threading.Event()
     real_rebuild = text_index.rebuild
 

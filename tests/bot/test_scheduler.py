@@ -834,8 +834,8 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
 async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
     services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lock that failed the build can fail the write of its failure too: the failure
-    escaped, unrecorded, and that digest was lost until a restart's catch-up."""
+    """The lock that failed the build can fail the write of its failure too: that failure
+    must not escape unrecorded, losing the digest until a restart's catch-up."""
     import sqlite3
 
     import bot.scheduler as scheduler_module

@@ -317,8 +317,8 @@ def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The backlog seeks archive papers among a topic's ARCHIVE_LIMIT best full-text
-    matches; once a channel has had those, it reads the next ones (it got nothing more,
-    week after week, though the store held more papers about the topic)."""
+    matches; once a channel has had those, it reads the next ones (not nothing more, week
+    after week, while the store holds more papers about the topic)."""
     world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
     monkeypatch.setattr(digest_module, "ARCHIVE_LIMIT", 2)
     monkeypatch.setattr(digest_module, "ARCHIVE_PAGES", 99)

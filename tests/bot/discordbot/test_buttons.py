@@ -362,9 +362,9 @@ async def test_a_lost_answer_to_a_click_still_tells_the_clicker(
     bot: PaperboyClient, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The connection drops while Discord takes the message update (type 7): discord.py
-    raises aiohttp's error, not an HTTPException, and retries nothing. The click went on
-    with its ephemeral line (logged, one warning), instead of ending in a traceback in
-    discord.py's log with the clicker told nothing; the vote is stored once."""
+    raises aiohttp's error, not an HTTPException, and retries nothing. The click goes on
+    with its ephemeral line (logged, one warning), not a traceback in discord.py's log
+    with the clicker told nothing; the vote is stored once."""
     digest_id, message = await delivered(bot, fake_discord)
     up = custom_id(VOTE_UP, digest_id, paper_of(message))
     fake_discord.drop("/callback")
@@ -406,9 +406,9 @@ async def test_a_guild_click_without_member_data_is_refused_politely(
     bot: PaperboyClient, fake_discord: FakeDiscord
 ) -> None:
     """An interaction in a server without `member` (Discord sends it there; discord.py
-    then leaves `interaction.user` MISSING): the click raised AttributeError in discord.py's
-    log and went unanswered ("This interaction failed"). Now an ephemeral line, nothing
-    written; a DM click without `user` likewise."""
+    then leaves `interaction.user` MISSING): the click gets an ephemeral line, nothing
+    written, not an AttributeError in discord.py's log and "This interaction failed"; a DM
+    click without `user` likewise."""
     digest_id, message = await delivered(bot, fake_discord)
     up = custom_id(VOTE_UP, digest_id, paper_of(message))
     payload = fake_discord.click(message, up, user_id=BOB)

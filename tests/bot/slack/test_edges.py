@@ -288,10 +288,10 @@ async def test_a_storm_of_refreshes_keeps_under_views_publish_tier_4(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> None:
     """30 users' personal digests delivered together, each of whom opened their Home:
-    30 refreshes at once. They went out 2 at a time with no spacing (10,000 digests:
+    30 refreshes at once. Each starts 60/REFRESHES_PER_MINUTE s after the one before: no
+    429, each user's Home published once. (With no spacing, 10,000 digests would make
     10,000 views.publish at the speed of Slack's answers, far past Tier 4, and the Homes
-    users open themselves refused with them). Now each starts 60/REFRESHES_PER_MINUTE s
-    after the one before: no 429, each user's Home published once."""
+    users open themselves would be refused with them.)"""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     users = [f"U{n:04d}" for n in range(100, 130)]
     opened_homes(services, users)
@@ -325,9 +325,9 @@ async def test_refreshes_stop_once_slack_refuses_the_token(
     caplog: pytest.LogCaptureFixture,
     error: str,
 ) -> None:
-    """The app uninstalled (or its Home tab turned off) with refreshes waiting: each went
-    on calling users.info and views.publish, two warnings apiece. Now the first refusal
-    stops them (one warning), and a Home a user opens is still tried."""
+    """The app uninstalled (or its Home tab turned off) with refreshes waiting: the first
+    refusal stops them (one warning), rather than each calling users.info and
+    views.publish for two warnings apiece; a Home a user opens is still tried."""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     users = [f"U{n:04d}" for n in range(100, 110)]
     opened_homes(services, users)
@@ -416,8 +416,8 @@ async def test_a_long_429_holds_the_refreshes_instead_of_losing_each(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack
 ) -> None:
     """A 429 whose Retry-After (120 s) is longer than the client waits out: the refresh
-    fails. The next ones went on 1.2 s apart into the same limit, each refused and lost;
-    now they wait RATE_LIMITED_PAUSE first."""
+    fails. The next ones wait RATE_LIMITED_PAUSE first, rather than go on 1.2 s apart
+    into the same limit, each refused and lost."""
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
     users = ["U0100", "U0101", "U0102"]
     opened_homes(services, users)

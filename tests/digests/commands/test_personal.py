@@ -292,8 +292,9 @@ async def test_slack_an_external_user_the_app_cannot_dm_pauses_their_digest(
     services: Services, fake_slack: FakeSlack
 ) -> None:
     """conversations.open answers invalid_user_combination for a Slack Connect user who
-    shares no channel with the app: retrying cannot help (before: transient, retried until
-    the outbox gave up and the digest was lost), so that digest pauses, held for resume."""
+    shares no channel with the app: retrying cannot help (as a transient error it would be
+    retried until the outbox gave up, the digest lost), so that digest pauses, held for
+    resume."""
     handle("subscribe --me robotics", services.context("slack:T0001/C0001", "@ext", ALICE_KEY))
     fake_slack.queue("conversations.open", {"ok": False, "error": "invalid_user_combination"})
     poster = SlackPoster(make_client(BOT_TOKEN, fake_slack.api_url), rate=None)

@@ -153,9 +153,9 @@ async def test_discord_an_option_typed_as_me_is_its_value_not_the_flag(
 async def test_in_the_dm_a_pasted_zero_width_space_still_means_ones_own_digest(
     services: Services, fake_slack: FakeSlack
 ) -> None:
-    """`handle` drops invisible characters before parsing, `as_personal` did not: `li​st`
-    (a zero-width space inside) got no `--me` and ran as the channel's `list` on the
-    personal digest, which said "This channel follows 0 topics"."""
+    """`handle` drops invisible characters before parsing, and `as_personal` must too:
+    otherwise `li​st` (a zero-width space inside) gets no `--me` and runs as the channel's
+    `list` on the personal digest, which says "This channel follows 0 topics"."""
     http = await start_http(services, fake_slack)
     try:
         await post(http, fake_slack, "subscribe --me robotics")

@@ -75,8 +75,8 @@ def valid(message: slack.SlackMessage) -> None:
 
 def test_a_digest_of_long_items_is_packed_by_text_as_well_as_blocks(catalog: Catalog) -> None:
     """23 items fit 50 blocks; with ~800 characters each they are ~19,000 characters of
-    text, which Slack refuses. Each message now stays within the text budget, every
-    item whole (its section and its buttons together), in order, none lost."""
+    text, which Slack refuses. Each message stays within the text budget, every item
+    whole (its section and its buttons together), in order, none lost."""
     rows = long_rows(23)
     digest = recorded(make_digest(rows, [catalog.get("offline-rl")]))
     messages = slack.digest_messages(digest)
