@@ -220,9 +220,9 @@ def test_vector_cache_encodes_each_text_once(tmp_path: Path) -> None:
 
 
 def test_a_damaged_vector_cache_is_refused_with_its_reason(tmp_path: Path) -> None:
-    """A cut-short, shifted or foreign file gave wrong vectors silently: a truncated cache
-    sliced its last keys' vectors short (a 3-number vector scored as if whole), so every
-    figure measured with it was wrong. Now each is refused with one line naming the file."""
+    """A cut-short, shifted or foreign file would give wrong vectors silently (a truncated
+    cache slices its last keys' vectors short: a 3-number vector scored as if whole, every
+    figure measured with it wrong): each is refused with one line naming the file."""
     from bench.semantic_topics import CachedEncoder, CacheError
     from digests.semantic import HashingEncoder
 

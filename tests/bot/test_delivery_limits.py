@@ -323,10 +323,10 @@ async def test_a_global_429_discord_py_retries_itself_pauses_every_channel_and_s
     db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """discord.py waits out a 429 of up to 30 s and sends again by itself; the limiter
-    heard nothing of it, so other channels kept posting into the global limit at the same
-    rate (the bench, told 100/s against 50/s: 299 global 429s). Now it pauses every
-    channel for the body's retry_after (0.2 s: discord.py sleeps it for real) and halves
-    the rate (the first declared global 429: nothing is measured yet)."""
+    hears of it, pauses every channel for the body's retry_after (0.2 s: discord.py sleeps
+    it for real) and halves the rate (the first declared global 429: nothing is measured
+    yet). Unheard, other channels would keep posting into the global limit at the same
+    rate (the bench, told 100/s against 50/s: 299 global 429s)."""
     body = {"message": "You are being rate limited.", "retry_after": 0.2, "global": True}
     headers = {"Via": "1.1 google", "Retry-After": "1", "X-RateLimit-Global": "true",
                "X-RateLimit-Scope": "global"}  # fmt: skip

@@ -171,9 +171,9 @@ async def test_a_slack_outage_at_socket_mode_start_is_retried_not_fatal(
     status: int,
     outcome: str,
 ) -> None:
-    """apps.connections.open answering 500 `internal_error` was taken for a refused app
-    token: `paperboy run` stopped, where an outage is retried in the background. And
-    slack_sdk's bare ERROR line for it went through."""
+    """apps.connections.open answering 500 `internal_error` is an outage, not a refused app
+    token: `paperboy run` retries it in the background rather than stop, and slack_sdk's
+    bare ERROR line for it is kept out."""
     from bot.runner import Unavailable
     from config.settings import SettingsError
 

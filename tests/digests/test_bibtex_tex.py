@@ -298,7 +298,7 @@ def hostile_article(attack: str, index: int) -> str:
     return Entry("article", f"article{index}", fields).text()
 
 
-# The attacks also compiled as an @article: one of each kind the old block list let through.
+# The attacks also compiled as an @article: one of each kind a block list lets through.
 ARTICLE_ATTACKS = [
     r"$\^^69nput{/etc/passwd}$",
     r"$\^^)nput{SECRET}$",
@@ -330,7 +330,7 @@ def test_hostile_text_in_any_field_stays_text(tex: Tex) -> None:
 
 def test_the_checks_catch_a_document_that_reads_ends_early_or_writes(tex: Tex) -> None:
     # The same checks fail a document that does input the secret, stop before its end,
-    # or write a file of its own: what the old block list let an entry do.
+    # or write a file of its own: what a block list lets an entry do.
     cases = {
         "read": "\\input{SECRET}",
         "end": "\\stop",

@@ -373,7 +373,7 @@ def test_the_backlog_reads_at_most_its_pages_when_a_topics_archive_runs_dry(
 def test_a_kept_window_holds_no_full_rows_and_digests_get_them(
     tmp_path: Path, seed_paths: list[Any], catalog: Catalog, settings: Settings
 ) -> None:
-    """A window of 100,000 new papers (a first digest after a list was stored) held
+    """A window of 100,000 new papers (a first digest after a list was stored) would hold
     690 MB of rows, two windows kept: it keeps each paper's id, date and text only."""
     db = open_db(tmp_path / "papers.db")
     ingest_files(db, seed_paths, now=NOW - timedelta(days=2))

@@ -14,9 +14,9 @@ REAL = Term.of("offline rl", 2.0)
 
 @pytest.mark.parametrize("phrase", ["", " ", normalise("!!")])
 def test_a_term_of_no_words_matches_nothing_and_returns(phrase: str) -> None:
-    """A hand-built term of "" or " " made `score` (and the Matcher, which scores such a
-    topic with it) loop forever, hanging the digest. Run in a thread so that the old loop
-    fails this test instead of hanging the suite; the wait is a bound, not a timing."""
+    """A hand-built term of "" or " " must not make `score` (and the Matcher, which scores
+    such a topic with it) loop forever, hanging the digest. Run in a thread so that such a
+    loop fails this test instead of hanging the suite; the wait is a bound, not a timing."""
     terms = (Term(phrase, 1.0), REAL)
     found: dict[str, float] = {}
 

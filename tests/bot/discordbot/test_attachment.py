@@ -48,8 +48,9 @@ async def test_an_attachment_over_the_upload_limit_is_not_sent_and_the_user_is_t
     bot: PaperboyClient, fake_discord: FakeDiscord
 ) -> None:
     """`/papers saved export` of a list larger than Discord's upload limit (10 MB; here the
-    interaction says 2 KB): Discord would refuse the whole answer (413, 40005), which
-    answered 'something went wrong'. The asker is told why instead, only them, no file."""
+    interaction says 2 KB): Discord would refuse the whole answer (413, 40005), and the
+    asker would see 'something went wrong'. The asker is told why instead, only them, no
+    file."""
     db = open_db(bot.services.db_path)
     papers = [str(row[0]) for row in db.execute("select id from papers limit 12")]
     for paper in papers:

@@ -162,9 +162,9 @@ async def test_two_databases_on_one_bot_never_share_a_nonce(
     bot: PaperboyClient, fake_discord: FakeDiscord, tmp_path, seed_paths, catalog
 ) -> None:  # type: ignore[no-untyped-def]
     """Discord deduplicates nonces per bot user, across channels. Keys made of row ids
-    alone ("pb1.1.1") were the same for the first message of every database: a second
-    deployment (or a fresh demo) on the same bot got the first one's message back, and
-    recorded its own digest as sent although Discord never posted it."""
+    alone ("pb1.1.1") would be the same for the first message of every database: a second
+    deployment (or a fresh demo) on the same bot would get the first one's message back,
+    and record its own digest as sent although Discord never posted it."""
     from bot.delivery import message_key
     from bot.services import Services
     from tests.fakes.discord_interactions import GUILD

@@ -395,8 +395,8 @@ async def test_a_change_still_in_its_permission_check_at_a_stop_is_told_it_did_n
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The check (users.info, for PAPERBOY_SLACK_MANAGERS=admins) awaits Slack; a stop
-    meanwhile shut the writer down, so the change then met a closed executor: its asker was
-    told "something went wrong on my side", and the log had an ERROR traceback."""
+    meanwhile shuts the writer down, and the change must not then meet a closed executor
+    (its asker told "something went wrong on my side", an ERROR traceback in the log)."""
     checking, release = asyncio.Event(), asyncio.Event()
 
     async def slow_check(*args: Any) -> bool:
@@ -424,7 +424,7 @@ async def test_a_command_cut_off_before_its_ack_by_the_stop_is_still_answered(
     """`paperboy run` stops the HTTP server first (2 s for requests in flight) and then the
     endpoint. With PAPERBOY_SLACK_ACK_SECONDS up to 2.5 a command can still be waiting for
     its acknowledgement when the server cuts its request off: its answer (here a change that
-    is stored) went nowhere, the asker saw Slack's failure for a change that was made."""
+    is stored) must not go nowhere, the asker seeing Slack's failure for a change made."""
     release, started = hold_commands(monkeypatch)
     client.endpoint.ack_budget = 60  # still waiting for its acknowledgement at the stop
     asking = asyncio.ensure_future(post(client, "subscribe offline-rl", "r1", fake_slack))

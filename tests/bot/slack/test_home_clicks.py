@@ -63,9 +63,9 @@ def text_of(call: dict[str, Any]) -> str:
 async def test_a_burst_of_refused_clicks_publishes_the_home_at_most_twice(
     http: HttpClient, fake_slack: FakeSlack
 ) -> None:
-    """20 clicks with a forged value, as fast as they come: each published the Home (20
-    views.publish in 0.1 s, with no limit). Now the first publishes at once and the rest
-    wait for one more, after the burst."""
+    """20 clicks with a forged value, as fast as they come: the first publishes the Home at
+    once and the rest wait for one more, after the burst (not 20 views.publish in 0.1 s,
+    with no limit)."""
     state = set_up(http.services)
     forged = clicks(home.HOME_UNSAVE, state["papers"][2], BURST)  # another user's paper
     statuses = await asyncio.gather(*(post_click(http, click) for click in forged))

@@ -469,7 +469,7 @@ async def test_a_header_with_a_bare_line_break_or_control_is_refused(
     http: HttpClient, header: bytes
 ) -> None:
     """A proxy in front that takes a bare LF (or CR) for a line end would see a
-    Content-Length this server did not (it read the line as one X-A value): the two
+    Content-Length this server would not (reading the line as one X-A value): the two
     disagree on where the request ends, and the 45 bytes become a smuggled request."""
     smuggled = b"GET /admin HTTP/1.1\r\nConnection: close\r\n\r\n"
     data = b"POST /slack/events HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n" + smuggled
@@ -516,7 +516,7 @@ async def test_a_keep_alive_connection_starting_a_request_is_not_evicted_first(
             conns = list(client.server._connections)
             return conns[-1].writer.get_extra_info("peername")[1] if conns else 0
 
-        # The server has seen it begin (not asserted: the old server never reorders).
+        # The server has seen it begin (not asserted: a server that never reorders fails).
         await eventually(lambda: youngest() == mine)
         _reader, newcomer = await asyncio.open_connection("127.0.0.1", port)
         loris.append(newcomer)
@@ -582,9 +582,9 @@ async def send_three_held_commands(
 async def test_a_stop_tells_queued_commands_they_did_not_run(
     serve: Serve, fake_slack: FakeSlack, held: Held
 ) -> None:
-    """The thread pool was shut down only after the answers' grace: a command still
-    queued at a stop ran during it (or, when the stop was cut short, at interpreter exit),
-    and its asker got "Working on it…" and then nothing."""
+    """A command still queued at a stop is told at once that it did not run: it does not
+    run during the answers' grace (or, when the stop is cut short, at interpreter exit),
+    its asker left with "Working on it…" and then nothing."""
     release, ran = held
     client = await serve(ack_budget=0.01)
     await send_three_held_commands(client, fake_slack, ran)
@@ -606,9 +606,9 @@ async def test_a_stop_tells_queued_commands_they_did_not_run(
 async def test_a_stop_cut_short_still_cancels_queued_commands(
     tmp_path: Path, seed_paths: list[Path], catalog: Catalog, fake_slack: FakeSlack, held: Held
 ) -> None:
-    """`paperboy run` gives all parts one stop deadline; when it cut the Slack part's stop
-    short (while the server waited for requests in flight), the pool was never shut down,
-    and every queued command ran after the stop."""
+    """`paperboy run` gives all parts one stop deadline; when it cuts the Slack part's stop
+    short (while the server waits for requests in flight), the pool is still shut down,
+    and no queued command runs after the stop."""
     from bot.runner import SlackComponent
 
     release, ran = held
@@ -678,8 +678,8 @@ async def test_pipelined_and_http_1_0_requests_are_answered_in_order(http: HttpC
 async def test_a_request_arriving_during_a_stop_is_answered(
     http: HttpClient, fake_slack: FakeSlack
 ) -> None:
-    """A stop closed every connection that had not sent a whole request, so a command the
-    proxy was forwarding at a restart got a reset (Slack: "dispatch_failed")."""
+    """A stop does not close every connection that has not sent a whole request: a command
+    the proxy is forwarding at a restart would get a reset (Slack: "dispatch_failed")."""
     body = slash_body("topics", fake_slack.response_url()).encode()
     request = request_bytes(body, signed_headers(body.decode()))
     reader, writer = await asyncio.open_connection("127.0.0.1", http.server.port)
