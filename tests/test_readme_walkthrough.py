@@ -72,9 +72,9 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
 
 
 def test_operator_status_names_each_personal_digest(run, tmp_path: Path, settings: Any) -> None:  # type: ignore[no-untyped-def]
-    """`paperboy status` lists every channel, personal digests included. Each of those
-    was headed "Status of your personal digest, delivered to you by DM:" (the wording
-    `/papers status --me` gives its owner), so an operator could not tell whose it was."""
+    """`paperboy status` lists every channel, personal digests included, each named, not
+    headed "Status of your personal digest, delivered to you by DM:" (the wording
+    `/papers status --me` gives its owner), so an operator can tell whose it is."""
     from db.channels import add_subscription
     from db.connection import open_db
     from digests.digest import ensure_channel

@@ -116,7 +116,7 @@ async def test_429s_are_not_attempts_and_never_give_a_message_up(
     db: Database, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """A 429 means Slack posted nothing: with 2 attempts allowed, ten 429s in a row still
-    end with the message posted once (they were counted as attempts: it was given up)."""
+    end with the message posted once (counted as attempts, they would give it up)."""
     for _ in range(10):
         fake_slack.queue(
             "chat.postMessage", {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": "2"}
@@ -483,8 +483,8 @@ def test_declared_global_429s_far_apart_measure_nothing() -> None:
 
 
 async def test_a_measured_rate_holds_ten_minutes_after_the_last_global_429_then_climbs() -> None:
-    """A measure that was wrong (a stray or forged global 429, another process sending
-    with the bot's token) capped the rate for as long as the bot ran. It holds while
+    """A wrong measure (a stray or forged global 429, another process sending with the
+    bot's token) must not cap the rate for as long as the bot runs. It holds while
     declared global 429s keep coming, and 10 minutes after the last one the rate climbs
     back towards the setting, as after any 429."""
     time = VirtualTime()
@@ -625,7 +625,7 @@ def test_a_platform_wide_429_never_raises_the_rate_above_the_setting() -> None:
     ],
 )
 def test_a_bad_posting_rate_is_one_clear_line_naming_the_setting(name: str, value: str) -> None:
-    """Text said "could not convert string to float: 'fast'" (Python's words, not the
+    """Not "could not convert string to float: 'fast'" (Python's words, not the
     setting's range)."""
     with pytest.raises(SettingsError) as caught:
         load_settings({name: value}, dotenv=None)
@@ -740,8 +740,8 @@ async def test_slacks_rate_limited_error_is_a_rate_limit_not_an_attempt(
     db: Database, fake_slack: FakeSlack
 ) -> None:
     """chat.postMessage's own `rate_limited` error ("Application has posted too many
-    messages", an HTTP 200 answer) refuses the message like a 429's `ratelimited`: it was
-    counted as an attempt, so with 2 attempts allowed the second one gave the message up."""
+    messages", an HTTP 200 answer) refuses the message like a 429's `ratelimited`: it is
+    not counted as an attempt (with 2 attempts allowed, the second would give it up)."""
     time = VirtualTime()
     for _ in range(3):
         fake_slack.queue("chat.postMessage", {"ok": False, "error": "rate_limited"})

@@ -25,9 +25,9 @@ async def test_a_channel_waiting_for_a_delivery_slot_checks_what_is_due_when_it_
     tmp_path: Path, catalog: Any
 ) -> None:
     """One delivery at a time, at 0.2 message a second: the second channel's slot comes
-    10 s after the round began. Its message was claimed by a sender elsewhere whose claim
-    ran out 5 s in; as of the round's start (what `deliver_due` passed every channel) the
-    claim still held, so the message waited for the next round."""
+    10 s after the round began. Its message is claimed by a sender elsewhere whose claim
+    runs out 5 s in; as of the round's start the claim still held, so a channel judged by
+    that time (not the time it gets its slot) would leave the message for the next round."""
     from bot.scheduler import DigestScheduler
     from bot.services import Services
 

@@ -133,9 +133,9 @@ def test_distinct_lines_are_bounded_too() -> None:
 
 
 def test_two_threads_ending_windows_at_once_do_not_raise() -> None:
-    """logging runs filters outside the handler's lock. A thread that swept while another
-    was still sweeping (its summary blocked on a slow stderr) deleted a window the first
-    one then deleted again: KeyError, raised into whatever code was logging."""
+    """logging runs filters outside the handler's lock. A thread that sweeps while another
+    is still sweeping (its summary blocked on a slow stderr) must not delete a window the
+    first one then deletes again: a KeyError, raised into whatever code was logging."""
     now = [0.0]
     repeats = RepeatFilter(burst=1, interval=60, clock=lambda: now[0])
     errors: list[BaseException] = []
@@ -195,7 +195,7 @@ def test_a_bad_format_string_does_not_raise_from_the_filters(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """logging reports a bad format string in emit (a "--- Logging error ---" note); the
-    filters ran before that and raised TypeError into the caller."""
+    filters run before that and must not raise TypeError into the caller."""
     configure("info")
     logging.getLogger("bot.test").warning("%d papers", "many")  # must not raise
     logging.getLogger("bot.test").warning("still logging")
@@ -228,7 +228,7 @@ def test_credentials_in_urls_and_tokens_are_hidden(capsys: pytest.CaptureFixture
 )
 def test_every_kind_of_slack_token_is_hidden(token: str) -> None:
     """Refresh (xoxe), client (xoxc) and legacy (xoxs) tokens, and a token glued to a word
-    (`SLACK_TOKEN_xoxb-...` in a dumped environment), were logged as they were."""
+    (`SLACK_TOKEN_xoxb-...` in a dumped environment), are hidden too."""
     secret = token.rsplit(".", 1)[-1]
     assert secret not in redact(f"token={token}")
     assert secret not in redact(f"SLACK_TOKEN_{token}")

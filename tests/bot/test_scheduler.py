@@ -343,8 +343,8 @@ async def test_a_used_up_message_another_sender_took_is_not_given_up_under_it(
 
 def test_a_pid_from_another_pid_namespace_is_not_judged_here() -> None:
     """Two containers on one host network share the host name: a claim by pid N in the
-    other container was judged by whether pid N ran here, and taken over while the other
-    container was still sending it (a duplicate)."""
+    other container is not judged by whether pid N runs here (taken over while the other
+    container is still sending it, it would be sent twice)."""
     import socket
 
     from bot.delivery import SENDER, sender_alive
@@ -1098,8 +1098,8 @@ async def test_a_scheduled_job_cut_off_by_the_stop_logs_no_error(
 async def test_no_build_starts_after_the_stop(
     services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A digest that was waiting for the inbox when the stop came started its build
-    anyway (in a thread the exit then abandons): no build starts after a stop."""
+    """A digest waiting for the inbox when the stop comes does not start its build anyway
+    (in a thread the exit then abandons): no build starts after a stop."""
     import threading
 
     import bot.scheduler as scheduler_module

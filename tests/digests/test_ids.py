@@ -397,7 +397,7 @@ def test_files_that_number_their_rows_alike_are_not_merged_by_that_number(
     fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two exports whose `id` column is the row number: "1" of one file is no paper of
-    the other (merged, the second file's abstracts were lost). The number still merges
+    the other (merged, the second file's abstracts would be lost). The number still merges
     a record that agrees on the title: the same dataset's next version."""
     first = write_tsv(
         tmp_path / "a.tsv",

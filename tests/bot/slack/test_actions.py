@@ -382,8 +382,8 @@ async def test_a_vote_on_an_ephemeral_message_that_has_one_is_not_chat_updated(
     fake_slack: FakeSlack,
 ) -> None:
     """Should Slack include the message, still no chat.update (an ephemeral message is
-    not the bot's to update: Slack answers message_not_found, and the clicker was told
-    the count could not be shown): the answer says the vote was noted."""
+    not the bot's to update: Slack answers message_not_found): the answer says the vote
+    was noted, not that the count could not be shown."""
     services, http, digest, _ = env
     shown = [b for m in slack_app.payloads(info("x", digest=digest)) for b in m["blocks"]]
     payload, paper = ephemeral_click(fake_slack, shown, VOTE_UP, with_message=True)

@@ -118,8 +118,9 @@ async def test_a_change_is_answered_while_every_lookup_thread_is_blocked(
 async def test_a_queued_command_ready_within_the_wait_is_answered_in_the_ack(
     client: HttpClient, fake_slack: FakeSlack, held_finds: Any
 ) -> None:
-    """A command that had to queue was always "Working on it…" at once, and its answer
-    a second HTTP exchange through response_url, even when the threads freed up at once."""
+    """A command that has to queue is not always "Working on it…" at once, its answer a
+    second HTTP exchange through response_url: when the threads free up at once, the
+    acknowledgement carries the answer."""
     release, started = held_finds
     client.endpoint.ack_budget = 60
     client.endpoint.queued_wait = 60  # longer than this test: only the answer ends the wait
@@ -278,8 +279,8 @@ def test_a_failure_that_rolls_back_the_whole_transaction_fails_the_changes_befor
     store: Path,
 ) -> None:
     """SQLite ends the whole transaction on some failures (a full disk, an I/O error, a
-    trigger's RAISE(ROLLBACK)). The changes of the batch before it were told "done" and
-    lost, and the ones after it ran in a deferred transaction of their own."""
+    trigger's RAISE(ROLLBACK)). The changes of the batch before it must not be told "done"
+    and lost, nor the ones after it run in a deferred transaction of their own."""
     refuse_13(store)
     connect = per_thread(store)
     writer = ChangeWriter(connect)

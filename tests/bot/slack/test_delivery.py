@@ -119,8 +119,9 @@ async def test_a_429_storm_leaves_the_message_pending_for_later(
 async def test_an_hour_long_429_is_left_to_the_outbox_at_once(
     services: Services, fake_slack: FakeSlack, clock: FakeTime
 ) -> None:
-    """A Retry-After of an hour was waited out 60 s at a time, three times, for the same
-    429: `digest --send` (and a delivery slot) was held three minutes for nothing."""
+    """A Retry-After of an hour goes to the outbox at once: waited out 60 s at a time,
+    three times, for the same 429, it would hold `digest --send` (and a delivery slot)
+    three minutes for nothing."""
     follow(services, "robotics")
     for _ in range(4):
         rate_limited(fake_slack, "3600")

@@ -92,8 +92,8 @@ def test_me_between_arguments_is_the_flag_and_inside_quotes_is_text() -> None:
 async def test_an_autocorrected_me_in_a_channel_changes_only_ones_own_digest(
     services: Services, fake_slack: FakeSlack
 ) -> None:
-    """U0001 is no admin: `—me` was read as a channel change and refused (after asking
-    Slack who they are); a manager's was the channel's, told to everyone."""
+    """U0001 is no admin: `—me` is not read as a channel change and refused (after asking
+    Slack who they are); nor is a manager's the channel's, told to everyone."""
     http = await start_http(services, fake_slack)
     try:
         mine = await post(http, fake_slack, "subscribe offline-rl —me")

@@ -102,8 +102,8 @@ main()
 
 def test_a_commit_that_fails_on_the_disk_says_so_through_the_cli(tmp_path: Path, run: Any) -> None:
     """The commit of the first chunk writes the write-ahead log, which cannot grow past
-    the limit: SQLite rolls the chunk back, the `ingests` row with it (the stop was then
-    recorded on a row that was gone, and all the CLI said was "unexpected failure
+    the limit: SQLite rolls the chunk back, the `ingests` row with it (so the stop must
+    not be recorded on a row that is gone, the CLI saying only "unexpected failure
     (NotFoundError: )")."""
     db_path = tmp_path / "p.db"
     open_db(db_path).conn.close()  # migrated, its log checkpointed and gone
