@@ -65,7 +65,7 @@ UNIQUE_SHARE = 0.2  # of free-text subscriptions: a text no other channel is lik
 POOL = 300  # shared free-text topics
 # `--platforms mixed` (the default): channel i is a Slack channel unless i % 5 is 3 or 4
 # (Discord), so 60% of digests are rendered as Block Kit and 40% as embeds, as production
-# renders them; `local` keeps the plain-text channels the figures before 2026-11-30 used.
+# renders them; `local` makes plain-text `local:` channels.
 SLACK_EVERY = (0, 1, 2)
 
 
