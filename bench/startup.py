@@ -4,8 +4,8 @@
     .venv/bin/python -m bench.startup --db PATH          # a ready database of your own
     .venv/bin/python -m bench.startup --tree OLD         # OLD's code too (a worktree)
 
-Times, interleaved round by round so that the machine's noise falls on all of them alike
-(median of `--runs`, wall clock from spawning to exit):
+Times, interleaved round by round (every other one backwards) so that the machine's noise
+falls on all of them alike (median of `--runs`, wall clock from spawning to exit):
 - `python_pass`: `python -c pass`, the reference: an interpreter with this venv's `site`;
 - `import_cli`: `python -c "import bot.cli"`;
 - `help`: `paperboy --help`;
@@ -128,8 +128,9 @@ def main() -> int:
         for argv, case_env in cases.values():  # warm the page cache and the bytecode once
             wall(argv, folder, case_env)
         times: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(args.runs):
-            for case, (argv, case_env) in cases.items():
+        order = list(cases.items())
+        for run in range(args.runs):  # every other round backwards: no case always goes first
+            for case, (argv, case_env) in order if run % 2 == 0 else order[::-1]:
                 times[case].append(wall(argv, folder, case_env))
     ms: dict[str, Any] = {
         case: round(statistics.median(values) * 1000, 1) for case, values in times.items()
