@@ -148,8 +148,8 @@ def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None
     """README (Discord buttons): the answer to `/papers digest` has no buttons in Discord,
     a preview or not; in Slack a built digest's answer has them (the README must say
     both: that a preview has none alone reads as if a built one had them in Discord)."""
-    from digests.replies import Reply
     from digests.render import discord, slack
+    from digests.replies import Reply
     from tests.fakes.cql_digest import cql_digest
 
     built = cql_digest(catalog, "discord:123456789012345678/987")

@@ -27,9 +27,9 @@ from db.channels import active_subscriptions, get_channel
 from db.outbox import messages_for_digest
 from digests.channels import ChannelRef
 from digests.commands import handle
-from digests.replies import Reply
 from digests.digest import build_digest
 from digests.ingest import ingest_files
+from digests.replies import Reply
 from tests.conftest import NOW
 from tests.fakes.clock import Clock
 from tests.fakes.discord_api import FakeDiscord

@@ -206,8 +206,8 @@ def _visible(rendered: str) -> None:
 
 
 def test_renderers_strip_invisible_and_control_characters(ctx: Context) -> None:
-    from digests.replies import info
     from digests.render.text import digest_text, reply_text
+    from digests.replies import info
 
     slack_digest = _hostile_digest("slack:T1/C1")
     discord_digest = _hostile_digest("discord:123456/654321")

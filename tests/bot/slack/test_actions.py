@@ -22,10 +22,10 @@ from bot.slack.app import click_handlers
 from bot.slack.home import HOME_UNSAVE, HOME_UNSUBSCRIBE, handle_home_action
 from db import feedback, open_db, saved
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
-from digests.replies import Attachment, Reply, info
 from digests.digest import Digest
 from digests.render import limits
 from digests.render import slack as slack_render
+from digests.replies import Attachment, Reply, info
 from digests.topics import Catalog
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_buttons import (

@@ -22,7 +22,6 @@ from db.papers import add_alias, get_paper
 from digests.bibtex import cite_key, latex_text
 from digests.commands import Context, handle, parse
 from digests.commands.grammar import VERBS_BY_NAME
-from digests.replies import Attachment, Reply
 from digests.commands.saved import NO_USER, SAVED_SHOWN
 from digests.digest import build_digest
 from digests.explain import explain
@@ -31,6 +30,7 @@ from digests.matching import PaperText
 from digests.render.discord import reply_messages as discord_messages
 from digests.render.slack import reply_messages as slack_messages
 from digests.render.text import reply_text
+from digests.replies import Attachment, Reply
 from digests.topics import Catalog
 from tests.conftest import NOW, seed_paper_id
 from tests.fakes.discord_api import FakeDiscord

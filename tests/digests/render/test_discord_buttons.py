@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, custom_id, parse_custom_id, parse_item_ref
-from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import discord, limits
+from digests.replies import Reply
 from tests.fakes.discord_digest import recorded  # noqa: F401
 from tests.fakes.render import check_discord, extreme  # noqa: F401
 

@@ -27,12 +27,12 @@ from bot.slack.poster import MESSAGE_REFUSALS
 from db import open_db
 from db.channels import get_channel
 from db.outbox import claimed_paper_ids
-from digests.replies import Reply
 from digests.digest import Digest
 from digests.ingest import ingest_files
 from digests.render import limits, slack
 from digests.render.escape import slack_escape
 from digests.render.view import digest_view
+from digests.replies import Reply
 from digests.topics import Catalog
 from tests.conftest import NOW
 from tests.fakes.clock import FakeTime
