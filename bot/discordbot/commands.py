@@ -26,8 +26,8 @@ from digests.commands.grammar import (
     field_text,
     parse,
 )
-from digests.replies import Reply, error
 from digests.render import discord as discord_render
+from digests.replies import Reply, error
 from digests.safe_text import has_unsafe
 from digests.schedule import timezone_names
 

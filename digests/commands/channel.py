@@ -26,7 +26,6 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import handler_for
-from digests.replies import Reply, error, info
 from digests.digest import (
     build_digest,
     channel_schedule,
@@ -35,6 +34,7 @@ from digests.digest import (
     subscribed_topics,
 )
 from digests.ingest.progress import unfinished_note
+from digests.replies import Reply, error, info
 from digests.schedule import Schedule, is_week_key
 from digests.wording import here
 

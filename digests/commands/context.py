@@ -14,8 +14,8 @@ from config.settings import Settings
 from db import channels as channel_store
 from digests import lookup
 from digests.commands.grammar import COMMAND, Command
-from digests.replies import Reply, error
 from digests.digest import channel_schedule
+from digests.replies import Reply, error
 from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_when
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic

@@ -19,8 +19,8 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import handler_for
-from digests.replies import Reply, error, info
 from digests.explain import explain, explanation_lines
+from digests.replies import Reply, error, info
 from digests.topics import CUSTOM_PREFIX, custom_slug
 from digests.wording import here
 

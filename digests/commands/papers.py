@@ -9,8 +9,8 @@ from digests import bibtex, lookup
 from digests.commands.context import Context, paper_or_error, plural
 from digests.commands.grammar import COMMAND, Command
 from digests.commands.registry import handler_for
-from digests.replies import Attachment, Reply, info
 from digests.commands.saved import BIBTEX_MIME, with_arxiv_id
+from digests.replies import Attachment, Reply, info
 from digests.similar import similar_papers
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import HANDLERS, personal_handler_for
-from digests.replies import Reply, error, info
 from digests.digest import channel_schedule, ensure_channel
+from digests.replies import Reply, error, info
 
 log = logging.getLogger(__name__)
 

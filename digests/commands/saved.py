@@ -14,8 +14,8 @@ from digests import bibtex
 from digests.commands.context import Context, plural
 from digests.commands.grammar import COMMAND, Command
 from digests.commands.registry import handler_for
-from digests.replies import Attachment, Reply, error, info
 from digests.lookup import item_fields
+from digests.replies import Attachment, Reply, error, info
 
 log = logging.getLogger(__name__)
 

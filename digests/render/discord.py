@@ -21,7 +21,6 @@ from digests.actions import (
     parse_custom_id,
     parse_item_ref,
 )
-from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import discord_escape, with_code
@@ -35,6 +34,7 @@ from digests.render.view import (
     per_paper,
     render,
 )
+from digests.replies import Reply
 
 log = logging.getLogger(__name__)
 

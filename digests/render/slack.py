@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, item_ref
-from digests.replies import Reply
 from digests.digest import Digest
 from digests.render import limits
 from digests.render.escape import slack_escape, slack_link, with_code
 from digests.render.packing import clamp
 from digests.render.view import PaperView, digest_view, encoded, paper_view, per_paper, render
+from digests.replies import Reply
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from digests.replies import Reply
 from digests.digest import Digest
 from digests.lookup import format_paper, format_results
 from digests.render.escape import plain
 from digests.render.view import digest_view, render
+from digests.replies import Reply
 
 log = logging.getLogger(__name__)
 
