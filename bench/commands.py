@@ -280,13 +280,13 @@ async def load(
         signing_secret=SECRET,
         ack_budget=services.settings.slack_ack_seconds,
     )
-    real_changes = endpoint_module._changes
+    real_changes = endpoint_module.writes
     if args.queued_wait is not None:
         endpoint.queued_wait = args.queued_wait
     if policy in ("before", "nowait"):
         endpoint.queued_wait = 0.0
     if policy in ("before", "fifo"):
-        endpoint_module._changes = lambda text: False  # type: ignore[assignment]
+        endpoint_module.writes = lambda text: False  # type: ignore[assignment]
     server = HttpServer(endpoint, http_limits(services.settings), host="127.0.0.1")
     port = await server.start()
     cpu = time.process_time()  # this process, every thread: the loop and the commands
@@ -296,7 +296,7 @@ async def load(
         out, _ = await client.communicate()
         cpu = time.process_time() - cpu
     finally:
-        endpoint_module._changes = real_changes  # type: ignore[assignment]
+        endpoint_module.writes = real_changes  # type: ignore[assignment]
         await server.stop()
         await endpoint.close()
     result: dict[str, Any] = json.loads(out)

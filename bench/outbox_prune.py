@@ -169,9 +169,9 @@ def one_run(
             if kind == "prune":
                 emptied = outbox.prune_sent(db, cut)
             elif kind == "zeroing":  # the prune's batches with secure_delete on
-                names, values = outbox._working_table(db)
+                names, values = outbox.working_table(db)
                 db.execute("PRAGMA secure_delete = ON")
-                emptied = outbox._prune_batches(
+                emptied = outbox.prune_batches(
                     db, cut, outbox.PRUNE_BATCH, lambda: False, names, values
                 )
             else:  # the reference: the same rows, one statement, one transaction

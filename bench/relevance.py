@@ -627,7 +627,7 @@ def main() -> None:
         from bench.semantic_topics import CachedEncoder, CacheError  # imports this module
 
         try:
-            semantic._loaded[semantic.MODEL] = CachedEncoder(args.vectors_cache)
+            semantic.use_encoder(CachedEncoder(args.vectors_cache))
         except CacheError as error:  # one line, not a traceback or wrong figures
             raise SystemExit(f"relevance: {error}") from None
         print(

@@ -203,7 +203,7 @@ def run(corpus: Path, cache: Path) -> dict[str, Any] | None:
     except CacheError as error:
         print(f"semantic_topics: {error}")
         return None
-    semantic._loaded[semantic.MODEL] = model  # load_set_a embeds with it: cached
+    semantic.use_encoder(model)  # load_set_a embeds with it: cached
     started, cpu = time.perf_counter(), time.process_time()
     data = load_set_a(corpus)
     if data is None:

@@ -381,7 +381,7 @@ def prune_sent(
     an `update` in place shrinks the rows but SQLite leaves their pages as they were
     (a digest message's row fills most of a page), so a week at 10,000 channels keeps
     34 MB of mostly empty pages; a delete merges them, 7 MB (docs/dev/benchmarks.md)."""
-    names, emptied = _working_table(db)
+    names, emptied = working_table(db)
     # SQLite built with secure_delete on (Debian's build: this machine's) writes zeros over
     # every page a pruned payload frees, through the write-ahead log: 324 MB written to
     # prune a week's 139 MB at 10,000 channels, and a `-wal` grown by all of it (and kept
@@ -392,13 +392,13 @@ def prune_sent(
     if secure == 1:
         db.execute("PRAGMA secure_delete = FAST")
     try:
-        return _prune_batches(db, before, batch, stop, names, emptied)
+        return prune_batches(db, before, batch, stop, names, emptied)
     finally:
         if secure == 1:
             db.execute("PRAGMA secure_delete = ON")
 
 
-def _working_table(db: Database) -> tuple[str, str]:
+def working_table(db: Database) -> tuple[str, str]:
     """Make `temp.outbox_pruning`, where a batch's rows are as they will be, apart (a
     temporary table: this connection's), from the outbox's columns now: one left by an
     earlier prune on this connection may have fewer (a migration since), and every batch
@@ -411,7 +411,7 @@ def _working_table(db: Database) -> tuple[str, str]:
     return names, emptied
 
 
-def _prune_batches(
+def prune_batches(
     db: Database,
     before: str,
     batch: int,

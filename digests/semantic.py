@@ -117,6 +117,11 @@ def encoder() -> Encoder | None:
     return _loaded[MODEL]
 
 
+def use_encoder(model: Encoder | None) -> None:
+    """Make `model` this process's encoder (a benchmark replays cached vectors with it)."""
+    _loaded[MODEL] = model
+
+
 _failed: list[Encoder] = []  # models that failed on a lookup (kept: ids are not reused)
 
 

@@ -63,18 +63,34 @@ def test_every_module_has_a_logger() -> None:
 
 
 def private_imports(source: str, module: str) -> list[str]:
-    """`from M import _name` in `module`'s source where M is another module of ours."""
+    """Private names of our other modules that `module`'s source reaches: `from M import
+    _name`, and `_name` read off a module imported by name (`import M as m; m._name`)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
-            continue
-        if node.module.split(".")[0] not in PACKAGES or node.module == module:
-            continue
-        found += [
-            f"{module}: from {node.module} import {alias.name}"
-            for alias in node.names
-            if alias.name.startswith("_") and not alias.name.startswith("__")
-        ]
+    modules: dict[str, str] = {}  # local name -> our module it is bound to
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES and alias.name != module:
+                    modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] not in PACKAGES:
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    if node.module != module:
+                        found.append(f"{module}: from {node.module} import {alias.name}")
+                elif f"{node.module}.{alias.name}" != module:
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            base = ast.unparse(node.value)
+            if base in modules:
+                found.append(f"{module}: {modules[base]}.{node.attr}")
     return found
 
 
@@ -85,14 +101,34 @@ def test_the_private_name_rule_itself() -> None:
     source = "from digests.lookup import _rank, search\nfrom os import _exit\n"
     assert private_imports(source, "bot.cli") == ["bot.cli: from digests.lookup import _rank"]
     assert private_imports("from digests.lookup import _rank\n", "digests.lookup") == []
+    reads = "import db.outbox as box\nfrom digests import semantic\nbox._t(); semantic._m\n"
+    assert sorted(private_imports(reads, "bench.x")) == [
+        "bench.x: db.outbox._t",
+        "bench.x: digests.semantic._m",
+    ]
+    assert private_imports("import os\nos._exit(0)\nself._x = 1\n", "bot.run") == []
 
 
 def test_no_private_name_is_imported_from_another_module() -> None:
     found = []
-    for package in PACKAGES:
+    for package in (*PACKAGES, "bench"):
         for path in (ROOT / package).rglob("*.py"):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
-                ".__init__"
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found += private_imports(
+                path.read_text(encoding="utf-8"), module.removesuffix(".__init__")
             )
-            found += private_imports(path.read_text(encoding="utf-8"), module)
     assert found == []
+
+
+def test_no_test_module_defines_a_name_twice() -> None:
+    """A second `def test_x` in one module hides the first, which then never runs (ruff's
+    F811 is off for tests/: fixtures imported from tests/fakes/ are parameters by name)."""
+    twice = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        seen: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name in seen:
+                    twice.append(f"{path.relative_to(ROOT)}: {node.name}")
+                seen.add(node.name)
+    assert twice == []

@@ -19,7 +19,8 @@ PERSONAL_HANDLERS: dict[str, Handler] = {}
 
 
 def handler_for(*names: str) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler of these verbs."""
+    """Register the decorated function as the handler of these verbs (LookupError if one
+    has a handler already)."""
     return _register(HANDLERS, names)
 
 
@@ -30,6 +31,9 @@ def personal_handler_for(*names: str) -> Callable[[Handler], Handler]:
 
 def _register(table: dict[str, Handler], names: tuple[str, ...]) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
+        taken = [name for name in names if name in table]
+        if taken:
+            raise LookupError(f"verbs with a handler already: {taken}")
         table.update(dict.fromkeys(names, handler))
         return handler
 

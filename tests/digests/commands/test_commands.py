@@ -421,3 +421,10 @@ def test_every_verb_has_a_handler() -> None:
             registry.check()
     finally:
         registry.HANDLERS["find"] = handler
+
+
+def test_a_verb_cannot_get_a_second_handler() -> None:
+    before = dict(registry.HANDLERS)
+    with pytest.raises(LookupError, match="find"):
+        registry.handler_for("find")(lambda command, ctx: registry.HANDLERS["help"](command, ctx))
+    assert before == registry.HANDLERS
