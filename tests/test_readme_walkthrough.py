@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cli import _paperboy_process, bound_by_permissions, permissions_can_bind_root
+from tests.fakes.cli import bound_by_permissions, paperboy_process, permissions_can_bind_root
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
@@ -37,8 +37,8 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
     folder = Path(tempfile.mkdtemp(prefix="paperboy-ro-"))
     db = folder / "ro.db"
     try:
-        _paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
-        _paperboy_process("chat", "--channel", "local:lab", "subscribe rlhf", "--db", str(db))
+        paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
+        paperboy_process("chat", "--channel", "local:lab", "subscribe rlhf", "--db", str(db))
         db.chmod(0o444)
         folder.chmod(0o555)
 

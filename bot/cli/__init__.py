@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 # A command imports what it needs when it runs, so that `paperboy find` does not pay for
-# `paperboy run`; tests/test_startup.py checks that `import bot.cli` stays light.
+# `paperboy run`; tests/bot/cli/test_startup.py checks that `import bot.cli` stays light.
 from bot.cli import chat, demo, digest, ingest, lookup, prune, run, sources, status
 from bot.cli.options import DB_HELP
 from bot.cli.output import PaperboyGroup

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # digests.ingest.detect.FORMATS, spelled out so that the option's choices need not import
-# the ingest pipeline at start-up; tests/test_startup.py checks the two agree.
+# the ingest pipeline at start-up; tests/bot/cli/test_startup.py checks the two agree.
 INGEST_FORMATS = ("seed", "csv", "tsv", "jsonl", "arxiv")
 PROGRESS_MIN_RECORDS = 200
 INTERRUPTED_INDEXING = (

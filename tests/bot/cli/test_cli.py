@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import _paperboy_process, bound_by_permissions, permissions_can_bind_root
+from tests.fakes.cli import bound_by_permissions, paperboy_process, permissions_can_bind_root
 
 
 def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -324,11 +324,11 @@ def test_undecodable_bytes_in_arguments_are_one_line_errors(
 def test_a_reader_that_stops_reading_is_not_an_error(tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
     """`paperboy find x | head -1`: the pipe closes under us, which is no failure to report."""
     db = str(tmp_path / "p.db")
-    assert _paperboy_process("ingest", *map(str, seed_paths), "--db", db).returncode == 0
+    assert paperboy_process("ingest", *map(str, seed_paths), "--db", db).returncode == 0
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will ever read: the first write fails with EPIPE
     try:
-        done = _paperboy_process("find", "dpo", "--db", db, stdout=write_end)
+        done = paperboy_process("find", "dpo", "--db", db, stdout=write_end)
     finally:
         os.close(write_end)
     assert done.returncode == 1
@@ -348,8 +348,8 @@ def test_find_and_status_work_on_a_read_only_database(
     db = folder / "ro.db"
     writer = None
     try:
-        _paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
-        _paperboy_process("chat", "--channel", "local:lab", "subscribe robotics", "--db", str(db))
+        paperboy_process("ingest", *map(str, seed_paths), "--db", str(db))
+        paperboy_process("chat", "--channel", "local:lab", "subscribe robotics", "--db", str(db))
         if writer_running:
             writer = sqlite3.connect(db)
             writer.execute("insert into ingests (started_at, files) values ('2026', '[]')")
