@@ -132,3 +132,22 @@ def test_no_test_module_defines_a_name_twice() -> None:
                     twice.append(f"{path.relative_to(ROOT)}: {node.name}")
                 seen.add(node.name)
     assert twice == []
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in tests/fakes/ or conftest.py, never in a test module."""
+    found = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += (
+                [alias.name for alias in getattr(node, "names", [])]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [
+                f"{path.relative_to(ROOT)}: {name}"
+                for name in names
+                if name.startswith("tests.") and name.split(".")[-1].startswith("test_")
+            ]
+    assert found == []

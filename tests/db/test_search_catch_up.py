@@ -84,8 +84,8 @@ def test_catch_up_never_raises_and_skips_inside_a_transaction(tmp_path: Path) ->
 
 async def test_a_fetch_brings_the_index_up_to_date(tmp_path: Path) -> None:
     from bot.fetching import FetchConfig
-    from tests.bot.fetching.test_store import add, entries, fetch
     from tests.fakes.arxiv_api import FakeArxiv
+    from tests.fakes.fetched import add, entries, fetch
     from tests.fakes.server import serve
 
     fake = FakeArxiv(entries(6))

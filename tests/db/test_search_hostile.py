@@ -118,7 +118,7 @@ def same_as_fts5(db: Database, *queries: str) -> None:
 
 def test_a_merged_paper_is_found_by_its_new_text_only(file_db: Database) -> None:
     """arXiv v2 replaces v1's title and abstract: the index drops v1's words."""
-    from tests.bot.fetching.test_store import arxiv_paper, store
+    from tests.fakes.fetched import arxiv_paper, store
 
     title = "Ocelot spots counted with camera traps"
     v1 = "We count ocelot spots with camera traps across the forest floor. " * 2

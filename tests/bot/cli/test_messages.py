@@ -46,7 +46,7 @@ async def test_a_fetch_given_up_after_one_attempt_says_attempt() -> None:
     from aiohttp import web
 
     from bot.fetching import FetchConfig, FetchError
-    from tests.bot.fetching.test_arxiv import run
+    from tests.fakes.arxiv_fetch import run
     from tests.fakes.fetch_time import FakeTime
     from tests.fakes.server import serve
 
@@ -99,7 +99,7 @@ def test_show_finds_a_fetched_openreview_paper_by_its_note_id() -> None:
     # bare) but not for a note fetched from OpenReview (stored as "openreview:ID").
     from db import open_db
     from digests.lookup import resolve
-    from tests.bot.fetching.test_store import openreview_paper, store
+    from tests.fakes.fetched import openreview_paper, store
 
     db = open_db(":memory:")
     assert store(db, openreview_paper()) == (1, 0)
@@ -129,7 +129,7 @@ def test_show_gives_a_fetched_papers_pdf_as_its_digest_item_does() -> None:
     # The digest item of an OpenReview or arXiv paper linked its PDF; `show` did not.
     from db import open_db
     from digests.lookup import format_paper, show
-    from tests.bot.fetching.test_store import openreview_paper, store
+    from tests.fakes.fetched import openreview_paper, store
 
     db = open_db(":memory:")
     store(db, openreview_paper())

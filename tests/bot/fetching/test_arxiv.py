@@ -22,11 +22,11 @@ from bot.fetching import (
 )
 from digests.sources.spec import parse_source
 from tests.fakes.arxiv_api import Entry, FakeArxiv
+from tests.fakes.arxiv_fetch import SPEC, run, time_  # noqa: F401
 from tests.fakes.fetch_time import FakeTime
 from tests.fakes.server import serve
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-SPEC = parse_source("arxiv:cs.LG")
 
 
 def corpus(n: int = 25) -> list[Entry]:
@@ -44,11 +44,6 @@ def corpus(n: int = 25) -> list[Entry]:
 
 
 @pytest.fixture
-def time_() -> FakeTime:
-    return FakeTime()
-
-
-@pytest.fixture
 async def arxiv(time_: FakeTime) -> AsyncIterator[tuple[FakeArxiv, FetchConfig]]:
     fake = FakeArxiv(corpus(), clock=time_.clock)
     runner, port = await serve(fake.app())
@@ -62,12 +57,6 @@ async def arxiv(time_: FakeTime) -> AsyncIterator[tuple[FakeArxiv, FetchConfig]]
         yield fake, config
     finally:
         await runner.cleanup()
-
-
-async def run(config: FetchConfig, time_: FakeTime, since: datetime, spec=SPEC):  # type: ignore[no-untyped-def]
-    async with open_session(config) as session:
-        fetch = ArxivFetch(spec, session, config, since=since, sleep=time_.sleep, clock=time_.clock)
-        return await collect(fetch)
 
 
 async def test_pages_until_since_three_seconds_apart(arxiv, time_: FakeTime) -> None:  # type: ignore[no-untyped-def]

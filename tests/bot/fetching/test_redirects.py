@@ -27,36 +27,12 @@ from digests.sources.spec import parse_source
 from tests.fakes.arxiv_api import Entry, FakeArxiv
 from tests.fakes.feeds import FakeFeeds
 from tests.fakes.fetch_time import FakeTime
+from tests.fakes.named_hosts import NamedHosts
 from tests.fakes.openreview_api import FakeOpenReview, note
 from tests.fakes.server import ServedInThread, serve
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 OPT_OUT = "PAPERBOY_FETCH_ALLOW_PRIVATE_REDIRECTS"
-
-
-class NamedHosts(AbstractResolver):
-    """A resolver over a table: each name answers its addresses in turn (the last one
-    again once they run out); every lookup is recorded."""
-
-    def __init__(self, table: dict[str, list[str]]) -> None:
-        self.table = table
-        self.lookups: list[str] = []
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        self.lookups.append(host)
-        answers = self.table.get(host)
-        if not answers:
-            raise OSError(errno.ENOENT, f"no such test host {host}")
-        address = answers[min(self.lookups.count(host), len(answers)) - 1]
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [
-            ResolveResult(hostname=host, host=address, port=port, family=family, proto=0, flags=0)
-        ]
-
-    async def close(self) -> None:
-        pass
 
 
 HITS = web.AppKey("hits", list[str])

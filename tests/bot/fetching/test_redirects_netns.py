@@ -81,9 +81,9 @@ async def _serve_and_fetch() -> dict[str, Any]:
     from bot.fetching import FetchConfig, FetchError, collect, open_fetch, open_session
     from bot.fetching.client import PoliteClient
     from digests.sources.spec import parse_source
-    from tests.bot.fetching.test_redirects import NamedHosts
     from tests.fakes.feeds import FakeFeeds
     from tests.fakes.fetch_time import FakeTime
+    from tests.fakes.named_hosts import NamedHosts
 
     papers_feeds, loopback_feeds = FakeFeeds(), FakeFeeds()
     papers_app = papers_feeds.app()

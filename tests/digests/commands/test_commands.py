@@ -388,7 +388,7 @@ def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Da
 )
 def test_arxiv_ids_in_every_usual_form(ctx: Context, tmp_path, ref: str) -> None:  # type: ignore[no-untyped-def]
     from digests.ingest import ingest_files
-    from tests.digests.ingest.test_ingest import ARXIV_FEED
+    from tests.fakes.arxiv_feed import ARXIV_FEED
 
     feed = tmp_path / "feed.xml"
     feed.write_text(ARXIV_FEED, encoding="utf-8")

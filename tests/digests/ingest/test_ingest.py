@@ -18,6 +18,7 @@ from digests.ingest import IngestError, bulk, ingest_files
 from digests.ingest.errors import FileChanged
 from digests.ingest.pipeline import read_file
 from tests.conftest import NOW
+from tests.fakes.arxiv_feed import ARXIV_FEED
 
 ABSTRACT_A = (
     "We propose AlphaDPO, an adaptive preference optimization framework. "
@@ -123,33 +124,6 @@ def test_csv_tsv_and_header_aliases(fresh_db: Database, tmp_path: Path) -> None:
     assert a and b
     assert (a["title"], a["venue"], a["year"], a["authors"]) == ("T1", "NeurIPS", 2024, ["A", "B"])
     assert (b["title"], b["keywords"]) == ("T2", ["k1", "k2"])
-
-
-ARXIV_FEED = """<?xml version="1.0" encoding="UTF-8"?>
-<feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
-  <title type="html">ArXiv Query: search_query=all:dpo</title>
-  <id>http://arxiv.org/api/cHxbiOdZaP56ODnBPIenZhzg5f8</id>
-  <updated>2025-02-01T00:00:00-05:00</updated>
-  <entry>
-    <id>http://arxiv.org/abs/2502.01234v2</id>
-    <updated>2025-02-03T18:00:00Z</updated>
-    <published>2025-02-01T18:00:00Z</published>
-    <title>AlphaDPO: Adaptive Reward Margin
-      for Direct Preference Optimization</title>
-    <summary>  We propose AlphaDPO, an adaptive
-      preference optimization framework.
-    </summary>
-    <author><name>Ann Author</name></author>
-    <author><name>Bo Writer</name></author>
-    <link href="http://arxiv.org/abs/2502.01234v2" rel="alternate" type="text/html"/>
-    <link title="pdf" href="http://arxiv.org/pdf/2502.01234v2" rel="related"
-          type="application/pdf"/>
-    <arxiv:primary_category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
-    <category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
-    <category term="cs.AI" scheme="http://arxiv.org/schemas/atom"/>
-  </entry>
-</feed>
-"""
 
 
 def test_arxiv_atom(fresh_db: Database, tmp_path: Path) -> None:
