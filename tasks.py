@@ -62,6 +62,7 @@ def lint() -> None:
     _run(BIN / "lint-imports")
     _run(BIN / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *LINT_TESTS)
     _run(BIN / "cog", "--check", *REFERENCE)
+    os.environ["NO_MKDOCS_2_WARNING"] = "1"  # mkdocs-material's banner about MkDocs 2
     with tempfile.TemporaryDirectory() as site:
         _run(BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site)
 
