@@ -134,20 +134,29 @@ def test_no_test_module_defines_a_name_twice() -> None:
     assert twice == []
 
 
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (tests.….test_*) that `source` imports, anywhere in it."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return [n for n in names if n.startswith("tests.") and n.split(".")[-1].startswith("test_")]
+
+
+def test_the_test_import_rule_itself() -> None:
+    source = "from tests import test_docs\ndef f():\n    from tests.bot.cli.test_cli import x\n"
+    assert imported_test_modules(source) == ["tests.test_docs", "tests.bot.cli.test_cli"]
+    assert imported_test_modules("from tests.fakes.cli import paperboy_process\n") == []
+
+
 def test_no_test_module_imports_another() -> None:
     """Shared test code lives in tests/fakes/ or conftest.py, never in a test module."""
     found = []
     for path in (ROOT / "tests").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            names += (
-                [alias.name for alias in getattr(node, "names", [])]
-                if isinstance(node, ast.Import)
-                else []
-            )
-            found += [
-                f"{path.relative_to(ROOT)}: {name}"
-                for name in names
-                if name.startswith("tests.") and name.split(".")[-1].startswith("test_")
-            ]
+        found += [
+            f"{path.relative_to(ROOT)}: {name}"
+            for name in imported_test_modules(path.read_text(encoding="utf-8"))
+        ]
     assert found == []

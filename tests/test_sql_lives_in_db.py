@@ -8,9 +8,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("bot", "digests", "config")
-_COLUMN = r"(?:distinct\s+)?[\w.*]+(?:\([^()]*\))?(?:\s+as\s+\w+)?"
+_COLUMN = (
+    r"(?:distinct\s+)?(?:[\w.*]+|'[^']*'|%s|\{\})(?:\((?:[^()]|\([^()]*\))*\))?(?:\s+as\s+\w+)?"
+)
 SQL_SHAPES = re.compile(
-    r"^\s*(?:"
+    r"^\s*\(?\s*(?:"
     rf"select\s+(?:\*|{_COLUMN}(?:\s*,\s*{_COLUMN})*\s+from\b)"
     r"|(?:insert|replace)(?:\s+or\s+\w+)?\s+into\s+\w+"
     r"|update\s+\w+\s+set\s+\w+"
@@ -22,6 +24,8 @@ SQL_SHAPES = re.compile(
     r"|begin(?:\s+(?:immediate|deferred|exclusive))?(?:\s+transaction)?\s*$"
     r"|(?:savepoint|release(?:\s+savepoint)?|rollback\s+to(?:\s+savepoint)?)\s+\w+\s*$"
     r"|(?:commit|rollback)(?:\s+transaction)?\s*;?\s*$"
+    r"|explain\s+(?:query\s+plan\s+)?(?:select|insert|update|delete|with)\b"
+    r"|(?:vacuum|analyze)(?:\s+\w+)?\s*;?\s*$|attach\s+(?:database\s+)?\S+\s+as\s+\w+"
     r")"
     # A fragment of a statement: a comparison with a bound parameter.
     r"|\b\w+\s*(?:=|<|>|<=|>=|!=|<>)\s*(?:\?|:[a-z_]+\b)|\b(?:like|match)\s+\?",
@@ -64,6 +68,8 @@ def _finding(node: ast.AST, skipped: set[int]) -> str | None:
         text = node.value
     if text is not None:
         return f"SQL {text[:60]!r}" if SQL_SHAPES.search(text) else None
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "sqlite3.connect":
+        return "sqlite3.connect()"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         method = node.func.attr
         on_db = _names_a_database(node.func.value)
@@ -71,7 +77,10 @@ def _finding(node: ast.AST, skipped: set[int]) -> str | None:
     if isinstance(node, ast.Attribute):
         in_transaction = node.attr == "in_transaction" and _names_a_database(node.value)
         return f".{node.attr}" if node.attr == "conn" or in_transaction else None
-    if isinstance(node, ast.Subscript) and _names_a_database(node.value):
+    if isinstance(node, ast.Subscript) and (
+        _names_a_database(node.value)
+        or (isinstance(node.value, ast.Call) and _names_a_database(node.value.func))
+    ):
         table = node.slice
         if isinstance(table, ast.Constant) and isinstance(table.value, str):
             return f"table {table.value!r}"
@@ -108,9 +117,17 @@ conn.execute("SAVEPOINT change")
 fresh = db.conn.in_transaction
 db.conn.rollback()
 busy = conn.in_transaction
+last = "select coalesce(max(id), 0) from ingests"
+quoted = "select 'x' from papers"
+formatted = "select %s from papers" % columns
+nested = "(select rowid from papers)"
+plan = "explain query plan select 1"
+VACUUM = "VACUUM"
+papers = services.db()["papers"]
+raw = sqlite3.connect(path)
 """
     lines = {line for line, _ in storage_code(sample)}
-    assert lines == set(range(2, 13))
+    assert lines == set(range(2, 21))
 
 
 def test_the_detector_leaves_english_alone() -> None:
@@ -123,6 +140,8 @@ lines.insert(0, "with care")
 message = "Begin here"
 question = "Which topics are you in? The ones you like?"
 open_now = transactions.in_transaction(db)
+note = "Analyze the results, then vacuum the floor"
+link = "(selected papers from the week)"
 '''
     assert storage_code(sample) == []
 
