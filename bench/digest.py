@@ -598,7 +598,7 @@ def main() -> int:
         if single
         else None,
         "reference": {
-            "what": "naive per-channel loop (pre-issue-11 code), previews on a sample, "
+            "what": "naive per-channel loop (the unbatched digest code), previews on a sample, "
             "extrapolated to all channels",
             "regular_s_per_channel": round(regular, 3),
             "backlog_s_per_channel": round(with_backlog, 2),

@@ -293,7 +293,7 @@ def main() -> int:
                 "after_vacuum": vacuum,
                 "prune": figures("prune"),
                 "zeroing": {
-                    "what": "the prune's batches with secure_delete on (before 2026-11-30)",
+                    "what": "the prune's batches with secure_delete on (the slower setting)",
                     **figures("zeroing"),
                 },
                 "reference": {
