@@ -371,7 +371,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--kinds", default=",".join(KINDS), help="find,subscribe (in turn)")
     parser.add_argument(
-        "--compare", action="store_true", help="also run the `before` policy (one pool, a queued command acked at once), first"
+        "--compare",
+        action="store_true",
+        help="also run the `before` policy (one pool, a queued command acked at once), first",
     )
     parser.add_argument("--queued-wait", type=float, default=None, help="override QUEUED_WAIT")
     parser.add_argument("--policies", default="", help="after,before,nowait,fifo: load runs")
