@@ -3,16 +3,13 @@ saved papers): the code does what the README says, and the README says what it d
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.fakes.cli import bound_by_permissions, paperboy_process, permissions_can_bind_root
+from tests.fakes.cli import paperboy_process, read_only_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK_HOWTO = (ROOT / "docs" / "how-to" / "slack.md").read_text(encoding="utf-8")
@@ -42,15 +39,7 @@ def test_chat_feedback_works_on_a_read_only_database(run, seed_paths) -> None:  
         db.chmod(0o444)
         folder.chmod(0o555)
 
-        def paperboy(*args: str) -> tuple[int, str]:
-            if os.geteuid() != 0:
-                result = run(*args)
-                return result.exit_code, result.output
-            done = bound_by_permissions(*args)
-            return done.returncode, done.stdout + done.stderr
-
-        if os.geteuid() == 0 and not permissions_can_bind_root():
-            pytest.skip("root cannot drop its permission override here (no CAP_SETPCAP)")
+        paperboy = read_only_runner(run)
         code, output = paperboy("chat", "--channel", "local:lab", "feedback", "--db", str(db))
         assert code == 0 and "No 👍/👎 in this channel yet" in output, output
         code, output = paperboy(

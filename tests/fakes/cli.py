@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 PR_CAPBSET_DROP = 24
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
@@ -61,3 +66,24 @@ def permissions_can_bind_root() -> bool:
         except (OSError, subprocess.SubprocessError):
             return False
         return child.returncode != 0 and "PermissionError" in child.stderr
+
+
+def read_only_runner(run: Callable[..., Any]) -> Callable[..., tuple[int, str]]:
+    """`paperboy ARGS` -> (exit code, output), bound by file permissions: `run` (the CLI in
+    this process) for a user other than root; as root, `bound_by_permissions` (a skip
+    where root cannot give its override up)."""
+    if os.geteuid() != 0:
+
+        def in_process(*args: str) -> tuple[int, str]:
+            result = run(*args)
+            return result.exit_code, result.output
+
+        return in_process
+    if not permissions_can_bind_root():
+        pytest.skip("root cannot drop its permission override here (no CAP_SETPCAP)")
+
+    def child(*args: str) -> tuple[int, str]:
+        done = bound_by_permissions(*args)
+        return done.returncode, done.stdout + done.stderr
+
+    return child

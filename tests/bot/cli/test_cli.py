@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import bound_by_permissions, paperboy_process, permissions_can_bind_root
+from tests.fakes.cli import paperboy_process, read_only_runner
 
 
 def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -363,15 +363,7 @@ def test_find_and_status_work_on_a_read_only_database(
                 path.chmod(0o444)
         folder.chmod(0o555)
 
-        def paperboy(*args: str) -> tuple[int, str]:
-            if os.geteuid() != 0:
-                result = run(*args)
-                return result.exit_code, result.output
-            done = bound_by_permissions(*args)
-            return done.returncode, done.stdout + done.stderr
-
-        if os.geteuid() == 0 and not permissions_can_bind_root():
-            pytest.skip("root cannot drop its permission override here (no CAP_SETPCAP)")
+        paperboy = read_only_runner(run)
         code, output = paperboy("find", "alphadpo", "--db", str(db))
         assert code == 0 and "AlphaDPO" in output, output
         code, output = paperboy("status", "--db", str(db))
