@@ -49,7 +49,7 @@ class RetryAfterHandler(AsyncRetryHandler):
         if response is None or response.status_code != 429:
             return False
         if _method(request) in PACED_METHODS:
-            return False  # the poster's limiters wait, for every send (module docstring)
+            return False  # the poster's limiters wait out a paced method's 429 themselves
         return _retry_after(response) <= MAX_WAIT_SECONDS
 
     async def prepare_for_next_attempt_async(
@@ -85,7 +85,7 @@ def _method(request: HttpRequest) -> str:
 
 
 class SafeConnectionErrorRetryHandler(AsyncConnectionErrorRetryHandler):
-    """slack_sdk's connection-error retry (once, at once), but never for a posting call: a
+    """slack_sdk's connection-error retry (once, after its backoff), but never for a posting call: a
     post whose answer was lost is the outbox's failed attempt, retried with backoff."""
 
     async def _can_retry_async(
@@ -113,7 +113,8 @@ def error_code(exc: SlackApiError) -> str:
 
 def make_client(token: str, base_url: str, sleep: Sleep = asyncio.sleep) -> AsyncWebClient:
     """An AsyncWebClient against `base_url` that honours rate limits and never posts a
-    message twice on its own (see the module docstring)."""
+    message twice on its own: a broken connection is retried only for calls that post
+    nothing, and a 429 of a paced method is left to the poster's limiters."""
     return AsyncWebClient(
         token=token,
         base_url=base_url,
