@@ -460,8 +460,19 @@ def reference_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+# Escapes python-dotenv decodes inside quotes; any other backslash stays as written.
+_ESCAPES = {
+    '"': {"\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n",
+          "r": "\r", "t": "\t", "v": "\v"},
+    "'": {"\\": "\\", "'": "'"},
+}  # fmt: skip
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
-    """Parse a `.env` file: `KEY=value` lines, `#` comments, optional quotes."""
+    """Parse a `.env` file as python-dotenv does: `KEY=value` lines (`export ` allowed),
+    `#` comment lines, and an unquoted value ending at ` #` (a comment after it); a value
+    in single quotes is taken as written (but `\\'`), in double quotes with `\\n`-style escapes. No
+    `${VAR}` expansion. SettingsError names the line of a quote left open."""
     values: dict[str, str] = {}
     if not path.is_file():
         return values
@@ -471,16 +482,42 @@ def read_dotenv(path: Path) -> dict[str, str]:
         raise SettingsError(
             f"{path} cannot be read as a .env file ({type(exc).__name__})"
         ) from None
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.removeprefix("export ").partition("=")
         value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
+        if value[:1] in ("'", '"'):
+            parsed = _quoted(value)
+            if parsed is None:
+                raise SettingsError(
+                    f"{path} line {number}: the value of {key.strip()} opens a quote and "
+                    f"never closes it on that line"
+                )
+            value = parsed
+        else:
+            value = re.split(r"\s#", value, maxsplit=1)[0].rstrip()
         values[key.strip()] = value
     return values
+
+
+def _quoted(value: str) -> str | None:
+    """The text of a value that starts with a quote, or None when the quote is not closed
+    (what follows the closing quote, a comment say, is dropped)."""
+    quote, escapes, i = value[0], _ESCAPES[value[0]], 1
+    out: list[str] = []
+    while i < len(value):
+        char = value[i]
+        if char == quote:
+            return "".join(out)
+        if char == "\\" and value[i + 1 : i + 2] in escapes:
+            out.append(escapes[value[i + 1]])
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    return None
 
 
 def load_settings(

@@ -72,3 +72,81 @@ def test_a_mistyped_setting_name_is_named_once_with_the_closest_setting(
         "PAPERBOY_ZZZ is not a Paperboy setting, so it is ignored",
     ]
     assert "secret-value" not in caplog.text
+
+
+def test_a_dotenv_is_read_as_python_dotenv_reads_it(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(
+        "PAPERBOY_FETCH_CRON=0 5 * * *   # the default: daily at 05:00 UTC\n"
+        "FRAGMENT=https://example.org/a#b\n"
+        "SINGLE='a # b\\'s \\d'  # a comment\n"
+        'DOUBLE="one\\ntwo \\" three \\d" # a comment\n'
+        "export EXPORTED = plain\n"
+        "EMPTY=\n"
+        "QUOTED_EMPTY=''\n"
+        "   # an indented comment\n"
+        "NO_EQUALS_SIGN\n",
+        encoding="utf-8",
+    )
+    assert read_dotenv(dotenv) == {
+        "PAPERBOY_FETCH_CRON": "0 5 * * *",
+        "FRAGMENT": "https://example.org/a#b",
+        "SINGLE": "a # b's \\d",
+        "DOUBLE": 'one\ntwo " three \\d',
+        "EXPORTED": "plain",
+        "EMPTY": "",
+        "QUOTED_EMPTY": "",
+    }
+    assert load_settings({}, dotenv=dotenv).fetch_cron == "0 5 * * *"
+
+
+def test_a_quote_left_open_in_a_dotenv_is_one_line_naming_it(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("PAPERBOY_DIGEST_SIZE=3\nPAPERBOY_DB='paperboy.db\n", encoding="utf-8")
+    with pytest.raises(SettingsError) as refused:
+        load_settings({}, dotenv=dotenv)
+    assert str(refused.value) == (
+        f"{dotenv} line 2: the value of PAPERBOY_DB opens a quote and never closes it on that line"
+    )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# What a documented placeholder (`...`) stands for, so that the line can be loaded.
+PLACEHOLDERS = {
+    "SLACK_BOT_TOKEN": "xoxb-1-2-abc",
+    "SLACK_APP_TOKEN": "xapp-1-A1-2-abc",
+    "DISCORD_TOKEN": "MTA5NzQ3NzQ2NjAwNjg1NzY3NQ.GhY2aB.abcdefghijklmnopqrstuvwxyz0123456789",
+    "DISCORD_GUILD_ID": "111111111111111111",
+}
+
+
+def documented_dotenv_lines() -> list[tuple[str, str]]:
+    """(page, line) for every `NAME=value` line of a setting in a code block of the README
+    and the docs pages (not the development logs)."""
+    names = {setting.env for setting in SETTINGS}
+    pages = [
+        ROOT / "README.md",
+        *(p for p in (ROOT / "docs").rglob("*.md") if "dev" not in p.parts),
+    ]
+    found = []
+    for page in pages:
+        for block in page.read_text(encoding="utf-8").split("```")[1::2]:
+            for line in block.splitlines():
+                key = line.strip().removeprefix("export ").partition("=")[0].strip()
+                if "=" in line and key in names:
+                    found.append((page.relative_to(ROOT).as_posix(), line.strip()))
+    return found
+
+
+def test_every_documented_dotenv_line_loads(tmp_path: Path) -> None:
+    lines = documented_dotenv_lines()
+    assert len(lines) >= 4  # the Slack, Discord and sources pages have some
+    for page, line in lines:
+        key = line.removeprefix("export ").partition("=")[0].strip()
+        dotenv = tmp_path / ".env"
+        dotenv.write_text(
+            line.replace("...", PLACEHOLDERS.get(key, "...")) + "\n", encoding="utf-8"
+        )
+        value = read_dotenv(dotenv)[key]
+        assert "#" not in value, (page, line)
+        load_settings({}, dotenv=dotenv)  # raises SettingsError on a value it refuses
