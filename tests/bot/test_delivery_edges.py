@@ -51,7 +51,7 @@ from tests.fakes.rate_limits import RateLimits
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.fakes.slack_requests import BOT_TOKEN
 
-__all__ = ["db", "time"]  # fixtures, shared with tests/bot/test_delivery_limits.py
+__all__ = ["db", "time"]  # the fixtures (tests/fakes/delivery.py), used by name
 
 # --- a message discord.py refuses before sending ----------------------------------------
 
@@ -313,8 +313,6 @@ async def test_thread_clicks_that_are_not_on_the_digests_own_message_change_noth
 # --- DM opens under Slack's 429s: the client leaves a 429 on `conversations.open` to the
 # poster's opens limiter (`bot.dm`), which pauses every open, as chat.postMessage's 429s
 # go to the posting limiter.
-
-__all__ = ["db", "time"]  # fixtures, shared with tests/bot/test_delivery_limits.py
 
 
 # --- conversations.open's 429s are the opens limiter's, not the client's -----------------

@@ -547,8 +547,6 @@ async def test_a_429_with_garbage_rate_limit_headers_pauses_and_delivers(
 # Retry-After values no platform should send, and a configured rate below the limiter's
 # floor.
 
-__all__ = ["db"]  # the fixture, shared with tests/bot/test_delivery_limits.py
-
 
 async def test_a_claim_taken_after_a_long_wait_for_a_turn_is_not_already_expired(
     db: Database,

@@ -449,8 +449,6 @@ def test_the_keep_days_setting() -> None:
 # then, and nothing may hang off an outbox row (a trigger, a foreign key) that a delete
 # would set off.
 
-__all__ = ["db"]  # the fixture, shared with tests/db/test_outbox_prune.py
-
 
 def test_a_column_added_after_a_prune_on_the_same_connection_is_kept(db: Database) -> None:
     """The rows go through a working table made from the outbox's columns. Made once per

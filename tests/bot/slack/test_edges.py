@@ -59,7 +59,7 @@ from tests.fakes.slack_requests import BOT_TOKEN, make_services, socket_mode
 from tests.fakes.slash import slash
 from tests.fakes.waiting import eventually
 
-__all__ = ["env"]  # the fixture, shared with tests/bot/slack/test_actions.py
+__all__ = ["env"]  # the fixture (tests/fakes/slack_buttons.py), used by name
 
 OTHER_TEAM = "T0009"  # the workspace the channel is shared with (Slack Connect)
 GUEST = "U0009"  # a member of OTHER_TEAM
@@ -196,7 +196,6 @@ def test_the_manifest_lets_papers_be_typed_in_the_apps_dm() -> None:
 
 # --- more edge cases of clicks ---------------------------------------------------------
 
-__all__ = ["env"]  # the fixture, shared with tests/bot/slack/test_actions.py
 
 ME, OTHER = "U0001", "U0002"
 MINE = f"slack:{TEAM}/@{ME}"

@@ -36,7 +36,7 @@ from tests.fakes.slack_home import (
 from tests.fakes.slack_requests import APP_TOKEN, BOT_TOKEN, make_services, socket_mode, start_http
 from tests.fakes.waiting import eventually
 
-__all__ = ["env"]  # the fixture, shared with tests/bot/slack/test_actions.py
+__all__ = ["env"]  # the fixture (tests/fakes/slack_buttons.py), used by name
 
 TEAM, ME, OTHER = "T0001", "U0001", "U0002"
 

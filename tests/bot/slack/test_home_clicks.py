@@ -38,7 +38,7 @@ from tests.fakes.slack_home import (
 from tests.fakes.slack_requests import BOT_TOKEN, HttpClient, make_services
 from tests.fakes.waiting import eventually
 
-__all__ = ["http"]  # the fixture, shared with tests/bot/slack/test_home_events.py
+__all__ = ["http"]  # the fixture (tests/fakes/slack_home.py), used by name
 
 BURST = 20
 
