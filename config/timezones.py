@@ -166,3 +166,25 @@ def _timezone_problem(typed: str) -> str:
         f"America/New_York or UTC, e.g. `{EXAMPLE}`"
         + (f". Did you mean {suggestion}?" if suggestion else "")
     )
+
+
+@functools.cache
+def _zones_by_city() -> dict[str, str | None]:
+    """{a zone's last part, lowercase (`berlin`, `new_york`): its zone}; None where two
+    zones end so (`Asia/Istanbul`, `Europe/Istanbul`): the city alone does not say which."""
+    cities: dict[str, str | None] = {}
+    for lower, name in _zones_by_lower_name().items():
+        city = lower.rsplit("/", 1)[-1]
+        cities[city] = name if city not in cities else None
+    return cities
+
+
+def zone_for_place(text: str) -> str | None:
+    """The zone a place as people say it names (`berlin`, `New York`, `europe/berlin`,
+    `utc`, `pst`), or None when none or more than one zone could be meant. A guess, for a
+    suggestion only: `parse_timezone` is what a schedule accepts."""
+    key = "_".join(text.strip().lower().split())
+    if key in UTC_NAMES:
+        return "UTC"
+    name = _zones_by_lower_name().get(key) or _zones_by_city().get(key)
+    return name or ABBREVIATIONS.get(key) or LEGACY_NAMES.get(key)

@@ -75,17 +75,22 @@ def last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | Non
     digest = digest_store.last_digest_with(db, channel, paper_id)
     if digest is None:
         return None
-    # `rank` is the order picked (best score first, across topics); the digest shows its
-    # items grouped under their topics, and people quote the number they saw.
+    shown = shown_items(digest)
+    number, item = next((n, i) for n, i in enumerate(shown, start=1) if i["paper_id"] == paper_id)
+    return {**item, "week": digest["week"], "shown": number, "of": len(shown)}
+
+
+def shown_items(digest: dict[str, Any]) -> list[dict[str, Any]]:
+    """A recorded digest's items in the order it shows them, the number people quote
+    (`#3`) counting from 1: `rank` is the order picked (best score first, across topics),
+    and the digest groups its items under their topics."""
     order = {topic: index for index, topic in enumerate(digest["topics"])}
-    shown = sorted(
+    return sorted(
         digest["items"],
         key=lambda item: shown_key(
             order, item["topics"], bool(item["from_archive"]), float(item["score"] or 0.0)
         ),
     )
-    number, item = next((n, i) for n, i in enumerate(shown, start=1) if i["paper_id"] == paper_id)
-    return {**item, "week": digest["week"], "shown": number, "of": len(shown)}
 
 
 def feedback_topics(
@@ -264,4 +269,11 @@ def _term_text(match: TermMatch) -> str:
     return text[:-1] + f", {match.base:+.2f} before feedback)"
 
 
-__all__ = ["Explanation", "TermMatch", "TopicWhy", "explain", "explanation_lines"]
+__all__ = [
+    "Explanation",
+    "TermMatch",
+    "TopicWhy",
+    "explain",
+    "explanation_lines",
+    "shown_items",
+]

@@ -53,6 +53,13 @@ class Schedule:
             return f"weekdays (Monday to Friday) at {self.time} ({self.timezone})"
         return f"{WEEKDAY_NAMES[WEEKDAYS.index(self.weekday)]}s at {self.time} ({self.timezone})"
 
+    @property
+    def day_word(self) -> str:
+        """The day as `schedule` takes it: `daily`, `weekdays` or `monday` .. `sunday`."""
+        if self.cadence == WEEKLY:
+            return WEEKDAY_NAMES[WEEKDAYS.index(self.weekday)].lower()
+        return self.cadence
+
     def key(self, moment: datetime) -> str:
         """The period `moment` falls in, in this schedule's timezone: its ISO week for a
         weekly schedule (`2026-W49`), its date for a daily or weekdays one (`2026-11-30`)."""
@@ -106,6 +113,63 @@ def parse_when(text: str) -> tuple[str, str | None]:
             f"{text[:40]!r} is not daily, weekdays or a weekday; e.g. `{EXAMPLE}`, "
             "`schedule daily 09:00` or `schedule weekdays 09:00`"
         ) from None
+
+
+# Words a schedule said in plain English carries that say nothing of it: "every monday
+# at 9", "daily at 8am berlin time".
+_FILLER = frozenset(
+    "at on every each in the time tz timezone o'clock oclock please".split()  # noqa: SIM905
+)
+_DAY_WORDS = {
+    **dict.fromkeys(("daily", "everyday", "every-day", "day", "days"), DAILY),
+    **dict.fromkeys(
+        ("weekdays", "weekday", "workdays", "workday", "mon-fri", "monday-friday"), WEEKDAYS_CADENCE
+    ),
+}
+_LOOSE_TIME = re.compile(r"(\d{1,2})(?:[:.h](\d{2}))?(am|pm|h)?")
+
+
+def read_natural(text: str, current_day: str) -> str | None:
+    """`schedule`'s arguments read from a plain-English phrasing, as a suggestion: "daily
+    at 8am berlin" -> `daily 08:00 Europe/Berlin`, "every monday at 9" -> `monday 09:00`,
+    "at 8pm" -> `<current_day> 20:00`. None unless every word is read: one day (else
+    `current_day`, the schedule's now), one time, at most one place naming one zone."""
+    typed = re.sub(r"(\d)\s*([ap])\.?m\.?(?!\w)", r"\1\2m", text.lower())
+    typed = typed.replace("noon", "12:00").replace("midnight", "00:00")
+    days: set[str] = set()
+    times: list[str] = []
+    place: list[tuple[int, str]] = []  # (position, word): a place is one run of words
+    for at, word in enumerate(re.sub(r"[,;!?]|\.(?!\d)", " ", typed).split()):
+        clock = _LOOSE_TIME.fullmatch(word)
+        if word in _FILLER:
+            continue
+        if word in _DAY_WORDS:
+            days.add(_DAY_WORDS[word])
+        elif clock is not None:
+            hour, minute, suffix = int(clock[1]), int(clock[2] or 0), clock[3]
+            if suffix in ("am", "pm"):
+                if not 1 <= hour <= 12:
+                    return None
+                hour = hour % 12 + (12 if suffix == "pm" else 0)
+            if hour > 23 or minute > 59:
+                return None
+            times.append(f"{hour:02d}:{minute:02d}")
+        elif (weekday := _weekday_or_none(word.removesuffix("s") or word)) is not None:
+            days.add(WEEKDAY_NAMES[WEEKDAYS.index(weekday)].lower())
+        else:
+            place.append((at, word))
+    run = place and place[-1][0] - place[0][0] == len(place) - 1
+    zone = timezones.zone_for_place(" ".join(word for _, word in place)) if run else None
+    if len(days) > 1 or len(times) != 1 or (place and zone is None):
+        return None
+    return " ".join([next(iter(days), current_day), times[0], *([zone] if zone else [])])
+
+
+def _weekday_or_none(word: str) -> str | None:
+    try:
+        return parse_weekday(word)
+    except ScheduleError:
+        return None
 
 
 def parse_cadence(value: str | None) -> str:

@@ -26,6 +26,10 @@ from digests.topic_model import MODELS_FILE, combine, hand_key, load_models, war
 log = logging.getLogger(__name__)
 
 CUSTOM_PREFIX = "custom:"
+# A typo in a topic's name is read as the name only in a long one, and only a typo:
+# `model based offline rl` is 0.89 like `model based rl`, and a topic of its own.
+LOOSE_NAME_LENGTH = 12
+LOOSE_RATIO = 0.95
 # Words that say nothing about a field on their own, dropped from custom topics.
 _GENERIC_WORDS = frozenset(
     (  # noqa: SIM905
@@ -91,6 +95,55 @@ class Catalog:
             if key and any(name_key(name) == key for name in names):
                 return topic
         return None
+
+    @functools.cached_property
+    def acronyms(self) -> dict[str, tuple[str, ...]]:
+        """{acronym: the words it stands for}, as the catalog's own names spell them out:
+        `offline rl` and `offline reinforcement learning` name one topic, so `rl` is
+        `reinforcement learning` (the words' initials must spell the acronym)."""
+        found: dict[str, tuple[str, ...] | None] = {}
+        for topic in self.topics:
+            names = [
+                tuple(normalise(name).split()) for name in (topic.id, topic.label, *topic.aliases)
+            ]
+            for short, long in itertools.permutations(names, 2):
+                if len(long) - len(short) < 1:
+                    continue
+                lead = 0
+                while lead < len(short) and short[lead] == long[lead]:
+                    lead += 1
+                tail = len(short) - lead - 1
+                if tail < 0 or short[lead + 1 :] != long[len(long) - tail :]:
+                    continue
+                word, words = short[lead], long[lead : len(long) - tail]
+                if len(words) > 1 and "".join(w[0] for w in words) == word:
+                    found[word] = words if found.get(word, words) == words else None
+        return {word: words for word, words in found.items() if words is not None}
+
+    @functools.cached_property
+    def _spelled_out_names(self) -> dict[str, str]:
+        """{a name with its acronyms spelled out (`_spell_out`): topic id}."""
+        names: dict[str, str] = {}
+        for topic in self.topics:
+            for name in (topic.id, topic.label, *topic.aliases):
+                names.setdefault(self._spell_out(name), topic.id)
+        return names
+
+    def _spell_out(self, text: str) -> str:
+        words = normalise(text).split()
+        return " ".join(part for word in words for part in self.acronyms.get(word, (word,)))
+
+    def named_loosely(self, text: str) -> Topic | None:
+        """The catalog topic `text` names with its acronyms spelled out otherwise (`RL
+        from human feedback` is `reinforcement learning from human feedback`, an alias of
+        `rlhf`), or with a typo or two in a long name; None for any other text ("robot
+        grasping with tactile sensors" names no topic, though it shares words with one)."""
+        typed = self._spell_out(text)
+        topic_id = self._spelled_out_names.get(typed)
+        if topic_id is None and len(typed) >= LOOSE_NAME_LENGTH:
+            close = difflib.get_close_matches(typed, list(self._spelled_out_names), 1, LOOSE_RATIO)
+            topic_id = self._spelled_out_names[close[0]] if close else None
+        return self.get(topic_id) if topic_id else None
 
     def suggest(self, text: str, extra: Iterable[str] = (), n: int = 3) -> list[str]:
         """The ids closest to a mistyped one: the best, and any nearly as close."""

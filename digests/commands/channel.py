@@ -17,11 +17,14 @@ from digests.commands.context import (
     Context,
     following,
     match_subscription,
+    peek_channel,
     plural,
     resolve_topic,
     schedule_line,
     store_schedule,
+    subscribed_schedule_lines,
     subscription_line,
+    taken_as,
     topic_label,
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
@@ -74,7 +77,7 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     topic = resolve_topic(command, ctx)
     if isinstance(topic, Reply):
         return topic
-    ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    row = ensure_channel(ctx.db, ctx.channel, ctx.settings, ctx.now)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     # Worded for a personal reference too: `paperboy chat --channel slack:T/@U` (an
     # operator acting on someone's own digest) runs these, not the `--me` ones.
@@ -89,13 +92,19 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     channel_store.add_subscription(
         ctx.db, ctx.channel, topic.id, topic.custom_text, ctx.user, ctx.stamp
     )
-    schedule = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
+    schedule = schedule_of(row)
     what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
     named = [t for t in map(ctx.catalog.get, topic.based_on) if t is not None]
     if named:  # free text that names a catalog topic follows its terms and the phrase
         what += " (the catalog topic " + ", ".join(f"{t.label} (`{t.id}`)" for t in named)
         what += " plus the phrase)"
-    return _changed(f"{where.actor} subscribed {where.target} to {what}.", schedule, ctx.now)
+    return info(
+        f"{where.actor} subscribed {where.target} to {what}.",
+        *taken_as(command, topic, ctx),
+        *subscribed_schedule_lines(row, bool(active), schedule, ctx),
+        ephemeral=False,
+        changed=True,
+    )
 
 
 @handler_for("unsubscribe")
@@ -115,21 +124,6 @@ def _unsubscribe(command: Command, ctx: Context) -> Reply:
     )
 
 
-def _peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
-    """The channel's row and schedule, without creating it: lookups never write, so they
-    work on a read-only database. A channel not yet stored has the default schedule."""
-    row = channel_store.get_channel(ctx.db, ctx.channel) or {}
-    schedule = schedule_of(
-        {
-            "weekday": row.get("weekday") or ctx.settings.default_weekday,
-            "time": row.get("time") or ctx.settings.default_time,
-            "timezone": row.get("timezone") or ctx.settings.default_timezone,
-            "cadence": row.get("cadence"),
-        }
-    )
-    return row, schedule
-
-
 def _backlog_line(row: dict[str, object], me: bool = False) -> str:
     """The backlog's state and the command that turns it over; `me`: a personal digest's,
     whose command has `--me` (shown to `status --me` in a channel, `backlog on` would
@@ -144,7 +138,7 @@ def _backlog_line(row: dict[str, object], me: bool = False) -> str:
 
 @handler_for("list")
 def _list(command: Command, ctx: Context) -> Reply:
-    channel, schedule = _peek_channel(ctx)
+    channel, schedule = peek_channel(ctx)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)
     lines = [
         subscription_line(number, row, ctx.catalog) for number, row in enumerate(active, start=1)
@@ -215,7 +209,7 @@ def _backlog(command: Command, ctx: Context) -> Reply:
 def _status(command: Command, ctx: Context) -> Reply:
     """The store, and the digest of `ctx.channel` (a channel's, or for `--me` and in a
     Slack DM the user's own, named in words: `digests.wording`)."""
-    channel, schedule = _peek_channel(ctx)
+    channel, schedule = peek_channel(ctx)
     personal = parse_channel(ctx.channel).personal
     ingest = last_ingest(ctx.db)
     lines = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -13,10 +14,18 @@ from sqlite_utils import Database
 from config.settings import Settings
 from db import channels as channel_store
 from digests import lookup
-from digests.commands.grammar import COMMAND, Command
-from digests.digest import channel_schedule
+from digests.channels import personal_channel
+from digests.commands.grammar import COMMAND, ME_FLAG, Command
+from digests.digest import channel_schedule, schedule_of
 from digests.replies import Reply, error
-from digests.schedule import Schedule, ScheduleError, parse_time, parse_timezone, parse_when
+from digests.schedule import (
+    Schedule,
+    ScheduleError,
+    parse_time,
+    parse_timezone,
+    parse_when,
+    read_natural,
+)
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX, Catalog, Topic, custom_slug, custom_topic
 
@@ -79,11 +88,14 @@ def paper_or_error(ref: str, ctx: Context) -> dict[str, object] | Reply:
 
 
 def resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
-    """The topic `subscribe` follows: a catalog topic its id or name gives, else a custom
-    topic of the free text; or why neither (an unknown id, text too long or wordless)."""
+    """The topic `subscribe` follows: a catalog topic its id or name gives (unquoted, also
+    loosely: `Catalog.named_loosely`, which `taken_as` then tells), else a custom topic of
+    the free text; or why neither (an unknown id, text too long or wordless)."""
     text = command.args["topic"]
     exact = ctx.catalog.get(text.lower()) if not command.quoted else None
     named = exact or ctx.catalog.by_name(text)
+    if named is None and not command.quoted and " " in text:  # one word: an id, mistyped
+        named = ctx.catalog.named_loosely(text)
     if named is not None:
         return named
     looks_like_id = not command.quoted and " " not in text
@@ -115,6 +127,22 @@ def resolve_topic(command: Command, ctx: Context) -> Topic | Reply:
     return custom_topic(text, ctx.catalog)
 
 
+def taken_as(command: Command, topic: Topic, ctx: Context) -> list[str]:
+    """The line saying that unquoted words were taken as a catalog topic they name only
+    loosely (`RL from human feedback`: `rlhf`), and how to follow the words instead; []
+    when they named it exactly or are followed as typed."""
+    text = command.args["topic"]
+    if command.quoted or topic.is_custom or ctx.catalog.by_name(text) is not None:
+        return []
+    flag = f" {ME_FLAG}" if command.me else ""
+    shown = text[:60].replace("`", "'")
+    return [
+        f"I took `{shown}` as the catalog topic `{topic.id}`; to follow the words instead: "
+        f"`{COMMAND} unsubscribe{flag} {topic.id}`, then "
+        f"`{COMMAND} subscribe{flag} {_in_quotes(shown)}`."
+    ]
+
+
 def _in_quotes(text: str) -> str:
     """Free text in quotes the grammar reads back whole: `"…"`, or `'…'` around a text
     with a `"` (`5"`): `"5""` leaves a quote open and is refused."""
@@ -130,12 +158,14 @@ def match_subscription(
     if 1 <= position <= len(active):
         # The number `list` shows: the position in this channel's list, from 1.
         return active[position - 1]
-    # A name; also a number past the list's end, which may name a topic ("2048").
-    wanted = {text.lower(), custom_slug(text)}
+    # A name; also a number past the list's end, which may name a topic ("2048"). The
+    # words as typed first: a free text `RL from human feedback` before the `rlhf` they
+    # name loosely.
     named = catalog.by_name(text)
-    if named is not None:
-        wanted.add(named.id)
-    return next((row for row in active if row["topic_id"] in wanted), None)
+    wanted = {text.lower(), custom_slug(text), *([named.id] if named else [])}
+    exact = next((row for row in active if row["topic_id"] in wanted), None)
+    loose = catalog.named_loosely(text) if exact is None else None
+    return exact or next((row for row in active if loose and row["topic_id"] == loose.id), None)
 
 
 def following(active: list[dict[str, Any]], catalog: Catalog) -> list[str]:
@@ -162,23 +192,77 @@ def subscription_line(number: int, row: dict[str, object], catalog: Catalog) -> 
     return f"#{number}{ident} {label}, by {row['created_by']} on {since}"
 
 
-def schedule_line(schedule: Schedule, now: datetime) -> str:
-    """`Digest: <when>; next on <date>.`"""
+def schedule_line(schedule: Schedule, now: datetime, default: bool = False) -> str:
+    """`Digest: <when>; next on <date>.`; `default`: `<when>, the default;`."""
     upcoming = schedule.next_after(now)
-    return f"Digest: {schedule.describe()}; next on {upcoming.strftime('%a %-d %b %Y, %H:%M %Z')}."
+    when = schedule.describe() + (", the default" if default else "")
+    return f"Digest: {when}; next on {upcoming.strftime('%a %-d %b %Y, %H:%M %Z')}."
+
+
+def subscribed_schedule_lines(
+    row: dict[str, Any], was_following: bool, schedule: Schedule, ctx: Context, me: bool = False
+) -> list[str]:
+    """What a subscribe says of when the digest comes: its schedule; and on the first topic
+    of a digest whose schedule nobody chose (`row`, the channel's), that it is the
+    default and how to change it (`me`: with `--me`). Later subscribes do not repeat it."""
+    if was_following or row.get("schedule_set_by"):
+        return [schedule_line(schedule, ctx.now)]
+    flag = f" {ME_FLAG}" if me else ""
+    return [
+        schedule_line(schedule, ctx.now, default=True),
+        f"To change it: `{COMMAND} schedule{flag} daily 08:00 Europe/Berlin` (daily, weekdays "
+        "or a weekday; a 24-hour time; a timezone).",
+    ]
+
+
+def peek_channel(ctx: Context) -> tuple[dict[str, object], Schedule]:
+    """The channel's row and schedule, without creating it: lookups never write, so they
+    work on a read-only database. A channel not yet stored has the default schedule."""
+    row = channel_store.get_channel(ctx.db, ctx.channel) or {}
+    schedule = schedule_of(
+        {
+            "weekday": row.get("weekday") or ctx.settings.default_weekday,
+            "time": row.get("time") or ctx.settings.default_time,
+            "timezone": row.get("timezone") or ctx.settings.default_timezone,
+            "cadence": row.get("cadence"),
+        }
+    )
+    return row, schedule
+
+
+def schedule_suggestion(words: str, me: bool, ctx: Context) -> str | None:
+    """ "Did you mean `/papers schedule daily 08:00 Europe/Berlin`?" for `schedule`'s
+    words said in plain English ("daily at 8am berlin": `digests.schedule.read_natural`),
+    or None. Only suggested: it is a reading, and a schedule is told to everyone. No day
+    said: the digest's own (for `me`, the user's personal digest's)."""
+    own = personal_channel(ctx.user_key or "") if me else None
+    _, current = peek_channel(dataclasses.replace(ctx, channel=own or ctx.channel))
+    reading = read_natural(words, current.day_word)
+    if reading is None:
+        return None
+    flag = f"{ME_FLAG} " if me else ""
+    meant = f"{COMMAND} schedule {flag}{reading}"
+    return f"Did you mean `{meant}`? (Nothing changed; send that to set it.)"
 
 
 def store_schedule(command: Command, ctx: Context) -> Schedule | Reply:
     """`schedule`'s arguments stored for `ctx.channel` (the channel's or, for `--me`, the
     user's own): the schedule it now has, or the error (nothing stored, not even a new
     channel's row: the arguments are checked before it is made). No timezone given: the
-    current one stays."""
+    current one stays. A day or time it cannot read, said in plain English (`at 8pm`),
+    gets the command it likely means (`schedule_suggestion`)."""
     try:
         cadence, weekday = parse_when(command.args["weekday"])
         clock = parse_time(command.args["time"])
+    except ScheduleError as exc:
+        words = " ".join(
+            command.args[name] for name in ("weekday", "time", "timezone") if name in command.args
+        )
+        return error(schedule_suggestion(words, command.me, ctx) or str(exc))
+    try:
         given = command.args.get("timezone")
         zone = parse_timezone(given) if given is not None else None
-    except ScheduleError as exc:
+    except ScheduleError as exc:  # its message names the zone meant, if any
         return error(str(exc))
     current = channel_schedule(ctx.db, ctx.channel, ctx.settings, ctx.now)
     timezone = zone if zone is not None else current.timezone

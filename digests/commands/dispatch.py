@@ -14,8 +14,8 @@ import digests.commands.personal
 import digests.commands.saved  # noqa: F401 (all six: used for what importing them does)
 from db.transactions import write_transaction
 from digests.channels import ChannelError, parse_channel
-from digests.commands.context import Context
-from digests.commands.grammar import COMMAND, ParseError, help_lines, parse
+from digests.commands.context import Context, schedule_suggestion
+from digests.commands.grammar import COMMAND, ME_FLAG, ParseError, parse
 from digests.commands.registry import HANDLERS, PERSONAL_HANDLERS, check
 from digests.replies import Reply, error
 from digests.safe_text import has_unsafe, is_text, strip_unsafe
@@ -48,7 +48,7 @@ def handle(text: str, ctx: Context) -> Reply:
     try:
         command = parse(strip_unsafe(text), personal)
     except ParseError as exc:
-        return _parse_error(exc, personal)
+        return _parse_error(exc, ctx, personal)
     if has_unsafe(text) and command.changes:
         # Told to the whole channel and stored: refuse rather than guess what was meant.
         return error(UNSAFE_CHANGE, "Please type it again without them.")
@@ -71,10 +71,16 @@ def handle(text: str, ctx: Context) -> Reply:
     return reply
 
 
-def _parse_error(exc: ParseError, personal: bool = False) -> Reply:
-    """A command that does not parse; `personal`: typed where commands act on the user's
-    own digest (the help it lists is worded for that)."""
+def _parse_error(exc: ParseError, ctx: Context, personal: bool = False) -> Reply:
+    """A command that does not parse, in one line: an unknown verb gets the one meant
+    and where the list is, not the list; a `schedule` said in plain English, the command
+    it means (`schedule_suggestion`). `personal`: typed where commands act on the user's
+    own digest."""
     if exc.verb is not None:
-        return error(exc.message)
-    lines = [f"Did you mean `{COMMAND} {exc.suggestion}`?"] if exc.suggestion else []
-    return error(exc.message, *lines, "Here is what I can do:", *help_lines(personal))
+        meant = schedule_suggestion(exc.given, exc.me, ctx) if exc.verb.name == "schedule" else None
+        return error(meant or exc.message)
+    flag = f" {ME_FLAG}" if exc.me and not personal else ""
+    helps = f"`{COMMAND} help{flag}` lists all commands"
+    if exc.suggestion:
+        return error(f"{exc.message} Did you mean `{COMMAND} {exc.suggestion}`? ({helps})")
+    return error(f"{exc.message} {helps}.")

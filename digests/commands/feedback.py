@@ -4,8 +4,10 @@ for the channel or, on a personal reference, the user's own digest (`digests.wor
 from __future__ import annotations
 
 import logging
+import re
 
 from db import channels as channel_store
+from db import digests as digest_store
 from db import feedback as feedback_store
 from digests.channels import parse_channel
 from digests.commands.context import (
@@ -19,24 +21,66 @@ from digests.commands.context import (
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import handler_for
-from digests.explain import explain, explanation_lines
+from digests.digest import build_digest
+from digests.explain import explain, explanation_lines, shown_items
+from digests.render.view import grouped
 from digests.replies import Reply, error, info
+from digests.schedule import period_label
 from digests.topics import CUSTOM_PREFIX, custom_slug
 from digests.wording import here
 
 log = logging.getLogger(__name__)
 
 FEEDBACK_PAPERS_SHOWN = 5  # papers per topic `feedback` lists
+# `why 3`, `why #3`: a paper by the number its digest shows (no paper id is so short).
+_DIGEST_NUMBER = re.compile(r"#?([0-9]{1,4})")
 
 
 @handler_for("why")
 def _why(command: Command, ctx: Context) -> Reply:
-    found = paper_or_error(command.args["id"], ctx)
+    ref = command.args["id"]
+    numbered = _numbered(ref, ctx) if _DIGEST_NUMBER.fullmatch(ref) else None
+    if isinstance(numbered, Reply):
+        return numbered
+    found = paper_or_error(numbered[0] if numbered else ref, ctx)
     if isinstance(found, Reply):
         return found
     explained = explain(ctx.db, ctx.channel, found, ctx.catalog)
     head, lines = explanation_lines(explained)
-    return info(head, *lines)
+    return info(head, *(numbered[1:] if numbered else ()), *lines)
+
+
+def _numbered(ref: str, ctx: Context) -> tuple[str, ...] | Reply:
+    """The paper id of number `ref` (`3`, `#3`) in the digest people saw last: the latest
+    one built for `ctx.channel`, or before any, the preview `digest` shows (then with a
+    line saying so: the explanation names a built one). A number it does not have is an
+    error naming the ones it has."""
+    number = int(ref.lstrip("#"))
+    where = here(ctx.channel, ctx.user)
+    last = digest_store.last_digest(ctx.db, ctx.channel, ctx.stamp)
+    said: tuple[str, ...] = ()
+    if last is not None:
+        ids = [str(item["paper_id"]) for item in shown_items(last)]
+        which = f"{where.whose} last digest ({period_label(str(last['week']))})"
+    elif not channel_store.active_subscriptions(ctx.db, ctx.channel):
+        return error(
+            f"{where.subject} follows no topics, so it has no digest whose #{number} I could "
+            f"explain; give a paper id instead, e.g. `{COMMAND} why p380c62ca5bf30379`."
+        )
+    else:
+        preview = build_digest(
+            ctx.db, ctx.channel, ctx.now, catalog=ctx.catalog, settings=ctx.settings, preview=True
+        )
+        ids = [str(item.paper["id"]) for _, item in grouped(preview)]
+        which = f"the preview of {where.whose} digest for {preview.period_label}"
+        said = (f"#{number} in {which} (none has been sent yet).",)
+    if 1 <= number <= len(ids):
+        return (ids[number - 1], *said)
+    has = f"numbers 1 to {len(ids)}" if len(ids) > 1 else "only #1" if ids else "no papers"
+    return error(
+        f"There is no #{number} in {which}: it has {has}. "
+        f"Or give a paper id, e.g. `{COMMAND} why p380c62ca5bf30379`."
+    )
 
 
 @handler_for("feedback")

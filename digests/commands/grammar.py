@@ -68,6 +68,9 @@ class Verb:
     # What `help` says where every command acts on the user's own digest (typed in a Slack
     # DM): "this channel" there would be wrong. Empty: `help` says it already.
     mine: str = ""
+    # Words people type for this verb that are not it (`search` for `find`): an unknown
+    # command that is one of them is told this verb, never run as it.
+    also: tuple[str, ...] = ()
 
     @property
     def usage(self) -> str:
@@ -89,7 +92,7 @@ VERBS: tuple[Verb, ...] = (
          (Param("command", "A command to explain", required=False),), "help subscribe"),
     Verb("find", "Find papers by words, a method name or an acronym.",
          (Param("query", "Words to look for, e.g. diffusion policy", rest=True, query=True),),
-         "find diffusion policy", slow=True),
+         "find diffusion policy", slow=True, also=("search", "lookup")),
     Verb("show", "Show one paper: title, venue, TL;DR, abstract and links.",
          (Param("id", "A paper id from find or a digest, e.g. p380c62ca5bf30379"),),
          "show p380c62ca5bf30379"),
@@ -100,10 +103,11 @@ VERBS: tuple[Verb, ...] = (
          mine="List the topics your personal digest can follow."),
     Verb("subscribe", "Follow a topic from the catalog, or any free text in quotes.",
          (Param("topic", 'A topic id such as offline-rl, or "free text"', rest=True),),
-         'subscribe offline-rl', changes=True, personal=True),
+         'subscribe offline-rl', changes=True, personal=True, also=("follow", "sub", "add")),
     Verb("unsubscribe", "Stop following a topic (its id, or its number from list).",
          (Param("topic", "A topic id, or a subscription number from list", rest=True),),
-         "unsubscribe offline-rl", changes=True, personal=True),
+         "unsubscribe offline-rl", changes=True, personal=True,
+         also=("unfollow", "unsub", "remove")),
     Verb("list", "Show this channel's subscriptions and schedule.", personal=True,
          mine="Show what your personal digest follows, and when it comes."),
     Verb("schedule", "Set when this channel's digest comes: daily, weekdays or one weekday.",
@@ -131,7 +135,8 @@ VERBS: tuple[Verb, ...] = (
          mine="Resume your personal digest after a pause, once I may send you messages."),
     Verb("sources", "List where new papers come from: each source, its last fetch and errors."),
     Verb("why", "Explain why a paper was picked for this channel: topic, terms, feedback.",
-         (Param("id", "A paper id from a digest or find"),), "why p380c62ca5bf30379",
+         (Param("id", "A paper id, or its number in the digest (3 or #3): the last one "
+                      "built, or before any, the preview"),), "why p380c62ca5bf30379",
          personal=True,
          mine="Explain why a paper was picked for you: topic, terms, feedback."),
     Verb("feedback", "Show this channel's 👍/👎 per topic; reset clears a topic's feedback.",
@@ -176,13 +181,23 @@ class Command:
 
 
 class ParseError(ValueError):
-    """Text that is not a valid command. `message` says why; `verb` is known if any."""
+    """Text that is not a valid command. `message` says why; `verb` is known if any, and
+    then `given` is the text after it (without `--me`; `me`: it had one)."""
 
-    def __init__(self, message: str, verb: Verb | None = None, suggestion: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        verb: Verb | None = None,
+        suggestion: str | None = None,
+        given: str = "",
+        me: bool = False,
+    ):
         super().__init__(message)
         self.message = message
         self.verb = verb
         self.suggestion = suggestion
+        self.given = given
+        self.me = me
 
 
 # `--me` as typed: any case, and with the dashes autocorrect makes of `--` (an em or en
@@ -323,12 +338,27 @@ def parse(text: str, personal: bool = False) -> Command:
     name, _, rest = text.partition(" ")
     verb = VERBS_BY_NAME.get(name.lower())
     if verb is None:
-        close = difflib.get_close_matches(name.lower(), list(VERBS_BY_NAME), n=1, cutoff=0.6)
-        raise ParseError(
-            f"I don't know the command {name[:40]!r}.",
-            suggestion=close[0] if close else None,
-        )
+        shown = name[:40].replace("`", "'")
+        raise ParseError(f"I don't know `{shown}`.", suggestion=_verb_meant(name.lower()), me=me)
     rest = rest.strip()
+    try:
+        return _parse_args(verb, rest, text, typed, me, personal)
+    except ParseError as exc:
+        exc.given, exc.me = rest, me
+        raise
+
+
+def _verb_meant(typed: str) -> str | None:
+    """The verb a word that is none was likely meant to be: a verb it is a typo of
+    (`subscirbe`), or one whose `also` it is (`search`)."""
+    close = difflib.get_close_matches(typed, list(VERBS_BY_NAME), n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    return next((verb.name for verb in VERBS if typed in verb.also), None)
+
+
+def _parse_args(verb: Verb, rest: str, text: str, typed: str, me: bool, personal: bool) -> Command:
+    """The rest of `parse`, once the verb is known: `rest` is the text after it."""
     searches = bool(verb.params) and verb.params[-1].query
     if (quote := unclosed_quote(text)) is not None and not searches:
         shown = " ".join(typed.replace("`", "'").split())

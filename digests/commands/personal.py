@@ -22,12 +22,14 @@ from digests.commands.context import (
     resolve_topic,
     schedule_line,
     store_schedule,
+    subscribed_schedule_lines,
     subscription_line,
+    taken_as,
     topic_label,
 )
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
 from digests.commands.registry import HANDLERS, personal_handler_for
-from digests.digest import channel_schedule, ensure_channel
+from digests.digest import channel_schedule, ensure_channel, schedule_of
 from digests.replies import Reply, error, info
 
 log = logging.getLogger(__name__)
@@ -61,9 +63,9 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     own = _personal(ctx)
     if isinstance(own, Reply):
         return own
-    ensure_channel(own.db, own.channel, own.settings, own.now)
+    row = ensure_channel(own.db, own.channel, own.settings, own.now)
     active = channel_store.active_subscriptions(own.db, own.channel)
-    if any(row["topic_id"] == topic.id for row in active):
+    if any(followed["topic_id"] == topic.id for followed in active):
         return info(f"You already follow {topic.label} in {WHERE}.")
     if len(active) >= MAX_SUBSCRIPTIONS:
         return error(
@@ -73,13 +75,12 @@ def _subscribe(command: Command, ctx: Context) -> Reply:
     channel_store.add_subscription(
         own.db, own.channel, topic.id, topic.custom_text, own.user, own.stamp
     )
-    schedule = channel_schedule(own.db, own.channel, own.settings, own.now)
     what = topic.label if topic.is_custom else f"{topic.label} (`{topic.id}`)"
     log.info("%s follows %s in %s", own.user, topic.id, own.channel)
     return _changed(
         f"You now follow {what} in {WHERE}.",
-        schedule_line(schedule, own.now),
-        f"Change when it comes with `{COMMAND} schedule {ME_FLAG} <weekday> <time>`.",
+        *taken_as(command, topic, own),
+        *subscribed_schedule_lines(row, bool(active), schedule_of(row), own, me=True),
     )
 
 

@@ -84,11 +84,22 @@ def test_a_wrong_choice_is_echoed_short() -> None:
     assert len(caught.value.message) < 120
 
 
-def test_an_unknown_command_suggests_and_shows_help(ctx: Context) -> None:
+def test_an_unknown_command_is_one_line_with_the_verb_meant(ctx: Context) -> None:
+    """A mistyped verb got the suggestion and the whole list of commands; now one line:
+    the verb meant (a typo of it, or a word people use for it), and where the list is."""
     reply = handle("subscrib offline-rl", ctx)
-    assert reply.error and reply.ephemeral
-    assert "Did you mean `/papers subscribe`?" in reply.lines
-    assert any("/papers find" in line for line in reply.lines)
+    assert reply.error and reply.ephemeral and reply.lines == ()
+    assert reply.text == (
+        "I don't know `subscrib`. Did you mean `/papers subscribe`? "
+        "(`/papers help` lists all commands)"
+    )
+    assert handle("search diffusion policy", ctx).text.startswith(
+        "I don't know `search`. Did you mean `/papers find`?"
+    )
+    nothing = handle("xyzzy plugh", ctx)
+    assert nothing.lines == ()
+    assert nothing.text == "I don't know `xyzzy`. `/papers help` lists all commands."
+    assert "`/papers help --me`" in handle("lsit --me", ctx).text
 
 
 def test_a_mistyped_choice_or_help_verb_suggests_the_right_one(ctx: Context) -> None:

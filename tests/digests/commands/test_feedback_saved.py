@@ -319,7 +319,7 @@ def test_bibtex_with_a_backtick_comes_as_a_file_too(ctx: Context) -> None:
 
 def test_typos_of_the_new_verbs_suggest_them(ctx: Context) -> None:
     for typo, verb in (("bibtx", "bibtex"), ("saaved", "saved"), ("feedbak", "feedback")):
-        assert f"Did you mean `/papers {verb}`?" in handle(typo, ctx).lines[0]
+        assert f"Did you mean `/papers {verb}`?" in handle(typo, ctx).text
 
 
 # --- Discord: the subcommands, through discord.py's real CommandTree ---------------------
