@@ -337,7 +337,7 @@ class DiscordComponent:
                 "check DISCORD_API_URL and the network"
             ) from None
         if self.gateway:
-            self._task = asyncio.create_task(self.client.connect(reconnect=True))
+            self._task = asyncio.create_task(self._connected(self.client), name="discord gateway")
         where = (
             f"server {settings.discord_guild_id}" if settings.discord_guild_id else "all servers"
         )
@@ -345,10 +345,24 @@ class DiscordComponent:
             f"discord: logged in as {self.client.user}, /papers for {where} ({self.client.synced})"
         )
 
+    @staticmethod
+    async def _connected(client: PaperboyClient) -> None:
+        """The gateway (interactions: commands and clicks), reconnecting by itself; a close
+        Discord does not let it resume (a refused token, a missing intent) closes the client
+        with one line instead of a task's unread traceback."""
+        from bot.discordbot.client import one_line
+
+        try:
+            await client.connect(reconnect=True)
+        except Exception as exc:
+            log.error("discord: disconnected for good (%s); restart to reconnect", one_line(exc))
+
     async def stop(self) -> None:
         if self.client is not None:
             await self.client.close()
         if self._task is not None:
+            # The gateway loop may be waiting to reconnect (up to 5 minutes): no need to.
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._task, 10)
 

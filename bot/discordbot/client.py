@@ -1,8 +1,9 @@
 """The Discord client: the /papers group on a CommandTree, synced only when it changed,
-and the digest buttons."""
+the digest buttons, and a gateway loop that logs one line per failed connection."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -12,6 +13,7 @@ from typing import Any
 import aiohttp
 import discord
 from discord import app_commands
+from discord.gateway import DiscordWebSocket, ReconnectWebSocket
 
 from bot.discordbot.buttons import DigestButton, answer_stray
 from bot.discordbot.commands import ACK_BUDGET_SECONDS, PapersGroup
@@ -23,6 +25,18 @@ log = logging.getLogger(__name__)
 
 SYNC_STATE_KEY = "discord.commands.sha256"
 MAX_RATE_LIMIT_WAIT_SECONDS = 30.0  # discord.py's smallest allowed value
+RECONNECT_SECONDS = 5.0  # the first wait before connecting to the gateway again, doubling
+RECONNECT_MAX_SECONDS = 300.0
+GATEWAY_OPEN_SECONDS = 60.0  # discord.py's own limit on opening the gateway connection
+# What discord.py's own gateway loop retries: the network, an outage, an unhandled close.
+GATEWAY_ERRORS = (
+    OSError,
+    TimeoutError,
+    aiohttp.ClientError,
+    discord.HTTPException,
+    discord.GatewayNotFound,
+    discord.ConnectionClosed,
+)
 
 ResponseListener = Callable[[aiohttp.ClientResponse], Awaitable[None]]
 
@@ -30,6 +44,12 @@ ResponseListener = Callable[[aiohttp.ClientResponse], Awaitable[None]]
 def use_api_base(url: str) -> None:
     """Point discord.py's REST client at `url` (DISCORD_API_URL; tests use a local fake)."""
     discord.http.Route.BASE = url.rstrip("/")
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's type and the first line of its message."""
+    text = str(exc).strip().partition("\n")[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class PaperboyClient(discord.Client):
@@ -44,7 +64,13 @@ class PaperboyClient(discord.Client):
         *,
         guild_id: int | None = None,
         ack_budget: float = ACK_BUDGET_SECONDS,
+        reconnect_seconds: float = RECONNECT_SECONDS,
     ) -> None:
+        # Paperboy has no voice: discord.py's warnings that its voice libraries are missing
+        # (PyNaCl, davey) would be noise on every start.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
+        self.reconnect_seconds = reconnect_seconds
         # Told of every answer to a request of this client, before discord.py handles it.
         self.response_listeners: list[ResponseListener] = []
         trace = aiohttp.TraceConfig()
@@ -81,6 +107,61 @@ class PaperboyClient(discord.Client):
                 await listener(params.response)
             except Exception:
                 log.exception("discord: a response listener failed")
+
+    async def connect(self, *, reconnect: bool = True) -> None:
+        """discord.py's gateway loop (`Client.connect`), resuming the session after a
+        disconnect as it does, but a failed connection is one warning line (what failed,
+        why, when it tries again) where discord.py logs a traceback, the waits are 5 s
+        doubling to 5 minutes (reset once connected), and a first connection that fails
+        is retried too: discord.py's loop then fails on the socket it never had and the
+        bot stays offline. A close Discord does not let a bot resume (a refused token, a
+        missing intent) closes the client and is raised, as in discord.py."""
+        if not reconnect:
+            await super().connect(reconnect=False)
+            return
+        delay = self.reconnect_seconds
+        params: dict[str, Any] = {"initial": True, "shard_id": self.shard_id}
+        while not self.is_closed():
+            try:
+                self.ws = await asyncio.wait_for(
+                    DiscordWebSocket.from_client(self, **params), timeout=GATEWAY_OPEN_SECONDS
+                )
+                params["initial"] = False
+                delay = self.reconnect_seconds
+                while True:
+                    await self.ws.poll_event()
+            except ReconnectWebSocket as exc:  # Discord asked for it: at once, no line
+                self.dispatch("disconnect")
+                if self.ws is not None:
+                    params.update(
+                        sequence=self.ws.sequence, resume=exc.resume, session=self.ws.session_id
+                    )
+                    if exc.resume:
+                        params["gateway"] = self.ws.gateway
+            except GATEWAY_ERRORS as exc:
+                self.dispatch("disconnect")
+                if self.is_closed():
+                    return
+                if isinstance(exc, discord.ConnectionClosed):
+                    if exc.code == 4014:
+                        raise discord.PrivilegedIntentsRequired(exc.shard_id) from None
+                    if exc.code != 1000:
+                        await self.close()
+                        raise
+                log.warning(
+                    "discord: gateway connection failed (%s); trying again in %.3g s",
+                    one_line(exc),
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX_SECONDS)
+                if self.ws is not None:  # a session to resume
+                    params.update(
+                        sequence=self.ws.sequence,
+                        gateway=self.ws.gateway,
+                        resume=True,
+                        session=self.ws.session_id,
+                    )
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         """A click that no button handler takes gets a polite ephemeral answer."""
