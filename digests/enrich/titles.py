@@ -2,14 +2,17 @@
 
 A method is named where the abstract introduces one ("we propose AlphaDPO"; the one it
 repeats most wins); the title is "Name: what it is", else a headline cut from the key
-sentence that states the contribution; the TL;DR is that sentence, about 200 characters.
-Only the first `DERIVE_MAX_CHARS` characters are read.
+sentence that states the contribution, with 3 words that say something (the paper's field
+added when it has fewer); the TL;DR is that sentence, about 200 characters, without
+clauses that point back at a problem it does not name. Only the first `DERIVE_MAX_CHARS`
+characters are read.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from digests.text import plain_text, sentences, shorten
@@ -188,8 +191,9 @@ def _count(name: str, text: str) -> int:
     return count
 
 
-def tidy_phrase(phrase: str, limit: int = DESCRIPTOR_LIMIT) -> str:
-    """Cut a noun phrase down to a headline: no parentheticals, no trailing clause.
+def tidy_phrase(phrase: str, limit: int = DESCRIPTOR_LIMIT, *, clauses: bool = True) -> str:
+    """Cut a noun phrase down to a headline: no parentheticals, no trailing clause
+    (`clauses` False: clauses stay, only `limit` cuts).
 
     A "that ..." clause stays when the whole phrase still fits in `limit`. The result
     ends on a whole word and never on a dangling "of"/"the"/"and".
@@ -197,11 +201,11 @@ def tidy_phrase(phrase: str, limit: int = DESCRIPTOR_LIMIT) -> str:
     phrase = re.sub(r"\s*\([^()]*\)", "", phrase).strip(" ,.;:“”\"'")
     phrase = re.sub(r"^to use\s+", "", phrase, flags=re.I)
     phrase = _LEADING_FILLER.sub("", phrase)
-    match = _CLAUSE_BREAKS.search(phrase)
+    match = _CLAUSE_BREAKS.search(phrase) if clauses else None
     if match and len(phrase[: match.start()].split()) >= 2:
         phrase = phrase[: match.start()]
     head, that, _ = phrase.partition(" that ")
-    if that and len(phrase) > limit and len(head.split()) >= 2:
+    if clauses and that and len(phrase) > limit and len(head.split()) >= 2:
         phrase = head
     if len(phrase) > limit:
         phrase = phrase[:limit].rsplit(" ", 1)[0]
@@ -380,6 +384,70 @@ def _contribution(sents: list[str], scans: _Scans) -> tuple[int, str] | None:
     return add_on
 
 
+# What "these issues" may stand for: a reader of the TL;DR alone never saw it named.
+_BACK_NOUN = (
+    r"(?:issues?|problems?|challenges?|limitations?|difficult(?:y|ies)|drawbacks?|"
+    r"shortcomings?|gaps?|questions?|concerns?|obstacles?|weakness(?:es)?|"
+    r"deficienc(?:y|ies)|bottlenecks?|needs?|goals?|requirements?|limits?|hope)"
+)
+_REFERS_BACK = re.compile(
+    rf"\b(?:these|those|this|such|the above|the aforementioned|both)\s+"
+    rf"(?:[\w-]+\s+){{0,2}}?{_BACK_NOUN}\b",
+    re.I,
+)
+_BACK_OBJECT = (
+    r"(?:these|those|this|such|the above|the aforementioned|both|the)\s+"
+    rf"(?:[\w-]+\s+){{0,2}}?{_BACK_NOUN}"
+)
+_BACK_VERB = (
+    r"(?:address|tackl|overcom|cope|deal|solv|handl|mitigat|resolv|alleviat|remed|fill|"
+    r"bridg|clos|fix|answer|circumvent|avoid|remov|eliminat|meet)\w*(?:\s+with)?"
+)
+# Clauses that only point back ("... to address these issues."): they go; one that goes
+# on with "and" leaves what follows ("to address these issues and bring X" -> "to bring X").
+_BACK_TAIL = re.compile(
+    r",?\s+(?:(?:(?:in order|so as|aiming|aimed|designed)\s+)?(?P<to>to)\s+(?:\w+\s+){0,2}?"
+    rf"{_BACK_VERB}|(?P<that>which|that)\s+{_BACK_VERB}|(?:for|by|adapted to|to)"
+    rf"(?:\s+\w+ing)?)\s+{_BACK_OBJECT}(?:(?=\s*[.,;:]|\s*$|\s+(?:by|while|with|through|via)\s)"
+    r"|\s+(?P<and>and)\s+(?=\w))",
+    re.I,
+)
+_BACK_LEAD = re.compile(rf"^(?:to|in order to)\s+{_BACK_VERB}\s+{_BACK_OBJECT},?\s+", re.I)
+_SUCH_A = re.compile(r"\bsuch (an?)\b", re.I)
+
+
+def _unlinked(tail: re.Match[str]) -> str:
+    if not tail.group("and"):
+        return ""
+    return " to " if tail.group("to") else " that " if tail.group("that") else " and "
+
+
+def _without_back_references(sentence: str) -> str:
+    """`sentence` without clauses that only point back, "such a" made "a"."""
+    if "such" not in sentence and _REFERS_BACK.search(sentence) is None:
+        return sentence  # most sentences: nothing to do
+    sentence = _BACK_LEAD.sub("", _BACK_TAIL.sub(_unlinked, sentence))
+    sentence = _SUCH_A.sub(r"\1", sentence)
+    return sentence[:1].upper() + sentence[1:]
+
+
+def _tldr_sentence(sents: list[str], chosen: str, scans: _Scans) -> str:
+    """The key sentence made readable on its own, or another contribution sentence when
+    it still points back at something it never names, or says too little without it."""
+    if _NAMING_LEAD.match(chosen):  # "We name this issue X and ..." names what it means
+        return _NAMING_LEAD.sub("We identify ", chosen, count=1)
+    cleaned = _without_back_references(chosen)
+    if cleaned == chosen:
+        return chosen
+    if _REFERS_BACK.search(cleaned) is None and len(tldr_from(cleaned)) >= 60:
+        return cleaned
+    others = [s if s is not chosen else "" for s in sents]
+    found = _contribution([_without_back_references(s) for s in others], _Scans())
+    if found is not None and _REFERS_BACK.search(others[found[0]]) is None:
+        return others[found[0]]
+    return cleaned
+
+
 def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) -> str:
     """The sentence for the TL;DR: the one introducing the method, if it says enough."""
     if method is not None:
@@ -389,6 +457,10 @@ def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) ->
         match = searched[index] if index in searched else _CONTRIBUTION.search(sentence)
         if match and len(sentence) >= 60:
             return sentence
+    else:
+        named = next(filter(None, map(_naming_and_result, sents)), None)
+        if named:
+            return named
     found = _contribution(sents, scans)
     if found is not None:
         return sents[found[0]]
@@ -397,26 +469,230 @@ def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) ->
     return sents[0] if sents else ""
 
 
+def _naming_and_result(sentence: str) -> str | None:
+    """A sentence that names the paper's subject and goes on with what it shows ("We name
+    this issue X and prove that ..."): it states the contribution and its result."""
+    if "this" not in sentence or not _NAMING_LEAD.match(sentence):
+        return None
+    concept = _NAMED_CONCEPT.search(sentence.lower())
+    return sentence if concept and sentence[concept.end() :].startswith(" and ") else None
+
+
 _NAMED_CONCEPT = re.compile(
     r"\b(?:we )?(?:name|call|term) (?:this|it)(?: (?:issue|problem|phenomenon|effect))?"
     r"(?: as)? (?P<concept>[a-z][\w-]*(?: [a-z][\w-]*){1,4})(?= and\b|[,.;]|$)"
 )
+# "We name this issue X and prove ...": stated without pointing back.
+_NAMING_LEAD = re.compile(
+    r"^(?:we )?(?:name|call|term) (?:this|it)(?: (?:issue|problem|phenomenon|effect))?(?: as)? ",
+    re.I,
+)
+
+# Words that alone say nothing about a paper; a title needs 3 words besides them.
+_FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905
+        "a an the of for and or to in on with by from via as at into over under through "
+        "towards toward is are be can do does not no its it this that these their our we "
+        "using use based new novel beyond than when what how why which while without vs "
+        "between among about against more most less all any each other one two such "
+        "simple effective efficient general generic practical principled unified first "
+        "proposed improved better alternative several various model models method methods "
+        "approach approaches framework frameworks technique techniques algorithm algorithms "
+        "scheme schemes strategy system systems procedure paradigm solution solutions tool "
+        "way ways type class family set paper work study analysis results problem task"
+    ).split()
+)
+_WORD_PIECE = re.compile(r"[a-z0-9]+")
+# A phrase that starts like these is a sentence's opening, not a headline.
+_OPENING_WORDS = frozenset(
+    (  # noqa: SIM905
+        "in we it to when while although though paper recent recently empirically there "
+        "this these our here since as if however moreover it's existing most many despite "
+        "given although unlike"
+    ).split()
+)
 
 
-def _headline(sents: list[str], scans: _Scans) -> str:
-    """A headline for an abstract that names no method: what it names or contributes."""
+def specific_words(phrase: str) -> int:
+    """How many words of `phrase` say something on their own (not "of", "novel", "method")."""
+    return sum(w not in _FUNCTION_WORDS for w in _WORD_PIECE.findall(phrase.lower()))
+
+
+def _says_enough(title: str) -> bool:
+    first = title.split(maxsplit=1)[0].lower() if title.strip() else ""
+    return specific_words(title) >= 3 and first.strip("“\"'") not in _OPENING_WORDS
+
+
+_DEFINED = re.compile(r"\(([A-Za-z][A-Za-z0-9-]{1,11})\)")
+
+
+def _field(text: str) -> str | None:
+    """The long form of the first acronym the abstract defines, the paper's field or
+    subject as it names it: "Offline meta reinforcement learning (OMRL)"."""
+    for match in _DEFINED.finditer(text, 0, 3_000):
+        letters = [c.lower() for c in match.group(1).rstrip("s") if c.isalpha()]
+        if not 2 <= len(letters) <= 6 or sum(c.isupper() for c in match.group(1)) < 2:
+            continue
+        before = text[max(0, match.start() - 160) : match.start()].split()
+        initials: list[str] = []
+        taken = 0
+        for word in reversed(before):
+            parts = [p for p in re.split(r"[-/]", word.strip("“”\"'")) if p]
+            if not parts or not parts[0][:1].isalpha():
+                break
+            taken += 1
+            if word.lower() in _FUNCTION_WORDS and word.lower() in ("of", "and", "for", "the"):
+                continue
+            initials[:0] = [p[0].lower() for p in parts]
+            if len(initials) >= len(letters):
+                break
+        if initials == letters and taken >= 2:
+            return " ".join(before[-taken:]).strip("“”\"'")
+    return None
+
+
+def _with_field(phrase: str, field_name: str | None) -> str:
+    """ "Task representation shift" -> "... in offline meta reinforcement learning"."""
+    if not field_name or not phrase:
+        return phrase
+    have = set(_WORD_PIECE.findall(phrase.lower()))
+    new = [w for w in _WORD_PIECE.findall(field_name.lower()) if w not in _FUNCTION_WORDS]
+    if not new or all(w in have for w in new):
+        return phrase
+    if all(word[:1].islower() for word in field_name.split()[1:]):
+        field_name = field_name[:1].lower() + field_name[1:]  # "Offline meta RL" -> "offline ..."
+    return f"{phrase} in {field_name}"
+
+
+_AFTER_NAME = re.compile(
+    r"^\s*(?:\([^()]*\)\s*)?(?:,\s*)?(?:(?P<verb>which|that)\s+(?P<clause>.+)"
+    r"|(?:(?:as|is)\s+|[^,()]{3,80},\s*)?(?P<noun>(?:an?|the)\s.+)|(?P<purpose>for\s.+))",
+    re.I,
+)
+
+
+def _after_name(sentence: str, method: _Candidate, head: str) -> str:
+    """What the method's sentence says after its name: "BiGCN, which represents a graph
+    ..." -> "Model that represents a graph ..." (`head`: the generic noun, if any)."""
+    start = sentence.find(method.name)
+    found = _AFTER_NAME.match(sentence[start + len(method.name) :]) if start >= 0 else None
+    if found is None:
+        return ""
+    if found.group("noun"):
+        return tidy_phrase(found.group("noun"))
+    if found.group("purpose"):
+        rest = found.group("purpose")
+        return tidy_phrase(f"{head} {rest}" if head else rest[4:])
+    clause = found.group("clause")
+    return tidy_phrase(f"{head} that {clause}" if head else clause)
+
+
+_LATER_BREAKS = re.compile(
+    r"[,;:]| — | – | whereby | thereby | so that | where | while | via | by (?=\w+ing\b)"
+)
+
+
+def _extended(phrase: str, limit: int = 90) -> str:
+    """A contribution's phrase with its first clause kept: "distinguishability query,
+    enabling humans to ..." -> "Distinguishability query enabling humans to ..."."""
+    phrase = _without_back_references(phrase)
+    phrase = re.sub(r"\s*\([^()]*\)", "", phrase)
+    phrase = re.sub(r",?\s+which (?:is|are)\s+", " ", phrase)
+    phrase = re.sub(r",?\s+(?:which|that)\s+", " that ", phrase)
+    phrase = re.sub(r",\s+(?=\w+ing\b)", " ", phrase)
+    ends = [cut.start() for cut in _LATER_BREAKS.finditer(phrase)] + [len(phrase)]
+    head = ""
+    for end in ends:  # the shortest head that says enough
+        head = tidy_phrase(phrase[:end], limit, clauses=False)
+        if _says_enough(head) or len(head) >= limit * 0.8:
+            break
+    return head
+
+
+def _object(sentence: str) -> str:
+    """What a sentence is about, as a phrase: its lead-in and "we show that" dropped."""
+    sentence = _IN_THIS_PAPER.sub("", _PREAMBLE.sub("", sentence))
+    sentence = re.sub(
+        r"^(?:we|this (?:paper|work|study)|our (?:paper|work))\s+(?:\w+ly\s+)?[a-z]+\s+"
+        r"(?:that\s+|how\s+|whether\s+)?",
+        "",
+        sentence,
+        flags=re.I,
+    )
+    return sentence
+
+
+class _Field:
+    """The abstract's field (`_field`), found once and only when a title needs it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: str | None = None
+        self.done = False
+
+    def __call__(self) -> str | None:
+        if not self.done:
+            self.found, self.done = _field(self.text), True
+        return self.found
+
+
+def _phrases(sents: list[str], scans: _Scans) -> Iterator[str]:
+    """Headline candidates, best first: the contribution's phrase, cut short, then with
+    its first clause; then what each of the first sentences is about."""
+    found = _contribution(sents, scans)
+    if found is not None:
+        yield tidy_phrase(found[1])
+        yield _extended(found[1])
+    for sentence in sents[:3]:
+        yield _extended(_object(sentence))
+
+
+def _headline(sents: list[str], scans: _Scans, field_name: _Field) -> str:
+    """A headline for an abstract that names no method: what it names or contributes,
+    with its field when the phrase alone says too little."""
     for sentence in sents:
         concept = _NAMED_CONCEPT.search(sentence.lower()) if "this" in sentence else None
         if concept:
             # "We name this issue task representation shift": that is the paper's subject.
             phrase = sentence[concept.start("concept") : concept.end("concept")]
-            return phrase[:1].upper() + phrase[1:]
-    found = _contribution(sents, scans)
-    if found is not None:
-        phrase = tidy_phrase(found[1])
-        if len(phrase.split()) >= 2:
+            phrase = _with_field(phrase[:1].upper() + phrase[1:], field_name())
+            if _says_enough(phrase):
+                return phrase
+    seen: list[str] = []
+    for phrase in _phrases(sents, scans):
+        if _says_enough(phrase):
             return phrase
-    return tidy_phrase(sents[0]) if sents else ""
+        seen.append(phrase)
+    for phrase in seen:
+        widened = _with_field(phrase, field_name())
+        if _says_enough(widened):
+            return widened
+    return next((phrase for phrase in seen if len(phrase.split()) >= 2), seen[0] if seen else "")
+
+
+def _method_title(sents: list[str], method: _Candidate, scans: _Scans, field_name: _Field) -> str:
+    """ "Name: what it is", from its long form, its description, or what its sentence says
+    after the name; else the field, or the abstract's headline."""
+    descriptor = method.long_name or method.descriptor
+    described = tidy_phrase(descriptor) if descriptor else ""
+    if described.casefold() == method.name.casefold():
+        described = ""
+    title = f"{method.name}: {described}" if described else method.name
+    if _says_enough(title):
+        return title
+    after = _after_name(sents[method.sentence_index], method, described)
+    if after and _says_enough(f"{method.name}: {after}"):
+        return f"{method.name}: {after}"
+    if described:
+        widened = f"{method.name}: {_with_field(described, field_name())}"
+        if _says_enough(widened):
+            return widened
+    headline = _headline(sents, scans, field_name)
+    if headline.startswith(method.name) and _says_enough(headline):
+        return headline  # "GShard scaling with conditional computation"
+    if _says_enough(headline):
+        return f"{method.name}: {headline[:1].upper()}{headline[1:]}"
+    return title
 
 
 def _finish_title(title: str) -> str:
@@ -460,16 +736,13 @@ def derive(abstract: str, *, titled: bool = False) -> Derived:
     if titled:
         title = ""
     elif method is not None:
-        descriptor = method.long_name or method.descriptor
-        described = tidy_phrase(descriptor) if descriptor else ""
-        if described.casefold() == method.name.casefold():
-            described = ""
-        title = f"{method.name}: {described}" if described else method.name
+        title = _method_title(sents, method, scans, _Field(text))
     else:
-        title = _headline(sents, scans)
+        title = _headline(sents, scans, _Field(text))
     if not titled:
         title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
-    tldr = tldr_from(_key_sentence(sents, method, scans) or text)
+    key = _key_sentence(sents, method, scans)
+    tldr = tldr_from(_tldr_sentence(sents, key, scans) if key else text)
     return Derived(
         title=title,
         method=method.name if method else None,

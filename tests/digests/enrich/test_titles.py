@@ -88,7 +88,8 @@ def test_without_a_method_the_title_is_a_headline() -> None:
 def test_a_named_concept_is_the_headline() -> None:
     derived = derive(_abstract_with("We name this issue"))
     assert derived.method is None
-    assert derived.title == "Task representation shift"
+    # With its field: the concept's name alone says too little.
+    assert derived.title == "Task representation shift in offline meta reinforcement learning"
 
 
 def test_field_acronyms_are_not_method_names() -> None:
@@ -176,7 +177,7 @@ BRAC_PLUS = (
 TLDR_PINNED = {
     "We propose AlphaDPO": "We propose AlphaDPO, an adaptive preference optimization framework",
     "called Digi-Q": "We develop an approach, called Digi-Q, to train VLM-based action-value",
-    "finite-time convergence analysis": "We propose such a justification for asymmetric actor",
+    "finite-time convergence analysis": "We propose a justification for asymmetric actor",
     "first mechanistic evidence": "We present the first mechanistic evidence that model-free",
     "named ExpoComm": "We endeavor to develop a scalable communication protocol for MARL.",
 }
