@@ -217,6 +217,13 @@ class Settings:
     db_path: Path = setting(  # noqa: RUF009
         "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path
     )
+    demo_db: Path = setting(  # noqa: RUF009
+        "PAPERBOY_DEMO_DB",
+        Path("db") / "demo.db",
+        "The database `paperboy demo` fills, apart from `PAPERBOY_DB` so that `paperboy run` "
+        "never sees the demo's channel or papers.",
+        Path,
+    )
     digest_size: int = setting(
         "PAPERBOY_DIGEST_SIZE", 5, "Papers per subscribed topic in one digest.", _positive_int
     )

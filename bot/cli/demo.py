@@ -1,13 +1,15 @@
-"""`paperboy demo`: the bundled papers, a channel following three topics, its digest."""
+"""`paperboy demo`: the bundled papers, a channel following three topics, its digest, in a
+database of its own (`PAPERBOY_DEMO_DB`) so that the production store never holds them."""
 
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 
 import click
 
-from bot.cli.options import command_context, db_option, now, open_database
+from bot.cli.options import command_context, database_path, now, open_database
 from bot.cli.output import echo
 from config.settings import load_settings
 
@@ -18,9 +20,16 @@ DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
 
 
 @click.command()
-@db_option
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite database file [default: $PAPERBOY_DEMO_DB, else db/demo.db].",
+)
 def demo(db_path: Path | None) -> None:
-    """Load the bundled papers, subscribe local:demo to three topics, print its digest."""
+    """Load the bundled papers, subscribe local:demo to three topics, print its digest. It
+    uses a database of its own, not $PAPERBOY_DB, so `paperboy run` never sees them."""
     from db import channels as channel_store
     from digests.commands import handle
     from digests.digest import build_digest, ensure_channel
@@ -29,7 +38,9 @@ def demo(db_path: Path | None) -> None:
     from digests.samples import sample_paths
 
     settings = load_settings()
-    db = open_database(db_path, create=True)
+    given = db_path or click.get_current_context().find_root().params.get("db_path")
+    path = database_path(db_path) if given else settings.demo_db
+    db = open_database(path, create=True)
     summary = ingest_files(db, sample_paths(), now=now())
     echo(f"Bundled sample papers: {summary.describe()}.")
     ctx = command_context(db, DEMO_CHANNEL, "demo", settings)
@@ -48,7 +59,8 @@ def demo(db_path: Path | None) -> None:
     echo()
     echo(digest_text(preview))
     echo()
+    db_arg = f"--db {shlex.quote(str(path))}"
     echo(
-        "This was a preview: nothing is marked as sent. Try: paperboy find alpha dpo, "
-        'paperboy chat --channel local:demo "help".'
+        f"This was a preview: nothing is marked as sent. Try: paperboy find alpha dpo {db_arg}, "
+        f'paperboy chat --channel local:demo "help" {db_arg}.'
     )

@@ -14,26 +14,6 @@ import pytest
 from tests.fakes.cli import paperboy_process, read_only_runner
 
 
-def test_demo_prints_a_digest_on_a_fresh_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = run("demo")
-    assert result.exit_code == 0, result.output
-    assert "38 added" in result.output
-    # Terminal text: no Markdown code marks (Slack and Discord keep them).
-    assert "demo subscribed this channel to Offline RL (offline-rl)." in result.output
-    assert "`" not in result.output
-    assert "Paperboy digest for local:demo" in result.output
-    assert "== Offline RL ==" in result.output
-    assert "LoMAP: Local Manifold Approximation and Projection" in result.output
-    assert "AlphaDPO: Adaptive preference optimization framework" in result.output
-    assert "Change topics:" in result.output
-    assert (tmp_path / "db" / "paperboy.db").exists()
-    again = run("demo")
-    assert again.exit_code == 0
-    assert "0 added" in again.output and "Nothing new" in again.output
-    assert "subscribed" not in again.output  # already subscribed: nothing changes
-    assert "LoMAP" in again.output  # a preview: nothing was marked as sent
-
-
 def test_ingest_find_show_with_db_option(run, tmp_path: Path, seed_paths) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "x.db")
     result = run("ingest", *map(str, seed_paths), "--db", db)
