@@ -461,7 +461,7 @@ def status_line(db: Database) -> str:
     if not installed():
         return (
             "Semantic lookups: off (the optional extra is not installed: "
-            "pip install 'paperboy[semantic]'); find and similar match words."
+            "pip install '.[semantic]' in the checkout); find and similar match words."
         )
     have, total = coverage(db)
     if not total:  # not "on, all 0 papers have embeddings"

@@ -55,3 +55,16 @@ def test_the_slack_manifest_matches_the_grammar() -> None:
     for scope in ("commands", "chat:write", "users:read"):
         assert f"- {scope} " in manifest or f"- {scope}\n" in manifest
     assert "socket_mode_enabled: true" in manifest
+
+
+def test_no_page_installs_a_package_named_paperboy() -> None:
+    """`paperboy` on PyPI is another project: the docs install the extra from the checkout
+    (`pip install '.[semantic]'`), never `pip install paperboy` or `'paperboy[semantic]'`."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    by_name = re.compile(r"""pip3? install\b[^\n`#]*?(?<![\w./-])['"]?paperboy\b(?![\w./-])""")
+    found = [
+        f"{page.relative_to(ROOT)}: {hit.group(0)}"
+        for page in pages
+        for hit in by_name.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert found == []

@@ -43,12 +43,12 @@ def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
 @db_option
 def embed(limit: int | None, db_path: Path | None) -> None:
     """Compute embeddings for papers that have none (or whose text changed), for `similar`
-    and `find` by meaning. Needs the optional extra: pip install 'paperboy[semantic]'."""
+    and `find` by meaning. Needs the optional extra: pip install '.[semantic]' in the checkout."""
     from digests import semantic
 
     if not semantic.installed():
         raise UserError(
-            "the semantic extra is not installed: pip install 'paperboy[semantic]' "
+            "the semantic extra is not installed: pip install '.[semantic]' in the checkout "
             "(without it find and similar match words)"
         )
     db = open_database(db_path)

@@ -228,7 +228,7 @@ def test_the_embed_command_without_the_extra_says_how_to_install_it(tmp_path: Pa
     ingest_files(open_db(db), SEEDS, now=NOW)
     result = CliRunner().invoke(main, ["embed", "--db", str(db)])
     assert result.exit_code == 2  # UserError's status, as for every refused command
-    assert "pip install 'paperboy[semantic]'" in result.output
+    assert "pip install '.[semantic]' in the checkout" in result.output
     assert "Traceback" not in result.output
     status = CliRunner().invoke(main, ["status", "--db", str(db)])
     assert "Semantic lookups: off" in status.output
