@@ -98,6 +98,24 @@ def _quoted(text: str) -> str:
     return field_text(text)
 
 
+def _words(value: str, *before: str) -> str:
+    """A topic option's value as the last, rest argument after `before` (the verb and
+    any words before the topic). An option is one value, so its spaces need no quotes:
+    the words go to the core unquoted, as typed after `/papers subscribe` on Slack (a
+    catalog topic they name loosely is followed); quotes the user typed around them keep
+    them free text. Words the grammar would not read back as they are without quotes (a
+    `--me` in them, a `"` left open) are quoted instead (`_quoted`)."""
+    words = " ".join(value.split())
+    try:
+        loose = parse(" ".join([*before, words]))
+        whole = parse(" ".join([*before, _quoted(value)]))
+    except ParseError:
+        return _quoted(value)
+    if loose.me or loose.quoted or loose.args != whole.args:
+        return _quoted(value)
+    return words
+
+
 def channel_of(interaction: discord.Interaction[Any]) -> str:
     return f"discord:{interaction.guild_id}/{interaction.channel_id}"
 
@@ -318,7 +336,7 @@ class PapersGroup(app_commands.Group):
         topic: app_commands.Range[str, 1, 100],
         me: bool = False,
     ) -> None:
-        await self.run(interaction, "subscribe", _quoted(topic), me=me)
+        await self.run(interaction, "subscribe", _words(topic, "subscribe"), me=me)
 
     @app_commands.command(name="unsubscribe", description=_verb("unsubscribe").help)
     @app_commands.describe(**_describe("unsubscribe"), me=ME_HELP)
@@ -329,7 +347,7 @@ class PapersGroup(app_commands.Group):
         topic: app_commands.Range[str, 1, 100],
         me: bool = False,
     ) -> None:
-        await self.run(interaction, "unsubscribe", _quoted(topic), me=me)
+        await self.run(interaction, "unsubscribe", _words(topic, "unsubscribe"), me=me)
 
     @app_commands.command(name="schedule", description=_verb("schedule").help)
     @app_commands.describe(**_describe("schedule"), me=ME_HELP)
@@ -395,7 +413,9 @@ class PapersGroup(app_commands.Group):
             )
             await send_reply(interaction, error(alone))
             return
-        await self.run(interaction, "feedback", _quoted(action or ""), _quoted(topic or ""), me=me)
+        chosen = _quoted(action or "")
+        words = _words(topic, "feedback", chosen) if topic else ""
+        await self.run(interaction, "feedback", chosen, words, me=me)
 
     @app_commands.command(name="saved", description=_verb("saved").help)
     @app_commands.describe(**_describe("saved"))
