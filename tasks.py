@@ -96,8 +96,6 @@ def main(argv: list[str]) -> None:
         _run(BIN / "python", "-m", "bench", *rest)
     elif task == "relevance":
         _run(BIN / "python", "-m", "bench.relevance", *rest)
-    elif task == "install":
-        pass
     else:
         sys.exit(f"unknown task {task!r}; try: python3 tasks.py help")
 
