@@ -142,13 +142,14 @@ async def bot(tmp_path: Path, seed_paths: list[Path], catalog, fake_discord):  #
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """`run("ingest", path, VAR="value")`: the `paperboy` command through click, in a
-    fresh folder (no stray .env; db/paperboy.db lands there), with no database, source
-    URL, fetch schedule or outbox folder from the environment."""
+    fresh folder (no stray .env; db/paperboy.db lands there), with no database (nor the
+    demo's), source URL, fetch schedule or outbox folder from the environment."""
     from bot.cli import main
 
     monkeypatch.chdir(tmp_path)
     for name in (
         "PAPERBOY_DB",
+        "PAPERBOY_DEMO_DB",
         "PAPERBOY_ARXIV_URL",
         "PAPERBOY_FETCH_CRON",
         "PAPERBOY_LOCAL_DIR",
