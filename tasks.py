@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The project's single entry point: the README, CI and developers all run these.
 
+    python3 tasks.py install # set up .venv (or bring it up to date), dev tools included
     python3 tasks.py demo    # set up (once) and run the demo on the bundled papers
     python3 tasks.py test    # set up (once), then lint, type-check and run the tests
     python3 tasks.py lint    # ruff, mypy, import contracts, fresh reference pages, docs build
@@ -78,6 +79,8 @@ def main(argv: list[str]) -> None:
         print(__doc__)
         return
     ensure_env()
+    if task == "install":
+        return
     if task == "demo":
         _run(BIN / "paperboy", "demo", *rest)
     elif task == "test":
