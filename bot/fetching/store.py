@@ -72,7 +72,9 @@ class SourceOutcome:
     read: int = 0
     added: int = 0
     merged: int = 0
-    skipped: int = 0
+    skipped: int = 0  # already stored, nothing new (`IngestSummary.skipped`)
+    ignored: int = 0  # nothing to store, too long or holding a secret
+    restamped: int = 0  # of `skipped`: only bookkeeping written (`IngestSummary.restamped`)
     complete: bool = False
     error: str | None = None
     busy: bool = False
@@ -85,17 +87,22 @@ class SourceOutcome:
         return self.error is not None
 
     def describe(self) -> str:
-        """One line, e.g. "arxiv:cs.LG: 120 papers read, 40 added, 3 merged, 0 errors"."""
+        """One line whose counts add up to the papers read, e.g. "arxiv:cs.LG: 120 papers
+        read: 40 added, 3 merged, 77 skipped (already stored); 0 errors". A paper already
+        stored that brings nothing a reader sees (it came from another source first) is
+        skipped, not merged; "N not stored (...)" follows for papers refused."""
         shown = shown_source(self.name)
         if self.busy:
             return f"{shown}: skipped, another Paperboy process is fetching it now"
-        # Papers stored already, unchanged, are named when there are any, so that a second
-        # fetch's "5 papers read, 0 added, 0 merged" does not leave five papers unaccounted.
-        unchanged = f"{self.skipped} skipped (already stored), " if self.skipped else ""
-        line = (
-            f"{shown}: {plural(self.read, 'paper')} read, {self.added} added, "
-            f"{self.merged} merged, {unchanged}{plural(1 if self.error else 0, 'error')}"
-        )
+        line = f"{shown}: {plural(self.read, 'paper')} read"
+        if self.read:
+            line += (
+                f": {self.added} added, {self.merged} merged, "
+                f"{self.skipped} skipped (already stored)"
+            )
+        if self.ignored:
+            line += f", {self.ignored} not stored (empty, too long or holding a secret)"
+        line += f"; {plural(1 if self.error else 0, 'error')}"
         if self.error:
             line += f" ({self.error})"
         elif self.notes:
@@ -109,6 +116,7 @@ class SourceOutcome:
             "added": self.added,
             "merged": self.merged,
             "skipped": self.skipped,
+            "ignored": self.ignored,
             "complete": self.complete,
             "busy": self.busy,
             "error": self.error,
@@ -212,7 +220,7 @@ class SourceFetcher:
                     outcomes[row["name"]] = await self._fetch_one(session, row, since)
 
             await asyncio.gather(*(one_kind(kind_rows) for kind_rows in by_kind.values()))
-        if any(outcome.added or outcome.merged for outcome in outcomes.values()):
+        if any(o.added or o.merged or o.restamped for o in outcomes.values()):
             # The next lookup then does not pay for indexing what was fetched.
             await self.in_thread(lambda: text_index.catch_up(self.db()))
         return [outcomes[row["name"]] for row in rows if row["name"] in outcomes]
@@ -252,13 +260,14 @@ class SourceFetcher:
 
     def _prepare(
         self, papers: list[FetchedPaper], now: datetime
-    ) -> tuple[list[PreparedPaper], int]:
-        """Rows for the papers not stored already as they are (those count as skipped),
-        enriched outside any transaction (in a worker thread)."""
+    ) -> tuple[list[PreparedPaper], int, int]:
+        """Rows for the papers not stored already as they are, enriched outside any
+        transaction (in a worker thread); how many were stored already so (skipped), and
+        how many `prepare_page` refused (ignored)."""
         db = self.db()
         fresh = [paper for paper in papers if not known_unchanged(db, paper)]
-        prepared, skipped = prepare_page(fresh, now, self.limits)
-        return prepared, skipped + len(papers) - len(fresh)
+        prepared, ignored = prepare_page(fresh, now, self.limits)
+        return prepared, len(papers) - len(fresh), ignored
 
     def _store(self, prepared: list[PreparedPaper], now: datetime) -> IngestSummary:
         return store_page(self.db(), prepared, now)
@@ -329,12 +338,14 @@ class SourceFetcher:
             # Each page is stamped when it is stored, not when the fetch began: a page
             # stored after a digest was built must be new for the next one.
             stored_at = self.clock()
-            prepared, skipped = await self.in_thread(self._prepare, page.papers, stored_at)
+            prepared, skipped, ignored = await self.in_thread(self._prepare, page.papers, stored_at)
             summary = await self.in_thread(self._store, prepared, stored_at)
             outcome.read += len(page.papers)
             outcome.added += summary.added
             outcome.merged += summary.merged
             outcome.skipped += summary.skipped + skipped
+            outcome.ignored += ignored
+            outcome.restamped += summary.restamped
             if self.stopping:
                 outcome.interrupted = True
                 return

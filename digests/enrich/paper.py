@@ -111,6 +111,21 @@ def _newer_version(existing: Row, incoming: Row) -> bool:
     return old is not None and new is not None and int(new) > int(old)
 
 
+# What a merge keeps up to date without a reader seeing a difference: where the paper
+# came from, the spellings of its method's name kept for matching, its dates, the stamp.
+BOOKKEEPING = frozenset(
+    {"sources", "names", "name_keys", "published_at", "revised_at", "updated_at"}
+)
+
+
+def brings_news(changes: Row | None) -> bool:
+    """Whether `merge_rows`' changes give the stored paper something a reader can see or
+    search: a real title, a venue, an author, a link, a TL;DR, a newer abstract, a field
+    it lacked. False when they are only `BOOKKEEPING` (the same paper from one more
+    source or file): that record is "already stored", not "merged"."""
+    return any(column not in BOOKKEEPING for column in changes or {})
+
+
 def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
     """The changes that `incoming` brings to `existing`, or None when it brings nothing.
 

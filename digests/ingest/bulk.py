@@ -534,7 +534,7 @@ class Writer:
             self.ingest_id = created
         self.done = done
         self.pending.clear()
-        for name in ("added", "merged", "skipped", "without_abstract"):
+        for name in ("added", "merged", "skipped", "without_abstract", "restamped"):
             setattr(self.summary, name, getattr(self.summary, name) + getattr(chunk, name))
 
     @contextlib.contextmanager

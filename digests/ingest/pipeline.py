@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from db import papers
-from digests.enrich.paper import Row, build_row, merge_rows
+from digests.enrich.paper import Row, brings_news, build_row, merge_rows
 from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import Limits, Stat, blank_lines, read_lines, skip_blank
@@ -42,19 +42,27 @@ RESERVED_ID_PREFIXES = (FINGERPRINT_ALIAS, "seen:")
 
 @dataclass
 class IngestSummary:
+    """What an ingest (or a fetched page) did with its records; each record counts once.
+    `added`: new papers. `merged`: records that gave a stored paper something a reader
+    sees or searches (`enrich.paper.brings_news`). `skipped`: records already stored with
+    nothing new, of which `restamped` had only bookkeeping written (another source's
+    name, dates). `without_abstract`: records ignored."""
+
     files: list[str] = field(default_factory=list)
     added: int = 0
     merged: int = 0
     skipped: int = 0
     without_abstract: int = 0
+    restamped: int = 0
 
     @property
     def total(self) -> int:
         return self.added + self.merged + self.skipped + self.without_abstract
 
     def describe(self) -> str:
-        """One line for the user, e.g. "38 papers read from 2 files: 38 added, 0 merged,
-        0 skipped (already stored)"; "1 paper read from 1 file: ..." for one."""
+        """One line for the user, whose counts add up to the papers read, e.g. "38 papers
+        read from 2 files: 30 added, 2 merged, 6 skipped (already stored)"; "1 paper read
+        from 1 file: ..." for one; ". Nothing new" when none was added or merged."""
         line = (
             f"{plural(self.total, 'paper')} read from {plural(len(self.files), 'file')}: "
             f"{self.added} added, {self.merged} merged, {self.skipped} skipped (already stored)"
@@ -285,9 +293,11 @@ def store_row(
         changes = merge_rows(existing, row, now)
         if changes:
             papers.update_paper(db, paper, changes)
+        if brings_news(changes):
             summary.merged += 1
-        else:
+        else:  # the same paper again, maybe from one more source: nothing new to read
             summary.skipped += 1
+            summary.restamped += 1 if changes else 0
         if not same_fingerprint(existing, fingerprint):
             papers.add_alias(db, FINGERPRINT_ALIAS + fingerprint, paper)
     for alias in ids:

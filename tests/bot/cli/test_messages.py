@@ -88,10 +88,12 @@ def test_a_fetch_line_accounts_for_papers_already_stored() -> None:
 
     again = SourceOutcome("arxiv:cs.LG", read=5, skipped=5, complete=True)
     assert again.describe() == (
-        "arxiv:cs.LG: 5 papers read, 0 added, 0 merged, 5 skipped (already stored), 0 errors"
+        "arxiv:cs.LG: 5 papers read: 0 added, 0 merged, 5 skipped (already stored); 0 errors"
     )
     first = SourceOutcome("arxiv:cs.LG", read=5, added=5, complete=True)
-    assert first.describe() == "arxiv:cs.LG: 5 papers read, 5 added, 0 merged, 0 errors"
+    assert first.describe() == (
+        "arxiv:cs.LG: 5 papers read: 5 added, 0 merged, 0 skipped (already stored); 0 errors"
+    )
 
 
 def test_show_finds_a_fetched_openreview_paper_by_its_note_id() -> None:

@@ -46,7 +46,7 @@ def test_a_feed_shown_with_its_query_hidden_can_be_named_as_shown(run, quick) ->
     assert f"paperboy fetch '{shown}'" in added.output and "s3cr3t" not in added.output
     assert run("sources", "list").output.startswith(f"{shown}: last success never")
     fetched = run("fetch", shown)
-    assert fetched.exit_code == 1 and f"\n{shown}: 0 papers read, 0 added" in "\n" + fetched.output
+    assert fetched.exit_code == 1 and f"\n{shown}: 0 papers read; 1 error" in "\n" + fetched.output
     run("sources", "add", "feed:http://127.0.0.1:9/f.rss?token=other", "--no-check")
     both = run("fetch", shown)
     assert both.exit_code == 2 and "stands for 2 feeds" in both.output
@@ -125,10 +125,10 @@ def test_fetch_one_line_per_source_exit_1_when_one_fails(run, quick) -> None:  #
         result = run("fetch", **env)
         lines = result.output.splitlines()
         assert result.exit_code == 1
-        assert lines[0] == "arxiv:cs.LG: 6 papers read, 6 added, 0 merged, 0 errors"
-        assert lines[1].startswith(
-            "feed:http://127.0.0.1:9/feed.rss: 0 papers read, 0 added, 0 merged, 1 error ("
+        assert lines[0] == (
+            "arxiv:cs.LG: 6 papers read: 6 added, 0 merged, 0 skipped (already stored); 0 errors"
         )
+        assert lines[1].startswith("feed:http://127.0.0.1:9/feed.rss: 0 papers read; 1 error (")
         assert len(lines) == 2
         only = run("fetch", "arxiv:cs.LG", "--json", **env)
         assert only.exit_code == 0

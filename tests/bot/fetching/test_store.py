@@ -17,7 +17,7 @@ from db import papers as paper_store
 from db import sources as source_store
 from digests.digest import build_digest, ensure_channel
 from digests.ingest import ingest_files
-from digests.ingest.fetched import prepare_page
+from digests.ingest.fetched import prepare_page, store_page
 from digests.timestamps import stamp
 from digests.topics import Catalog
 from tests.fakes.arxiv_api import FakeArxiv
@@ -184,7 +184,9 @@ async def test_a_fetch_stores_papers_and_a_second_adds_nothing(
     add(db, "arxiv:cs.LG")
     (outcome,) = await fetch(path, config)
     assert (outcome.read, outcome.added, outcome.error, outcome.complete) == (12, 12, None, True)
-    assert outcome.describe() == "arxiv:cs.LG: 12 papers read, 12 added, 0 merged, 0 errors"
+    assert outcome.describe() == (
+        "arxiv:cs.LG: 12 papers read: 12 added, 0 merged, 0 skipped (already stored); 0 errors"
+    )
     row = source_store.get_source(db, "arxiv:cs.LG")
     assert row is not None
     assert row["papers_added"] == 12 and row["last_success_at"] == stamp(NOW)
@@ -410,3 +412,52 @@ async def test_a_fetch_cancelled_twice_still_releases_its_claim(tmp_path: Path) 
     row = source_store.get_source(open_db(path), "arxiv:cs.LG")
     assert row is not None and row["fetching_by"] is None
     assert row["last_success_at"] is None and row["last_error"] is None
+
+
+# --- what a fetch line counts ----------------------------------------------------------
+
+
+def test_the_same_paper_from_a_second_source_is_already_stored_not_merged() -> None:
+    db = open_db(":memory:")
+    assert store(db, arxiv_paper(1, V1)) == (1, 0)
+    # A phrase search finds the paper the category listing stored: it brings only its
+    # source's name, and a reader sees nothing new.
+    prepared, _ = prepare_page([replace(arxiv_paper(1, V1), source='arxiv:"offline rl"')], NOW)
+    summary = store_page(db, prepared, NOW + timedelta(hours=1))
+    assert (summary.added, summary.merged, summary.skipped, summary.restamped) == (0, 0, 1, 1)
+    (paper,) = list(db.query("select sources from papers"))
+    assert paper["sources"] == '["arxiv:cs.LG", "arxiv:\\"offline rl\\""]'  # still recorded
+    # One that brings what the paper lacked is a merge.
+    summary = store_page(db, prepare_page([openreview_paper()], NOW)[0], NOW)
+    assert (summary.added, summary.merged, summary.skipped) == (0, 1, 0)
+
+
+async def test_a_fetch_line_adds_up_and_names_what_it_did_not_store(tmp_path: Path) -> None:
+    secret = "token xoxb-1234567890-1234567890-abcdefghijABCDEFGHIJklmn"
+    leaked = replace(entries(1)[0], arxiv_id="2511.99999", abstract=f"Leaked: {secret}.")
+    fake = FakeArxiv([*entries(4), leaked])
+    runner, port = await serve(fake.app())
+    try:
+        config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", arxiv_revisions=False)
+        path = tmp_path / "p.db"
+        db = open_db(path)
+        add(db, "arxiv:cs.LG")
+        add(db, 'arxiv:"offline reinforcement learning"')
+        first, second = await fetch(
+            path, config, "arxiv:cs.LG", 'arxiv:"offline reinforcement learning"'
+        )
+    finally:
+        await runner.cleanup()
+    assert first.describe() == (
+        "arxiv:cs.LG: 5 papers read: 4 added, 0 merged, 0 skipped (already stored), "
+        "1 not stored (empty, too long or holding a secret); 0 errors"
+    )
+    # It said "4 merged" for the papers the first source had just stored.
+    assert second.describe() == (
+        'arxiv:"offline reinforcement learning": 5 papers read: 0 added, 0 merged, '
+        "4 skipped (already stored), 1 not stored (empty, too long or holding a secret); "
+        "0 errors"
+    )
+    for outcome in (first, second):
+        assert outcome.read == outcome.added + outcome.merged + outcome.skipped + outcome.ignored
+    assert second.as_json()["skipped"] == 4 and second.as_json()["ignored"] == 1

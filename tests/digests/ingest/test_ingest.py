@@ -56,6 +56,24 @@ def test_seeds_ingest_as_38_and_again_as_0(fresh_db: Database, seed_paths: list[
     assert count_papers(fresh_db) == 38
 
 
+def test_the_same_papers_in_a_file_of_another_name_are_already_stored_not_merged(
+    fresh_db: Database, seed_paths: list[Path], tmp_path: Path
+) -> None:
+    # A copy of a file (or a second list of the same papers) said "19 merged", though
+    # all it brought was its own file name.
+    ingest_files(fresh_db, seed_paths[:1], now=NOW)
+    copy = write(tmp_path, "icml2025-copy.txt", seed_paths[0].read_text(encoding="utf-8"))
+    again = ingest_files(fresh_db, [copy], now=NOW + timedelta(days=1))
+    assert (again.added, again.merged, again.skipped, again.restamped) == (0, 0, 19, 19)
+    assert again.describe() == (
+        "19 papers read from 1 file: 0 added, 0 merged, 19 skipped (already stored). Nothing new"
+    )
+    sources = {row["sources"] for row in fresh_db.query("select sources from papers")}
+    assert sources == {json.dumps(["icml2025.txt", "icml2025-copy.txt"])}  # still recorded
+    row = fresh_db.execute("select added, merged, skipped from ingests order by id desc").fetchone()
+    assert row == (0, 0, 19)  # what `paperboy status` reports of it
+
+
 def test_stored_paper_has_everything(fresh_db: Database, seed_paths: list[Path]) -> None:
     ingest_files(fresh_db, seed_paths, now=NOW)
     [row] = fresh_db.query("select id from papers where method = 'ExpoComm'")
@@ -481,4 +499,5 @@ def test_papers_stored_before_titles_were_keyed_are_keyed_before_the_first_chunk
     edited = paper | {"abstract": paper["abstract"] + " Code is released."}
     new.write_text(json.dumps(edited) + "\n", encoding="utf-8")
     summary = ingest_files(db, [new], now=NOW)
-    assert (summary.added, summary.merged, count_papers(db)) == (0, 1, 1)
+    # One paper: the edited abstract is found again by its alias, and brings nothing shown.
+    assert (summary.added, summary.skipped, count_papers(db)) == (0, 1, 1)
