@@ -1,6 +1,6 @@
 """Lookup latency in-process: Paperboy's `search_papers` against two references, one run.
 
-    .venv/bin/python -m bench.lookup --papers 100000 [--per-kind 80] [--db PATH]
+    .venv/bin/python -m bench.lookup --papers 100000 [--per-kind 80] [--db PATH] [--extra]
 
 On `bench.corpus.ready_db(N)` (or `--db`, or with `--quick` a database made in minutes
 with only the columns a lookup reads: `quick_db`), times `db.search.search_papers(db, q, 10)` over
@@ -12,6 +12,10 @@ run at every size:
 - `topic`: the most frequent 2-3-word author keywords ("graph neural networks");
 - `common`: the words (4+ letters, not stop words) in the most source papers ("learning");
 - `rare`: words found in exactly one source paper, evenly spaced in alphabetical order.
+
+With `--extra`, after them, Paperboy alone (`by_kind`, and `cpu.paperboy_extra`) on two
+more kinds: `author`, authors' names from the store, and `minus`, the topic queries
+leaving out a common word (`extra_queries`).
 
 In the same run, query by query and in rotating order (so a noisy neighbour hurts all
 alike), two references:
@@ -58,6 +62,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 KINDS = ("method", "topic", "common", "rare")
+EXTRA_KINDS = ("author", "minus")  # with --extra
 LIMIT = 10
 _WORD = re.compile(r"\w+")
 _METHOD = re.compile(r"^([A-Za-z][\w-]{1,30})\s*:")
@@ -105,6 +110,23 @@ def queries(per_kind: int) -> list[tuple[str, str]]:
         "rare": spread(rare),
     }
     return [(kind, q) for kind in KINDS for q in chosen[kind]]
+
+
+def extra_queries(db: Any, per_kind: int) -> list[tuple[str, str]]:
+    """`--extra`: authors' names from the store (every other one "First Last", the others
+    the last name alone), and topic queries that leave out a common word
+    ("graph neural networks -learning"), the same for a given store."""
+    step = max(1, db.execute("select max(rowid) from papers").fetchone()[0] // per_kind)
+    rows = db.execute(
+        "select authors from papers where rowid % ? = 0 and authors != '[]' limit ?",
+        [step, per_kind],
+    ).fetchall()
+    names = [json.loads(row[0])[0] for row in rows]
+    authors = [name if i % 2 else name.split()[-1] for i, name in enumerate(names)]
+    topics = [q for kind, q in queries(per_kind) if kind == "topic"]
+    common = [q for kind, q in queries(per_kind) if kind == "common"]
+    minus = [f"{topic} -{common[i % 8]}" for i, topic in enumerate(topics)]
+    return [("author", q) for q in authors] + [("minus", q) for q in minus]
 
 
 class BruteForce:
@@ -158,14 +180,14 @@ def quick_db(count: int) -> Path:
     """A database of the corpus' `count` papers for lookups only, made in minutes rather
     than by Paperboy's ingest: the columns a lookup reads (title; method name and its forms
     from the title prefix, as ingest derives them; the abstract as its plain text, with no
-    LaTeX cleanup, derived TL;DR or links), FTS5 filled by one 'rebuild'. Cached."""
+    LaTeX cleanup, derived TL;DR or links; the authors), FTS5 filled by one 'rebuild'. Cached."""
     import hashlib
 
     from bench.corpus import GENERATOR_VERSION, SEED, _schema_version, cache_dir, jsonl_path
     from db import open_db
     from digests.enrich.paper import method_names, title_prefix_name
 
-    path = cache_dir() / f"quick-{count}-s{SEED}-g{GENERATOR_VERSION}-{_schema_version()}.db"
+    path = cache_dir() / f"quick-a-{count}-s{SEED}-g{GENERATOR_VERSION}-{_schema_version()}.db"
     if path.exists():
         return path
     partial = path.with_suffix(".part.db")
@@ -175,7 +197,7 @@ def quick_db(count: int) -> Path:
     for trigger in ("papers_ai", "papers_au", "papers_ad"):  # FTS5 is rebuilt once below
         db.execute(f"drop trigger {trigger}")
     columns = "id, title, method, names, name_keys, abstract, abstract_text, url, venue, year"
-    sql = f"insert into papers ({columns}, added_at) values ({', '.join('?' * 10)}, ?)"
+    sql = f"insert into papers ({columns}, authors, added_at) values ({', '.join('?' * 12)})"
     with jsonl_path(count).open(encoding="utf-8") as lines, db.conn:
         batch = []
         for line in lines:
@@ -186,7 +208,8 @@ def quick_db(count: int) -> Path:
             digest = hashlib.blake2b(abstract.encode(), digest_size=8).hexdigest()
             batch.append(
                 ("p" + digest, paper["title"], method, names or None, keys or None, abstract,
-                 abstract, paper["url"], paper["venue"], paper["year"], "2026-01-05T09:00:00Z")
+                 abstract, paper["url"], paper["venue"], paper["year"],
+                 json.dumps(paper["authors"]), "2026-01-05T09:00:00Z")
             )  # fmt: skip
             if len(batch) == 20_000:
                 db.conn.executemany(sql, batch)
@@ -224,6 +247,11 @@ def main() -> int:
     parser.add_argument("--brute-max", type=int, default=100_000)
     parser.add_argument("--db", type=Path, help="a ready database (default: ready_db(N))")
     parser.add_argument(
+        "--extra",
+        action="store_true",
+        help="also time authors' names and queries with a -word (Paperboy only)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="use quick_db(N) (lookup columns only), not ready_db(N)",
@@ -260,6 +288,7 @@ def main() -> int:
         engines["brute_force"] = brute.search
     work = queries(args.per_kind)
     names = list(engines)
+    extra = extra_queries(db, args.per_kind) if args.extra else []
     # The brute force keeps millions of objects: without this, the collector's full passes
     # over them land in whichever lookup is timed then (tens of ms), not in the lookup.
     gc.collect()
@@ -269,7 +298,7 @@ def main() -> int:
             engines[name](q)
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
-    by_kind: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    by_kind: dict[str, list[float]] = {kind: [] for kind in KINDS + (EXTRA_KINDS if extra else ())}
     # Lookups during which the kernel took the core away (involuntary context switches),
     # the thread blocked (voluntary ones: a read from disk, a lock) or a mapped page was
     # read from disk (major faults): their wall clock includes that wait.
@@ -297,6 +326,16 @@ def main() -> int:
             times[name].append(elapsed)
             if name == "paperboy":
                 by_kind[kind].append(elapsed)
+    if extra:
+        from digests.lookup import parse_find
+
+        extra_cpu: list[float] = []
+        for kind, q in extra:
+            parsed = parse_find(q)
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            search_papers(db, parsed.words, LIMIT, parsed.excluded)
+            extra_cpu.append(time.thread_time() - start_cpu)
+            by_kind[kind].append(time.perf_counter() - start)
     ours = percentiles(times["paperboy"])
     result: dict[str, Any] = {
         "bench": "lookup",
@@ -319,6 +358,8 @@ def main() -> int:
             for name in names
         },
     }
+    if extra:
+        result["cpu"]["paperboy_extra"] = percentiles(extra_cpu)
     if brute_seconds is not None:
         result["brute_force_build_s"] = brute_seconds
     result["ratio"] = {

@@ -373,3 +373,15 @@ def m014_subscription_history(db: Database) -> None:
     ).rowcount
     if deleted:
         log.info("m014: deleted %d subscription rows of topics' past cycles", deleted)
+
+
+@migrations()
+def m015_search_watches_authors(db: Database) -> None:
+    # Authors are searchable, so a change to them must reach the index like a title's.
+    db.execute("drop trigger if exists papers_search_update")
+    db.execute(
+        "create trigger papers_search_update after update of "
+        "id, title, names, name_keys, keywords, abstract_text, authors on papers begin "
+        "insert into search_changes (paper_id) values (old.id); "
+        "insert into search_changes (paper_id) select new.id where new.id != old.id; end"
+    )

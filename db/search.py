@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ MAX_TOKEN_CHARS = 64
 # bm25() weights, in the order of the FTS columns: title, names, keywords, abstract_text.
 WEIGHTS = (6.0, 10.0, 3.0, 1.0)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_INITIAL = re.compile(r"(?<!\w)([^\W\d_])\.")
 
 
 @dataclass(frozen=True)
@@ -64,15 +66,20 @@ def query_key(query: str) -> str:
     return "".join(char for char in folded if char.isalnum())
 
 
-def index_terms(query: str) -> list[str]:
-    """The index terms `query` asks for: its words as the index cuts them, then the
-    run-together forms of 2 and 3 neighbours ("alpha dpo" -> "alphadpo")."""
+def _words(query: str) -> list[str]:
+    """The distinct index words of `query`, at most MAX_TOKENS."""
     words: list[str] = []
     for token in tokens(query):
         for word in text_index.analyze(token):
             if word not in words:
                 words.append(word)
-    words = words[:MAX_TOKENS]
+    return words[:MAX_TOKENS]
+
+
+def index_terms(query: str) -> list[str]:
+    """The index terms `query` asks for: its words as the index cuts them, then the
+    run-together forms of 2 and 3 neighbours ("alpha dpo" -> "alphadpo")."""
+    words = _words(query)
     terms = list(words)
     for size in (2, 3):
         for start in range(len(words) - size + 1):
@@ -82,61 +89,160 @@ def index_terms(query: str) -> list[str]:
     return terms
 
 
-def search_papers(db: Database, query: str, limit: int = 10) -> list[Hit]:
-    """Papers matching `query`, best first, at most `limit`. Never raises on odd user input.
+# An author match's weight against the text's: a paper by "Levine" ranks above one whose
+# abstract only names him (an author's short field already scores high in BM25).
+AUTHOR_BOOST = 4.0
+# With words to leave out as a phrase, rows are read in rounds of growing depth until
+# `limit` are left, up to this many.
+EXCLUDE_DEPTH_MAX = 2_000
+
+
+def excluded_words(exclude: Sequence[str]) -> list[list[str]]:
+    """Each text to leave out as the index's words (one word, or a phrase); none empty."""
+    found = [text_index.analyze(text)[:MAX_TOKENS] for text in exclude]
+    return [words for words in found if words]
+
+
+def mentions(paper: dict[str, Any], words: list[str]) -> bool:
+    """Whether `words`, in this order, are in the paper's title, method names, keywords,
+    abstract or authors as the index cuts them (the index does not stem)."""
+    keywords = paper.get("keywords") or []
+    fields = [
+        str(paper.get("title") or ""),
+        str(paper.get("names") or ""),
+        " ".join(str(word) for word in keywords) if isinstance(keywords, list) else str(keywords),
+        str(paper.get("abstract_text") or paper.get("abstract") or ""),
+        *(str(name) for name in paper.get("authors") or []),
+    ]
+    size = len(words)
+    for field in fields:
+        found = text_index.analyze(field)
+        if any(found[i : i + size] == words for i in range(len(found) - size + 1)):
+            return True
+    return False
+
+
+def _tier(paper: dict[str, Any], key: str) -> int:
+    """0: the query is the paper's method name; 1: one of its own acronyms; 2: neither."""
+    if key and key in str(paper.get("name_keys") or "").split():
+        return 0
+    own = text_index.own_acronyms(
+        str(paper.get("title") or ""), str(paper.get("abstract_text") or "")
+    )
+    return 1 if key and key in own else 2
+
+
+def exact_tier(paper: dict[str, Any], query: str) -> int:
+    """How exactly `paper` is named by `query`: 0 when the query is its method name (a
+    long form included), 1 when it is an acronym the paper names as its own (in its title,
+    or defined in its abstract), 2 otherwise; a lower tier always ranks first."""
+    return _tier(paper, query_key(query))
+
+
+def search_papers(
+    db: Database, query: str, limit: int = 10, exclude: Sequence[str] = ()
+) -> list[Hit]:
+    """Papers matching `query`, best first, at most `limit`, none that `mentions` a text
+    of `exclude` (a word, or words as a phrase). Never raises on odd user input.
 
     Each token, with its run-together forms ("alpha dpo" also matches "AlphaDPO"), is ORed
-    with the others. A paper whose method name is the query comes first; the rest follow
-    by weighted BM25 over title, names, keywords and abstract. On the tantivy index only
-    the top `limit` rows are read from SQLite; when it cannot answer (inside a write
-    transaction, its writer busy elsewhere, a read-only folder) FTS5 answers instead:
-    slower on a large store, still correct."""
+    with the others, over the text and the authors' names (all the query's words in the
+    authors, or a run-together name: "Sergey Levine", "S. Levine"). Papers the query
+    names exactly come first (`exact_tier`: its method name, then its own acronym); the
+    rest follow by weighted BM25 over title, names, keywords and abstract, plus the
+    authors'. On the tantivy index only the top rows are read from SQLite; when it cannot
+    answer (inside a write transaction, its writer busy elsewhere, a read-only folder)
+    FTS5 answers instead: slower on a large store, still correct (it has no authors
+    column: their names are then searched by a scan, only when the words find few papers)."""
     if not tokens(query) or limit <= 0:
         return []
+    excluded = excluded_words(exclude)
     try:
         index = text_index.ready(db)
     except text_index.IndexUnavailable as exc:
         log.info("lookup on FTS5: the search index cannot answer now (%s)", exc)
-        return _search_fts(db, query, limit)
+        return _search_fts(db, query, limit, excluded)
     try:
-        return _search_index(db, index, query, limit)
+        return _search_index(db, index, query, limit, excluded)
     except (OSError, ValueError) as exc:  # tantivy's errors (a corrupt segment, I/O)
         log.warning("search index failed, this lookup uses FTS5: %s", exc)
         text_index.forget(db)
-        return _search_fts(db, query, limit)
+        return _search_fts(db, query, limit, excluded)
 
 
-def _search_index(db: Database, index: text_index.TextIndex, query: str, limit: int) -> list[Hit]:
+def _ranked_query(schema: Any, query: str, excluded: list[list[str]]) -> tuple[Any, list[Any]]:
+    """The ranked query (text terms, then the authors'), and the clauses leaving out
+    single excluded words (phrases are checked on the rows read)."""
     terms = index_terms(query)
-    if not terms:
+    words = _words(query)
+    # An initial ("S. Levine") names an author only: as a word it matches every "LLM's".
+    initials = {letter.casefold() for letter in _INITIAL.findall(query)}
+    clauses = [
+        (Occur.Should, Query.term_query(schema, text_index.TEXT, term))
+        for term in terms
+        if term not in initials
+    ]
+    every = [(Occur.Must, Query.term_query(schema, text_index.AUTHORS, word)) for word in words]
+    joined = [
+        (Occur.Should, Query.term_query(schema, text_index.AUTHORS, term))
+        for term in terms[len(words) :]
+    ]
+    for part in (every, joined):
+        if part:
+            clauses.append(
+                (Occur.Should, Query.boost_query(Query.boolean_query(part), AUTHOR_BOOST))
+            )
+    leave_out = [
+        (Occur.MustNot, Query.term_query(schema, field, words[0]))
+        for words in excluded
+        if len(words) == 1
+        for field in (text_index.TEXT, text_index.AUTHORS)
+    ]
+    return Query.boolean_query(clauses + leave_out), leave_out
+
+
+def _search_index(
+    db: Database,
+    index: text_index.TextIndex,
+    query: str,
+    limit: int,
+    excluded: list[list[str]],
+) -> list[Hit]:
+    if not index_terms(query):
         return []
     schema = index.schema
-    clauses = [(Occur.Should, Query.term_query(schema, text_index.TEXT, term)) for term in terms]
-    ranked = Query.boolean_query(clauses)
-    searcher = index.searcher()
-    found: dict[str, float] = {}
+    ranked, leave_out = _ranked_query(schema, query, excluded)
+    tiers = []
     key = query_key(query)
     if key:
-        exact = Query.boolean_query(
-            [
-                (Occur.Must, Query.term_query(schema, text_index.KEYS, key)),
-                (Occur.Should, ranked),
-            ]
-        )
-        _collect(searcher, exact, limit, found)
-    if len(found) < limit:
-        _collect(searcher, ranked, limit, found)
-    ids = list(found)[:limit]
+        for field in (text_index.KEYS, text_index.OWN):
+            must = (Occur.Must, Query.term_query(schema, field, key))
+            tiers.append(Query.boolean_query([must, (Occur.Should, ranked), *leave_out]))
+    tiers.append(ranked)
+    phrases = [words for words in excluded if len(words) > 1]
+    searcher = index.searcher()
+    depth = limit
+    while True:
+        found: dict[str, float] = {}
+        for tier in tiers:
+            if len(found) < depth:
+                _collect(searcher, tier, depth, found)
+        hits = _read_hits(db, list(found)[:depth], found, phrases)
+        if len(hits) >= limit or len(found) < depth or depth >= EXCLUDE_DEPTH_MAX:
+            return hits[:limit]
+        depth = min(EXCLUDE_DEPTH_MAX, depth * 4)
+
+
+def _read_hits(
+    db: Database, ids: list[str], scores: dict[str, float], phrases: list[list[str]]
+) -> list[Hit]:
     if not ids:
         return []
     marks = ", ".join("?" * len(ids))
     rows = {row["id"]: row for row in db.query(f"select * from papers where id in ({marks})", ids)}
     # A paper deleted since the index last caught up is left out.
-    return [
-        Hit(decode(rows[paper_id]), round(found[paper_id], 4))
-        for paper_id in ids
-        if paper_id in rows
-    ]
+    hits = [Hit(decode(rows[i]), round(scores[i], 4)) for i in ids if i in rows]
+    return [hit for hit in hits if not any(mentions(hit.paper, words) for words in phrases)]
 
 
 def _collect(searcher: Any, query: Any, limit: int, found: dict[str, float]) -> None:
@@ -147,7 +253,14 @@ def _collect(searcher: Any, query: Any, limit: int, found: dict[str, float]) -> 
             found[paper_id] = float(score)
 
 
-def _search_fts(db: Database, query: str, limit: int) -> list[Hit]:
+# The FTS5 lookup reads at least this many rows, so that own acronyms (not a column)
+# can be sorted first among them.
+FTS_DEPTH = 50
+
+
+def _search_fts(
+    db: Database, query: str, limit: int, excluded: Sequence[list[str]] = ()
+) -> list[Hit]:
     """The same lookup on FTS5: every match is scored, so it is slow on a large store."""
     expression = match_expression(query)
     if expression is None:
@@ -163,13 +276,44 @@ def _search_fts(db: Database, query: str, limit: int) -> list[Hit]:
         order by exact desc, score desc
         limit :limit
     """
-    rows = db.query(sql, {"expression": expression, "key": key, "limit": limit})
-    hits = []
-    for row in rows:
-        row.pop("exact")
-        score = float(row.pop("score"))
-        hits.append(Hit(decode(row), round(score, 4)))
-    return hits
+    depth = max(limit, FTS_DEPTH)
+    while True:
+        rows = list(db.query(sql, {"expression": expression, "key": key, "limit": depth}))
+        hits = []
+        for row in rows:
+            row.pop("exact")
+            score = float(row.pop("score"))
+            hits.append(Hit(decode(row), round(score, 4)))
+        if len(hits) < depth:  # a paper by the author before one that only names him
+            hits = _by_authors(db, query, {hit.paper["id"] for hit in hits}, limit) + hits
+        hits = [hit for hit in hits if not any(mentions(hit.paper, w) for w in excluded)]
+        if len(hits) >= limit or len(rows) < depth or depth >= EXCLUDE_DEPTH_MAX:
+            break
+        depth = min(EXCLUDE_DEPTH_MAX, depth * 4)
+    hits.sort(key=lambda hit: _tier(hit.paper, key))  # stable: by score within a tier
+    return hits[:limit]
+
+
+def _by_authors(db: Database, query: str, seen: set[str], limit: int) -> list[Hit]:
+    """Papers whose authors hold every word of `query` (or its run-together name), for
+    the FTS5 lookup, which has no authors column: a scan of the table."""
+    words = _words(query)
+    if not words:
+        return []
+    wanted = set(index_terms(query)[len(words) :])
+    # SQLite narrows the scan by one word (the longest); the names are checked below.
+    longest = max(words, key=len)
+    escaped = longest.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    sql = "select * from papers where authors like ? escape '\\'"
+    found = []
+    for row in db.query(sql, [f"%{escaped}%"]):
+        paper = decode(row)
+        names = set(text_index.author_text(paper.get("authors")).split())
+        if row["id"] not in seen and (set(words) <= names or wanted & names):
+            found.append(Hit(paper, 0.0))
+            if len(found) == limit:
+                break
+    return found
 
 
 def fts_count(db: Database, expression: str) -> int:

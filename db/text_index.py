@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -26,7 +27,7 @@ from db import connection
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the schema or analyzer below changes: old indexes are rebuilt
+FORMAT = 2  # bump when the schema or analyzer below changes: old indexes are rebuilt
 META = "paperboy.json"
 ANALYZER = "paperboy"
 # The one ranked field, "text", holds each column this many times: BM25 then weighs a
@@ -36,6 +37,8 @@ ANALYZER = "paperboy"
 REPEATS = {"title": 6, "names": 10, "keywords": 3, "abstract_text": 1}
 TEXT = "text"
 KEYS = "keys"  # a method name's lookup keys (`papers.name_keys`), for exact-name matches
+OWN = "own"  # the paper's own acronyms (`own_acronyms`), the next tier of exact matches
+AUTHORS = "authors"  # each author's name words, run-together name and initial + surname
 SYNC_HEAP = 64_000_000
 REBUILD_BATCH = 5_000
 BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
@@ -81,7 +84,99 @@ def _schema() -> Any:
     builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field(TEXT, tokenizer_name=ANALYZER, index_option="freq")
     builder.add_text_field(KEYS, tokenizer_name="whitespace", index_option="basic")
+    builder.add_text_field(OWN, tokenizer_name="whitespace", index_option="basic")
+    builder.add_text_field(AUTHORS, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
+
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# An acronym in parentheses ("(DPO)", "(Diffusion-QL)"); the words it stands for are
+# looked for before it (a regex that scans for the words first is 100 times slower).
+_DEFINED = re.compile(r"\(([A-Z][\w-]{1,15}?)s?\)")
+_WORDS_BEFORE = 200  # characters before the parenthesis that may hold its words
+_TITLE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*\b")  # DPO, IQL, GPT4
+_GLUE = _word_set("a an and as at by for from in into of on over the to via with")
+# What makes a definition the paper's own: a verb that introduces it, then only these
+# words ("We propose X (X)", "We dub our method X (X)", "a method called X (X)"), not a
+# method it builds on ("X (X) addresses this", "we use X (X)").
+_INTRODUCING = _word_set(
+    "propose proposes introduce introduces present presents develop develops dub dubs call "
+    "calls term terms name names coin coins called named dubbed termed coined"
+)
+_FILLER = _word_set(
+    "a an the our this it as new novel simple method approach algorithm framework "
+    "technique objective which we"
+)
+# Nouns after the parenthesis: the acronym qualifies them ("a federated learning (FL)
+# framework"), and is the paper's field, not its own name.
+_QUALIFIED = _word_set(
+    "method methods framework frameworks algorithm algorithms approach approaches model "
+    "models setting settings agent agents problem problems task tasks system systems "
+    "policy policies paradigm technique techniques objective based"
+)
+_NEXT_WORD = re.compile(r"\s*([A-Za-z]+)")
+_SENTENCE_END = re.compile(r"[.!?]\s")
+
+
+def own_acronyms(title: str, abstract_text: str) -> list[str]:
+    """The names a paper gives as its own, folded as lookup keys: capitals in its title
+    ("DPO Meets PPO"), and acronyms its abstract introduces by their words' initials,
+    with those words run together ("We introduce Direct Preference Optimization (DPO),":
+    "dpo", "directpreferenceoptimization")."""
+    found = [word.casefold() for word in _TITLE_ACRONYM.findall(title or "")]
+    text = abstract_text or ""
+    for match in _DEFINED.finditer(text):
+        capitals = [char for char in match.group(1) if char.isupper()]
+        after = _NEXT_WORD.match(text, match.end())
+        if len(capitals) < 2 or (after and after.group(1).casefold() in _QUALIFIED):
+            continue
+        before = text[max(0, match.start() - _WORDS_BEFORE) : match.start()]
+        ends = [end.end() for end in _SENTENCE_END.finditer(before)]
+        words = before[ends[-1] if ends else 0 :].split()
+        size = _long_form(words, capitals)
+        if size and _introduced(words[:-size]):
+            found.append("".join(char for char in match.group(1).casefold() if char.isalnum()))
+            found.append("".join(analyze(" ".join(words[-size:]))))
+    return list(dict.fromkeys(key for key in found if len(key) >= 2))
+
+
+def _long_form(words: list[str], capitals: list[str]) -> int:
+    """How many of the last `words` have `capitals` as initials (hyphens split words; a
+    glue word may give a capital or not: "Learning to Rank (LTR)", "(LfHF)"); 0: none."""
+    for size in range(1, min(len(words), 2 * len(capitals)) + 1):
+        parts = [part for word in words[-size:] for part in word.split("-") if part]
+        every = [part[0].upper() for part in parts]
+        content = [part[0].upper() for part in parts if part.casefold() not in _GLUE]
+        if capitals in (every, content) and parts[0].casefold() not in _GLUE:
+            return size
+    return 0
+
+
+def _introduced(words: list[str]) -> bool:
+    """Whether `words` end in an introducing verb and fillers only."""
+    for count, word in enumerate(reversed(words)):
+        folded = word.strip(",;:").casefold()
+        if folded in _INTRODUCING:
+            return True
+        if folded not in _FILLER or count >= 4:
+            return False
+    return False
+
+
+def author_text(authors: Any) -> str:
+    """What the index holds of a paper's authors: each name's words, then its words run
+    together ("sergeylevine") and its first initial with its last word ("slevine"), so
+    that "Sergey Levine" and "S. Levine" find the name as one term."""
+    parts = []
+    for name in authors or []:
+        words = analyze(str(name))
+        parts.extend(words)
+        if len(words) > 1:
+            parts.extend(["".join(words), words[0][0] + words[-1]])
+    return " ".join(parts)
 
 
 def _document(row: dict[str, Any]) -> Any:
@@ -96,7 +191,23 @@ def _document(row: dict[str, Any]) -> Any:
     doc.add_text(TEXT, "\n".join(parts))
     if row.get("name_keys"):
         doc.add_text(KEYS, str(row["name_keys"]))
+    own = own_acronyms(str(row.get("title") or ""), str(row.get("abstract_text") or ""))
+    if own:
+        doc.add_text(OWN, " ".join(own))
+    authors = author_text(_json_list(row.get("authors")))
+    if authors:
+        doc.add_text(AUTHORS, authors)
     return doc
+
+
+def _json_list(value: Any) -> list[Any]:
+    if not isinstance(value, str):
+        return list(value or [])
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return [value]
+    return decoded if isinstance(decoded, list) else [decoded]
 
 
 def _plain_keywords(value: str) -> str:
@@ -108,7 +219,7 @@ def _plain_keywords(value: str) -> str:
     return " ".join(str(word) for word in words) if isinstance(words, list) else value
 
 
-_COLUMNS = "id, title, names, name_keys, keywords, abstract_text"
+_COLUMNS = "id, title, names, name_keys, keywords, abstract_text, authors"
 
 
 @dataclass

@@ -14,9 +14,11 @@ from sqlite_utils import Database
 from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
 from db.search import (
     Hit,
+    exact_tier,
+    excluded_words,
+    mentions,
     papers_with_arxiv_id,
     papers_with_id_prefix,
-    query_key,
     search_papers,
 )
 from digests import semantic
@@ -174,6 +176,7 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
         "venue": paper.get("venue"),
         "year": paper.get("year"),
         "tldr": paper.get("tldr"),
+        "authors": list(paper.get("authors") or []),
         "abstract": paper["abstract"],
         "url": paper_link(paper),
         "code_url": safe_url(paper.get("code_url")),
@@ -183,22 +186,56 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
     return result
 
 
+# A word to leave out: a leading "-" on a whitespace-separated word, or on a quoted
+# phrase (-"two words"); "q-learning" keeps its hyphen.
+_MINUS = re.compile(r'(?<!\S)-(?:["“”]([^"“”]*)["“”]?|(\S+))')
+_QUOTES = '"“”'
+
+
+@dataclass(frozen=True)
+class FindQuery:
+    """A `find` query cut in two: the words to look for, and the texts to leave out
+    (each a word or a phrase, as typed)."""
+
+    words: str
+    excluded: tuple[str, ...] = ()
+
+
+def parse_find(query: str) -> FindQuery:
+    """`offline rl -diffusion -"behavior cloning"` -> words "offline rl", excluded
+    ("diffusion", "behavior cloning"). A minus with no word after it leaves out nothing."""
+    excluded = [
+        (phrase if phrase is not None else word).strip(_QUOTES).strip()
+        for phrase, word in (match.groups() for match in _MINUS.finditer(query))
+    ]
+    words = " ".join(_MINUS.sub(" ", query).split())
+    return FindQuery(words, tuple(text for text in excluded if excluded_words([text])))
+
+
 def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:
-    """Papers for `query`, best first, at most `limit`. A query that names one topic of
-    `catalog` (the bundled one unless given: a command passes its context's) by its id,
-    label or aliases, with glue words (what a quoted `subscribe` follows), is ranked with
-    that topic's model (`routed`); any other by words, and by meaning too with the
-    semantic extra. A paper whose method name is the query always comes first."""
+    """Papers for `query`, best first, at most `limit`; a `-word` or `-"a phrase"` in it
+    leaves out the papers that mention it (`parse_find`). A query that names one topic
+    of `catalog` (the bundled one unless given: a command passes its context's) by its
+    id, label or aliases, with glue words (what a quoted `subscribe` follows), is ranked
+    with that topic's model (`routed`); any other by words and authors' names, and by
+    meaning too with the semantic extra. Papers the query names exactly come first: by
+    their method name, then by an acronym of their own (`db.search.exact_tier`)."""
+    parsed = parse_find(query)
     if limit <= 0:  # the routed path reads ROUTE_DEPTH hits: hits[:-1] would keep 29
         return []
-    topic = catalog_topic(query, catalog)
+    topic = catalog_topic(parsed.words, catalog)
     depth = limit if topic is None else max(limit, ROUTE_DEPTH)
     # With the semantic extra and stored embeddings, words and meaning fused.
-    hits = semantic.hybrid_hits(db, query, depth)
+    hits = semantic.hybrid_hits(db, parsed.words, depth * 3 if parsed.excluded else depth)
     if hits is None:
-        hits = search_papers(db, query, depth)
+        hits = search_papers(db, parsed.words, depth, parsed.excluded)
+    else:
+        left_out = excluded_words(parsed.excluded)
+        hits = [h for h in hits if not any(mentions(h.paper, words) for words in left_out)]
     if topic is not None:
-        hits = routed(query, topic, hits)
+        hits = routed(parsed.words, topic, hits)
+    else:  # stable: the order within a tier stays
+        hits = sorted(hits, key=lambda hit: exact_tier(hit.paper, parsed.words))
     return [as_result(hit.paper, hit.score) for hit in hits[:limit]]
 
 
@@ -232,7 +269,7 @@ def routed(query: str, topic: Topic, hits: list[Hit]) -> list[Hit]:
     """`hits` (best first) reordered for a query that names `topic`: by reciprocal rank
     fusion of their order and the topic's scores (papers the topic scores 0 keep only
     their lexical rank). Why fuse, not the topic's score alone: docs/dev/relevance.md
-    "Routed find". A paper whose method name is the query stays first."""
+    "Routed find". Papers the query names exactly stay first (`exact_tier`)."""
     matcher = _matcher(topic.terms)
     scores = {
         str(hit.paper["id"]): matcher.scores(PaperText.of(hit.paper)).get("", 0.0) for hit in hits
@@ -243,14 +280,8 @@ def routed(query: str, topic: Topic, hits: list[Hit]) -> list[Hit]:
         fused[str(hit.paper["id"])] = 1.0 / (semantic.RRF_K + rank)
     for rank, paper_id in enumerate(by_topic, start=1):
         fused[paper_id] += 1.0 / (semantic.RRF_K + rank)
-    key = query_key(query)
-    pinned = {
-        str(hit.paper["id"])
-        for hit in hits
-        if key and key in str(hit.paper.get("name_keys") or "").split()
-    }
     order = sorted(
-        hits, key=lambda hit: (str(hit.paper["id"]) not in pinned, -fused[str(hit.paper["id"])])
+        hits, key=lambda hit: (exact_tier(hit.paper, query), -fused[str(hit.paper["id"])])
     )
     return [Hit(hit.paper, round(fused[str(hit.paper["id"])], 5)) for hit in order]
 
@@ -317,6 +348,8 @@ def format_results(results: list[Result], query: str, width: int = 88) -> str:
     blocks = []
     for number, result in enumerate(results, start=1):
         lines = [f"{number:>2}. {result['title']}"]
+        if authors := short_authors(result.get("authors")):
+            lines.append(f"    {authors}")
         meta = [venue_label(result), result["id"]]
         if result.get("url"):
             meta.append(str(result["url"]))

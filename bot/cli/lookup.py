@@ -15,8 +15,9 @@ from bot.cli.output import INTERRUPTED, UserError, echo, json_text
 log = logging.getLogger(__name__)
 
 
-@click.command()
-@click.argument("query", nargs=-1, required=True)
+# A word with a leading minus leaves papers out: it is a query word, not an option.
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("query", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option(
     "--limit",
     default=10,
@@ -27,10 +28,17 @@ log = logging.getLogger(__name__)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @db_option
 def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None) -> None:
-    """Look papers up by words, method names or acronyms, best match first."""
+    """Look papers up by words, authors, method names or acronyms, best match first;
+    -word leaves out the papers that have it."""
     from digests import lookup
 
     text = " ".join(query)
+    parsed = lookup.parse_find(text)
+    if parsed.excluded and not parsed.words.strip():
+        raise UserError(
+            f"'{text}' only says what to leave out: add what to find, as in "
+            "paperboy find offline rl -diffusion"
+        )
     results = lookup.find(open_database(db_path), text, limit)
     if as_json:
         echo(json_text(results))

@@ -90,9 +90,11 @@ class Verb:
 VERBS: tuple[Verb, ...] = (
     Verb("help", "Show the commands, or how to use one.",
          (Param("command", "A command to explain", required=False),), "help subscribe"),
-    Verb("find", "Find papers by words, a method name or an acronym.",
-         (Param("query", "Words to look for, e.g. diffusion policy", rest=True, query=True),),
-         "find diffusion policy", slow=True, also=("search", "lookup")),
+    Verb("find", "Find papers by words, an author's name, a method name or an acronym; "
+         "-word leaves papers out.",
+         (Param("query", "Words to look for, e.g. diffusion policy, Sergey Levine, or "
+                "offline rl -diffusion", rest=True, query=True),),
+         "find offline rl -diffusion", slow=True, also=("search", "lookup")),
     Verb("show", "Show one paper: title, venue, TL;DR, abstract and links.",
          (Param("id", "A paper id from find or a digest, e.g. p380c62ca5bf30379"),),
          "show p380c62ca5bf30379"),

@@ -21,13 +21,23 @@ FIND_LIMIT = 5
 @handler_for("find")
 def _find(command: Command, ctx: Context) -> Reply:
     query = command.args["query"]
+    parsed = lookup.parse_find(query)
+    if parsed.excluded and not parsed.words.strip():
+        return info(
+            f"“{query}” only says what to leave out: add what to find, "
+            f"as in `{COMMAND} find offline rl -diffusion`."
+        )
     results = lookup.find(ctx.db, query, FIND_LIMIT, ctx.catalog)
+    without = "".join(
+        f" {'and' if n else 'without'} “{text}”" for n, text in enumerate(parsed.excluded)
+    )
     if not results:
         return info(
-            f"No papers match “{query}”.",
-            f"Try fewer or other words, or a method name such as `{COMMAND} find LoMAP`.",
+            f"No papers match “{parsed.words}”{without}.",
+            f"Try fewer or other words, an author's name, or a method name such as "
+            f"`{COMMAND} find LoMAP`.",
         )
-    return info(f"Top {len(results)} for “{query}”:", papers=tuple(results))
+    return info(f"Top {len(results)} for “{parsed.words}”{without}:", papers=tuple(results))
 
 
 @handler_for("show")

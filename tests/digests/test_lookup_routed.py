@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -118,9 +119,9 @@ def test_a_routed_find_reads_a_few_times_its_limit(
     db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
     asked: list[int] = []
 
-    def spy(db: Database, query: str, limit: int = 10) -> list[Hit]:
+    def spy(db: Database, query: str, limit: int = 10, exclude: Sequence[str] = ()) -> list[Hit]:
         asked.append(limit)
-        return search_papers(db, query, limit)
+        return search_papers(db, query, limit, exclude)
 
     monkeypatch.setattr(lookup, "search_papers", spy)
     assert [r["title"] for r in find(db, "offline RL", 10)] == [ON_TOPIC["title"], WORDY["title"]]

@@ -384,3 +384,20 @@ def test_show_lists_the_papers_an_ambiguous_prefix_could_mean(
     shown = run("show", "p15e97bd3ed8b16b4", "--db", db)
     assert shown.output.count("AlphaDPO: Adaptive preference optimization framework") == 1
     assert "58.7% LC win rate" in shown.output and "\\(" not in shown.output
+
+
+def test_find_takes_minus_words_as_words_not_options(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "m.db")
+    run("ingest", str(Path(__file__).parents[2] / "fakes" / "search_papers.jsonl"), "--db", db)
+    every = json.loads(run("find", "offline", "rl", "--json", "--db", db).output)
+    assert any("Diffusion" in paper["title"] for paper in every)
+    result = run("find", "offline", "rl", "-diffusion", "--json", "--db", db)
+    assert result.exit_code == 0, result.output
+    kept = json.loads(result.output)
+    assert kept and not any("diffusion" in json.dumps(paper).lower() for paper in kept)
+    only = run("find", "-diffusion", "--db", db)
+    assert only.exit_code == 2
+    assert only.output.strip().splitlines() == [
+        "error: '-diffusion' only says what to leave out: add what to find, as in "
+        "paperboy find offline rl -diffusion"
+    ]

@@ -1,0 +1,104 @@
+"""What the search index holds besides the text: authors' names and a paper's own
+acronyms; and an index of the previous format (without them) is rebuilt, not used."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from db import open_db, text_index
+from db.search import search_papers
+from digests.ingest import ingest_files
+from tests.conftest import NOW
+from tests.fakes.search_papers import search_store
+from tests.fakes.search_store import db_path, forget
+
+
+@pytest.fixture
+def file_db(tmp_path: Path) -> Iterator[Database]:
+    db = search_store(open_db(tmp_path / "p.db"))
+    yield db
+    forget(db)
+
+
+def _by_levine(db: Database) -> list[str]:
+    return [hit.paper["title"] for hit in search_papers(db, "Sergey Levine", 10)]
+
+
+def test_an_index_of_the_previous_format_is_rebuilt_with_the_authors(
+    file_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an older release left beside the store: a current index, in search-v1, of
+    documents without authors. Used as it is, "Sergey Levine" would find nothing."""
+    real_document = text_index._document
+
+    def without_authors(row: dict[str, Any]) -> Any:
+        return real_document({**row, "authors": "[]"})
+
+    with monkeypatch.context() as old:
+        old.setattr(text_index, "FORMAT", 1)
+        old.setattr(text_index, "_document", without_authors)
+        assert _by_levine(file_db) == []
+        assert (db_path(file_db).parent / "p.db.search-v1" / text_index.META).is_file()
+    forget(file_db)  # a new process, of this release
+    assert len(_by_levine(file_db)) == 4
+    assert (text_index.index_folder(db_path(file_db)) / text_index.META).is_file()
+    assert text_index.index_folder(db_path(file_db)).name != "p.db.search-v1"
+
+
+@pytest.mark.parametrize(
+    ("title", "abstract", "own"),
+    [
+        (
+            "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
+            "RLHF is complex. We introduce Direct Preference Optimization (DPO), a new method.",
+            ["dpo", "directpreferenceoptimization"],
+        ),
+        # Builds on IQL (no introducing words): IQL is not its own.
+        (
+            "IDQL: Implicit Q-Learning as an Actor-Critic Method",
+            "Implicit Q-learning (IQL) addresses this. We reinterpret IQL.",
+            ["idql"],
+        ),
+        ("A title", "We dub our method implicit Q-learning (IQL).", ["iql", "implicitqlearning"]),
+        (
+            "KTO: Model Alignment",
+            "We propose Kahneman-Tversky Optimization (KTO), which works.",
+            ["kto", "kahnemantverskyoptimization"],
+        ),
+        ("A title", "A method called Learning to Rank (LTR).", ["ltr", "learningtorank"]),
+        # Initials that do not spell the acronym, or one capital: not a definition.
+        ("A title", "We propose a fast model (GPT) and a thing (X).", []),
+        ("Offline RL with Q-functions", "", ["rl"]),
+    ],
+)
+def test_own_acronyms(title: str, abstract: str, own: list[str]) -> None:
+    assert text_index.own_acronyms(title, abstract) == own
+
+
+def test_author_text_holds_names_run_together_and_by_initial() -> None:
+    text = text_index.author_text(["Sergey Levine", "Jonathan J Hunt", "Zoë", " "])
+    assert text.split() == [
+        "sergey", "levine", "sergeylevine", "slevine",
+        "jonathan", "j", "hunt", "jonathanjhunt", "jhunt",
+        "zoe",
+    ]  # fmt: skip
+
+
+def test_a_merge_that_brings_authors_reindexes_the_paper(file_db: Database) -> None:
+    """A later record of a stored paper fills in its authors; the index must see them."""
+    row = file_db.execute("select id, abstract from papers where title like 'KTO%'").fetchone()
+    with file_db.conn:
+        file_db.execute("update papers set authors = '[]' where id = ?", [row[0]])
+    text_index.rebuild(file_db)
+    assert search_papers(file_db, "Kiela", 5) == []
+    path = db_path(file_db).parent / "again.jsonl"
+    record = {"abstract": row[1], "authors": ["Douwe Kiela"]}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    ingest_files(file_db, [path], now=NOW)
+    assert [hit.paper["id"] for hit in search_papers(file_db, "Kiela", 5)] == [row[0]]
