@@ -12,7 +12,8 @@
     python3 tasks.py fmt     # ruff format and fix
 
 It needs nothing but Python 3.11+: it makes `.venv/` and installs the project with
-its dev extras there, again only when pyproject.toml changes.
+its dev extras there, again only when pyproject.toml or these install steps change. A
+server's install, without the dev tools, is in docs/how-to/service.md.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".paperboy-install-stamp"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+# pip's arguments, in order. The build backend pyproject.toml names is installed too, so the
+# checkout can be built without a network (tests/test_readme_walkthrough.py does).
+INSTALL = (
+    ("install", "--quiet", "--upgrade", "pip", "setuptools>=77"),
+    ("install", "--quiet", "-e", ".[dev]"),
+)
 
 
 def _run(*cmd: str | Path) -> None:
@@ -41,15 +48,16 @@ def ensure_env() -> None:
     """Create .venv and install the project into it, unless it is up to date."""
     if sys.version_info < (3, 11):  # noqa: UP036 (tasks.py runs on any python3)
         sys.exit(f"Paperboy needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    recipe = (ROOT / "pyproject.toml").read_bytes() + repr(INSTALL).encode()
+    wanted = hashlib.sha256(recipe).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted:
         return
     if not (BIN / "python").exists():
         print("Creating .venv ...", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("Installing Paperboy and its dev tools into .venv ...", flush=True)
-    _run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    _run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    for args in INSTALL:
+        _run(BIN / "python", "-m", "pip", *args)
     STAMP.write_text(wanted)
 
 

@@ -1,5 +1,6 @@
 """The README walked through as a team admin and a user (personal digests, feedback and
-saved papers): the code does what the README says, and the README says what it does."""
+saved papers), and the server install of docs/how-to/service.md: the code does what the
+docs say, and the docs say what it does."""
 
 from __future__ import annotations
 
@@ -150,3 +151,164 @@ def test_a_digest_command_answer_has_buttons_in_slack_only(catalog: Any) -> None
     )
     blocks = [block for message in slack.reply_messages(slack_answer) for block in message.blocks]
     assert any(block.get("type") == "actions" for block in blocks)
+
+
+SERVICE_PAGE = (ROOT / "docs" / "how-to" / "service.md").read_text(encoding="utf-8")
+# The install's folders on a server, and where this test puts them.
+SERVER_FOLDERS = ("/opt/paperboy/src", "/opt/paperboy/venv", "/var/lib/paperboy")
+# What the documented .env's placeholders (`...`) stand for: values the settings accept.
+FAKE_SECRETS = {
+    "SLACK_BOT_TOKEN": "xoxb-1111-2222-abcdefgh",
+    "SLACK_APP_TOKEN": "xapp-1-A111-2222-abcdef",
+    "DISCORD_TOKEN": "MTA5NzQ3NzQ2NjAwNjg1NzY3NQ.GhY2aB.abcdefghijklmnopqrstuvwxyz0123456789",
+}
+
+
+def _section_blocks(heading: str, language: str) -> list[str]:
+    """The code blocks in `language` of the service page's section `## heading`."""
+    section = SERVICE_PAGE.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [str(block) for block in re.findall(rf"^```{language}\n(.*?)^```", section, re.S | re.M)]
+
+
+def _copy_checkout(target: Path) -> None:
+    """What `pip install` of a checkout reads: the top-level files and the packages."""
+    import tomllib
+
+    target.mkdir(parents=True)
+    for item in ROOT.iterdir():
+        if item.is_file():
+            shutil.copy2(item, target / item.name)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    for pattern in project["tool"]["setuptools"]["packages"]["find"]["include"]:
+        name = pattern.rstrip("*")
+        ignore = shutil.ignore_patterns("__pycache__", "*.db", "*.db-*", "*.db.*", "outbox")
+        shutil.copytree(ROOT / name, target / name, ignore=ignore)
+
+
+def _dev_tools() -> set[str]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {
+        re.split(r"[\s<>=!~\[;]", requirement, maxsplit=1)[0].lower()
+        for requirement in project["project"]["optional-dependencies"]["dev"]
+    }
+
+
+def test_the_server_install_runs_a_first_digest_without_dev_tools() -> None:
+    """docs/how-to/service.md, Install, Settings and Check it, followed in a temporary
+    folder: the documented venv and `pip install` of the checkout (offline: no
+    dependencies fetched, the test environment's own are visible to it), the documented
+    .env, then the check's commands with the installed `paperboy`, whose digest lands in
+    the local outbox. The installed package must work on its own (templates and data
+    shipped), and require none of the dev tools."""
+    import json
+    import os
+    import shlex
+    import subprocess
+    import sys
+    import sysconfig
+
+    base = Path(tempfile.mkdtemp(prefix="paperboy-install-"))
+    src, venv, home = (base / folder.lstrip("/") for folder in SERVER_FOLDERS)
+
+    def here(text: str) -> str:
+        for folder, moved in zip(SERVER_FOLDERS, (src, venv, home), strict=True):
+            text = text.replace(folder, str(moved))
+        return text
+
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PAPERBOY_", "SLACK_", "DISCORD_", "PIP_", "PYTHON"))
+    }
+    env.update(PATH=f"{venv / 'bin'}:/usr/bin:/bin", HOME=str(home), PIP_CONFIG_FILE=os.devnull)
+
+    def sh(*args: str | Path, cwd: Path = base) -> str:
+        """Runs ARGS; their output. A paperboy command also warns of nothing."""
+        done = subprocess.run(
+            [str(arg) for arg in args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        if Path(args[0]).name == "paperboy":
+            assert "warning" not in done.stderr.lower(), done.stderr
+        return done.stdout
+
+    try:
+        _copy_checkout(src)
+        home.mkdir(parents=True)
+        (install,) = _section_blocks("Install", "bash")
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        (shown_in_readme,) = re.findall(
+            r"^```bash\n(.*?)^```", readme.split("## Running it as a service\n", 1)[1], re.S | re.M
+        )[:1]
+        for line in shown_in_readme.splitlines():  # the README's short form is the page's
+            assert line.split("#")[0].strip() in install.splitlines(), line
+        lines = [shlex.split(here(line)) for line in install.splitlines()]
+        make_venv = next(line for line in lines if line[1:4] == ["python3", "-m", "venv"])
+        pip = next(line for line in lines if line[1:3] == [f"{venv}/bin/pip", "install"])
+        assert make_venv[4:] == [str(venv)] and pip[3:] == [str(src)]  # no extra, no dev tools
+
+        sh(sys.executable, *make_venv[2:])
+        site = Path(
+            sh(
+                venv / "bin" / "python",
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('purelib'))",
+            ).strip()
+        )
+        # No network: the dependencies are this environment's, and so is the build backend
+        # (setuptools>=77, which tasks.py installs), not the older one venv seeds.
+        (site / "test-environment.pth").write_text(sysconfig.get_path("purelib") + "\n")
+        if any(site.glob("setuptools-*.dist-info")):
+            sh(venv / "bin" / "pip", "uninstall", "--yes", "--quiet", "setuptools")
+        sh(*pip[1:], "--no-deps", "--no-build-isolation", "--no-index", "--quiet")
+
+        installed = sorted(p.name.split("-")[0].lower() for p in site.glob("*.dist-info"))
+        assert "paperboy" in installed and not set(installed) & _dev_tools(), installed
+        shown = sh(
+            venv / "bin" / "python",
+            "-c",
+            "import importlib.metadata as m, bot; print(bot.__file__); print(*m.requires('paperboy'), sep='\\n')",
+        ).splitlines()
+        assert shown[0].startswith(str(site)), shown[0]  # the installed copy, not the checkout
+        required = {
+            re.split(r"[\s<>=!~\[;]", requirement, maxsplit=1)[0].lower()
+            for requirement in shown[1:]
+            if "extra ==" not in requirement
+        }
+        assert "slack-bolt" in required and not required & _dev_tools(), required
+
+        (dotenv,) = _section_blocks("Settings and secrets", "ini")
+        lines = []
+        for line in dotenv.splitlines():
+            name, _, value = line.partition("=")
+            lines.append(f"{name}={FAKE_SECRETS[name]}" if "..." in value else line)
+        (home / ".env").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+        (check,) = _section_blocks("Check it", "bash")
+        commands = [shlex.split(here(line)) for line in check.splitlines()]
+        assert ["cd", str(home)] in commands
+        said = [
+            sh(venv / "bin" / "paperboy", *c[1:], cwd=home) for c in commands if c[0] == "paperboy"
+        ]
+        assert said[0].startswith("38 papers read from 2 files: 38 added"), said[0]
+        assert "1 message sent (into db/outbox)" in said[-1], said[-1]
+
+        (outbox,) = (c[-1] for c in commands if c[0] == "head")
+        (message,) = (home / outbox).read_text(encoding="utf-8").splitlines()
+        text = json.loads(message)["text"]
+        assert text.startswith("Paperboy digest for local:check") and "== Offline RL ==" in text
+
+        (clean,) = (line for line in check.splitlines() if line.startswith("rm "))
+        sh("sh", "-c", clean, cwd=home)
+        assert sorted(p.name for p in home.rglob("*")) == [".env", "db", "outbox"]
+    finally:
+        shutil.rmtree(base)
