@@ -299,7 +299,7 @@ def test_the_server_install_runs_a_first_digest_without_dev_tools() -> None:
         said = [
             sh(venv / "bin" / "paperboy", *c[1:], cwd=home) for c in commands if c[0] == "paperboy"
         ]
-        assert said[0].startswith("38 papers read from 2 files: 38 added"), said[0]
+        assert "38 added" in said[0], said[0]  # the 38 bundled papers
         assert "1 message sent (into db/outbox)" in said[-1], said[-1]
 
         (outbox,) = (c[-1] for c in commands if c[0] == "head")
