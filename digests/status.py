@@ -18,7 +18,7 @@ from db.sources import list_sources
 from digests import semantic
 from digests.channels import parse_channel
 from digests.commands import Context, handle
-from digests.ingest.progress import unfinished_note
+from digests.ingest.progress import arrivals, unfinished_note
 from digests.render.text import reply_text
 from digests.sources.listing import describe
 
@@ -32,11 +32,7 @@ def report(
     each channel's status (one text, after a blank line). `context_for(channel)` is the
     Context its status command runs in."""
     ingest = last_ingest(db)
-    yield f"Papers: {count_papers(db)}" + (
-        f"; last ingest {str(ingest['started_at'])[:16].replace('T', ' ')} UTC."
-        if ingest
-        else "; no file ingested yet."
-    )
+    yield f"Papers: {count_papers(db)}; {arrivals(db, ingest)}."
     if note := unfinished_note(ingest):  # a chunked ingest that stopped part-way
         yield note
     yield semantic.status_line(db)

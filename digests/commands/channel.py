@@ -36,7 +36,7 @@ from digests.digest import (
     schedule_of,
     subscribed_topics,
 )
-from digests.ingest.progress import unfinished_note
+from digests.ingest.progress import arrivals, unfinished_note
 from digests.replies import Reply, error, info
 from digests.schedule import Schedule, is_week_key
 from digests.wording import here
@@ -212,15 +212,7 @@ def _status(command: Command, ctx: Context) -> Reply:
     channel, schedule = peek_channel(ctx)
     personal = parse_channel(ctx.channel).personal
     ingest = last_ingest(ctx.db)
-    lines = [
-        f"Papers stored: {count_papers(ctx.db)}"
-        + (
-            f"; last ingest {str(ingest['started_at'])[:16].replace('T', ' ')} UTC,"
-            f" {ingest['added']} added."
-            if ingest
-            else "; no file ingested yet."
-        ),
-    ]
+    lines = [f"Papers stored: {count_papers(ctx.db)}; {arrivals(ctx.db, ingest)}."]
     if note := unfinished_note(ingest):  # a chunked ingest that stopped part-way
         lines.append(note)
     active = channel_store.active_subscriptions(ctx.db, ctx.channel)

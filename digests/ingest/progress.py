@@ -1,4 +1,5 @@
-"""What the status commands say about an ingest that did not complete.
+"""What the status commands say about how papers came: the last ingest, what the sources
+fetched, and an ingest that did not complete.
 
 Kept apart from `bulk` so that the status commands import nothing heavy.
 """
@@ -6,10 +7,51 @@ Kept apart from `bulk` so that the status commands import nothing heavy.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+from sqlite_utils import Database
+
+from db.sources import list_sources
+
 log = logging.getLogger(__name__)
+
+
+def _minute(value: Any) -> str:
+    return str(value)[:16].replace("T", " ")
+
+
+def arrivals(db: Database, ingest: dict[str, Any] | None) -> str:
+    """Where the stored papers came from, for the status commands: "last ingest
+    2026-11-30 09:00 UTC, 38 added; 20 papers fetched from 1 source, last fetch
+    2026-12-01 05:02 UTC" (no final stop), or "...; 1 source, not fetched yet". `ingest` is
+    `papers.last_ingest`'s row. The fetched papers are those that the sources configured
+    now added, in all their fetches; the last fetch is the latest to end, failed or not."""
+    line = (
+        f"last ingest {_minute(ingest['started_at'])} UTC, {ingest.get('added') or 0} added"
+        if ingest
+        else "no file ingested yet"
+    )
+    try:
+        sources = list_sources(db)
+    except sqlite3.OperationalError:  # a database from before the table existed
+        return line
+    if not sources:
+        return line
+    attempts = [
+        str(row[column])
+        for row in sources
+        for column in ("last_success_at", "last_error_at")
+        if row.get(column)
+    ]
+    if not attempts:
+        return line + f"; {plural(len(sources), 'source')}, not fetched yet"
+    fetched = sum(int(row.get("papers_added") or 0) for row in sources)
+    return (
+        line + f"; {plural(fetched, 'paper')} fetched from {plural(len(sources), 'source')}, "
+        f"last fetch {_minute(max(attempts))} UTC"
+    )
 
 
 def unfinished_note(row: dict[str, Any] | None) -> str | None:

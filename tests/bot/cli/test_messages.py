@@ -63,7 +63,7 @@ def test_status_times_read_like_the_sources_and_fetched_papers_are_not_nothing(r
     ok(run("chat", "--channel", "local:lab", "subscribe offline-rl"))
     assert "Papers: 0; no file ingested yet." in ok(run("status"))
     ok(run("ingest", str(sample_paths()[0])))
-    assert re.search(rf"Papers: 19; last ingest {STAMP}\.", ok(run("status")))
+    assert re.search(rf"Papers: 19; last ingest {STAMP}, 19 added\.", ok(run("status")))
     shown = ok(run("chat", "--channel", "local:lab", "status"))
     assert re.search(rf"Papers stored: 19; last ingest {STAMP}, 19 added\.", shown)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -163,3 +164,29 @@ def test_a_feed_is_read_before_it_is_added(run, tmp_path: Path) -> None:  # type
     unreachable = run("sources", "add", "feed:http://127.0.0.1:9/x.rss")
     assert unreachable.exit_code == 2 and "cannot reach 127.0.0.1:9" in unreachable.output
     assert len(run("sources", "list").output.splitlines()) == 1
+
+
+def test_status_counts_fetched_papers_beside_the_last_ingest(run, quick) -> None:  # type: ignore[no-untyped-def]
+    # `status` said "last ingest ... 19 added" of a store of 25, leaving out the 6 fetched.
+    from digests.samples import sample_paths
+
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    fake = FakeArxiv(
+        [
+            Entry(f"2511.{i:05d}", f"Paper {i} on offline learning", f"Abstract number {i}.",
+                  NOW - timedelta(hours=i + 1))
+            for i in range(6)
+        ]
+    )  # fmt: skip
+    run("ingest", str(sample_paths()[0]))
+    run("chat", "--channel", "local:lab", "subscribe offline-rl")
+    run("sources", "add", "arxiv:cs.LG")
+    waiting = "Papers: 19; last ingest {0}, 19 added; 1 source, not fetched yet."
+    assert re.search(waiting.format(stamp), run("status").output)
+    with ServedInThread(fake.app()) as server:
+        env = {"PAPERBOY_ARXIV_URL": f"http://127.0.0.1:{server.port}/api"}
+        assert run("fetch", **env).exit_code == 0
+    counts = "last ingest {0}, 19 added; 6 papers fetched from 1 source, last fetch {0}\\."
+    assert re.search("Papers: 25; " + counts.format(stamp), run("status").output)
+    shown = run("chat", "--channel", "local:lab", "status").output
+    assert re.search("Papers stored: 25; " + counts.format(stamp), shown), shown
