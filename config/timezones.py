@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import logging
 import re
 import zoneinfo
+from importlib import resources
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -169,14 +172,33 @@ def _timezone_problem(typed: str) -> str:
 
 
 @functools.cache
+def _link_targets() -> dict[str, str]:
+    """{a zone name that is a link (`Asia/Istanbul`): the zone it links to}, from the
+    tz database's `tzdata.zi` (the system's, else the tzdata package's); {} without one."""
+    places = [Path(folder) / "tzdata.zi" for folder in zoneinfo.TZPATH]
+    with contextlib.suppress(ModuleNotFoundError):
+        places.append(Path(str(resources.files("tzdata.zoneinfo") / "tzdata.zi")))
+    for place in places:
+        try:
+            lines = place.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        return {parts[2]: parts[1] for parts in map(str.split, lines) if parts[:1] == ["L"]}
+    return {}
+
+
+@functools.cache
 def _zones_by_city() -> dict[str, str | None]:
     """{a zone's last part, lowercase (`berlin`, `new_york`): its zone}; None where two
-    zones end so (`Asia/Istanbul`, `Europe/Istanbul`): the city alone does not say which."""
-    cities: dict[str, str | None] = {}
-    for lower, name in _zones_by_lower_name().items():
-        city = lower.rsplit("/", 1)[-1]
-        cities[city] = name if city not in cities else None
-    return cities
+    different zones end so: the city alone does not say which. Names that link to one
+    zone (`Asia/Istanbul` to `Europe/Istanbul`) are that zone."""
+    links, names = _link_targets(), _zones_by_lower_name()
+    found: dict[str, set[str]] = {}
+    for lower, name in names.items():
+        target = links.get(name, name)
+        zone = target if target.lower() in names else name
+        found.setdefault(lower.rsplit("/", 1)[-1], set()).add(zone)
+    return {city: zones.pop() if len(zones) == 1 else None for city, zones in found.items()}
 
 
 def zone_for_place(text: str) -> str | None:

@@ -353,10 +353,12 @@ def parse(text: str, personal: bool = False) -> Command:
 def _verb_meant(typed: str) -> str | None:
     """The verb a word that is none was likely meant to be: a verb it is a typo of
     (`subscirbe`), or one whose `also` it is (`search`)."""
-    close = difflib.get_close_matches(typed, list(VERBS_BY_NAME), n=1, cutoff=0.6)
-    if close:
-        return close[0]
-    return next((verb.name for verb in VERBS if typed in verb.also), None)
+    synonym = next((verb.name for verb in VERBS if typed in verb.also), None)
+    if synonym is not None:
+        return synonym
+    # 0.7: a swapped or missing letter passes; "stop" is not taken for "topics".
+    close = difflib.get_close_matches(typed, list(VERBS_BY_NAME), n=1, cutoff=0.7)
+    return close[0] if close else None
 
 
 def _parse_args(verb: Verb, rest: str, text: str, typed: str, me: bool, personal: bool) -> Command:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from config import timezones
 from config.timezones import zone_for_place
 from digests.schedule import Schedule, read_natural
 
@@ -37,7 +38,6 @@ def test_plain_english_reads_as_the_schedule_it_means(text: str, meant: str) -> 
         "daily at 25",
         "daily at 8am berlin germany",  # a word that is no place
         "daily at 8am new daily york",  # a place's words apart
-        "daily at 8am istanbul",  # Asia/Istanbul or Europe/Istanbul: no guess
     ],
 )
 def test_anything_it_cannot_read_whole_is_no_suggestion(text: str) -> None:
@@ -59,9 +59,18 @@ def test_the_day_word_is_what_schedule_takes() -> None:
         ("gmt", "UTC"),
         ("eastern", "America/New_York"),  # US/Eastern and Canada/Eastern: the abbreviation's
         ("japan", "Asia/Tokyo"),
-        ("buenos aires", None),  # two zones end so
+        ("istanbul", "Europe/Istanbul"),  # Asia/Istanbul is a link to it: one zone
+        ("buenos aires", "America/Argentina/Buenos_Aires"),
+        ("indianapolis", "America/Indiana/Indianapolis"),
         ("atlantis", None),
     ],
 )
 def test_a_place_names_one_zone_or_none(place: str, zone: str | None) -> None:
     assert zone_for_place(place) == zone
+
+
+def test_a_city_two_different_zones_end_with_is_no_zone() -> None:
+    """US/Central and Canada/Central are different zones (`central` as an abbreviation
+    is another matter: America/Chicago)."""
+    assert timezones._zones_by_city()["central"] is None
+    assert timezones._zones_by_city()["istanbul"] == "Europe/Istanbul"

@@ -85,8 +85,8 @@ def test_a_wrong_choice_is_echoed_short() -> None:
 
 
 def test_an_unknown_command_is_one_line_with_the_verb_meant(ctx: Context) -> None:
-    """A mistyped verb got the suggestion and the whole list of commands; now one line:
-    the verb meant (a typo of it, or a word people use for it), and where the list is."""
+    """A mistyped verb is one line: the verb meant (a word people use for it, else a
+    typo of it), and where the list is; a word like no verb gets no guess."""
     reply = handle("subscrib offline-rl", ctx)
     assert reply.error and reply.ephemeral and reply.lines == ()
     assert reply.text == (
@@ -100,6 +100,9 @@ def test_an_unknown_command_is_one_line_with_the_verb_meant(ctx: Context) -> Non
     assert nothing.lines == ()
     assert nothing.text == "I don't know `xyzzy`. `/papers help` lists all commands."
     assert "`/papers help --me`" in handle("lsit --me", ctx).text
+    # `remove` is a synonym of unsubscribe, though it is a typo's distance from resume.
+    assert "Did you mean `/papers unsubscribe`?" in handle("remove offline-rl", ctx).text
+    assert handle("stop", ctx).text == "I don't know `stop`. `/papers help` lists all commands."
 
 
 def test_a_mistyped_choice_or_help_verb_suggests_the_right_one(ctx: Context) -> None:
