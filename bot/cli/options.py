@@ -63,9 +63,11 @@ def open_database(db_path: Path | None, *, create: bool = False) -> Database:
     try:
         return open_db(path, create=create)
     except NoDatabase:
+        demo = load_settings().demo_db
+        hint = f"; the demo's papers are in {demo} (--db {demo})" if demo.exists() else ""
         raise UserError(
-            f"no database at {path}; create one with `paperboy ingest FILE` or "
-            "`paperboy demo` (or check --db and $PAPERBOY_DB)"
+            f"no database at {path}; create one with `paperboy ingest FILE` "
+            f"(or check --db and $PAPERBOY_DB){hint}"
         ) from None
     except DatabaseUnreadable as exc:
         raise UserError(str(exc)) from None

@@ -7,16 +7,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bot.scheduler import scheduled_channels
 from bot.services import Services
 from db.connection import open_db
-
-
-@pytest.fixture(autouse=True)
-def _no_demo_db_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PAPERBOY_DEMO_DB", raising=False)
 
 
 def test_demo_prints_a_digest_in_its_own_database(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -89,3 +82,18 @@ def test_demo_database_from_the_environment_or_db(run, tmp_path: Path) -> None: 
     assert run("demo", "--db", str(after), PAPERBOY_DEMO_DB=str(env_db)).exit_code == 0
     assert run("--db", str(before), "demo", PAPERBOY_DEMO_DB=str(env_db)).exit_code == 0
     assert after.exists() and before.exists() and not (tmp_path / "db").exists()
+
+
+def test_a_command_after_the_demo_says_where_the_demo_s_papers_are(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    before = run("find", "dpo")
+    assert before.exit_code == 2 and "demo" not in before.output
+    run("demo")
+    after = run("find", "dpo")
+    assert after.exit_code == 2
+    demo = Path("db") / "demo.db"
+    assert after.output.strip() == (
+        f"error: no database at {Path('db') / 'paperboy.db'}; create one with `paperboy "
+        f"ingest FILE` (or check --db and $PAPERBOY_DB); the demo's papers are in {demo} "
+        f"(--db {demo})"
+    )
+    assert run("find", "dpo", "--db", str(demo)).exit_code == 0
