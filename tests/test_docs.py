@@ -61,7 +61,17 @@ def test_no_page_installs_a_package_named_paperboy() -> None:
     """`paperboy` on PyPI is another project: the docs install the extra from the checkout
     (`pip install '.[semantic]'`), never `pip install paperboy` or `'paperboy[semantic]'`."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    by_name = re.compile(r"""pip3? install\b[^\n`#]*?(?<![\w./-])['"]?paperboy\b(?![\w./-])""")
+    by_name = re.compile(
+        r"""(?:pipx|uv (?:tool|pip)|pip3?) install\b[^\n`#]*?(?<![\w./-])['"]?paperboy\b(?![\w./-])"""
+    )
+    for wrong in (
+        "pip install paperboy",
+        "pipx install 'paperboy[semantic]'",
+        "uv tool install paperboy",
+    ):
+        assert by_name.search(wrong), wrong
+    for right in ("pip install '.[semantic]'", "pip install /opt/paperboy/src", "pipx install ."):
+        assert not by_name.search(right), right
     found = [
         f"{page.relative_to(ROOT)}: {hit.group(0)}"
         for page in pages
