@@ -1,5 +1,5 @@
 """The tutorial's words on `/papers subscribe` say what its replies say: free text taken
-as a catalog topic."""
+as a catalog topic, and the default schedule told on the first subscribe."""
 
 from __future__ import annotations
 
@@ -8,6 +8,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = (ROOT / "docs" / "tutorial" / "getting-started.md").read_text(encoding="utf-8")
+
+
+def _dated(line: str) -> str:
+    """`line` with its next digest's date, which depends on the day, made a placeholder."""
+    return re.sub(r"next on \w{3} \d{1,2} \w{3} \d{4}, ", "next on DATE, ", line.strip())
+
+
+def test_the_first_subscribe_reply_is_the_one_the_tutorial_shows(run) -> None:  # type: ignore[no-untyped-def]
+    told = TUTORIAL.split("The first subscribe says so and how to change it", 1)[1]
+    block = told.split("```", 2)[1]
+    shown = [_dated(line) for line in block.splitlines() if line.strip()]
+    first = run("chat", "--channel", "local:lab", "subscribe offline-rl").output.splitlines()
+    assert [_dated(line) for line in first[-2:]] == shown
+    later = run("chat", "--channel", "local:lab", "subscribe rlhf").output.splitlines()
+    assert [line.strip().split(" ", 1)[0] for line in later[1:]] == ["Digest:"]  # alone
+    assert "the default" not in later[-1]
+    run("chat", "--channel", "local:set", "schedule friday 16:00")
+    chosen = run("chat", "--channel", "local:set", "subscribe offline-rl").output
+    assert "the default" not in chosen and "To change it" not in chosen
 
 
 def test_loosely_named_topics_and_quoted_text_do_what_the_tutorial_says(run) -> None:  # type: ignore[no-untyped-def]
