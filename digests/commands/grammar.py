@@ -341,7 +341,7 @@ def parse(text: str, personal: bool = False) -> Command:
     verb = VERBS_BY_NAME.get(name.lower())
     if verb is None:
         shown = name[:40].replace("`", "'")
-        raise ParseError(f"I don't know `{shown}`.", suggestion=_verb_meant(name.lower()), me=me)
+        raise ParseError(f"I don't know `{shown}`.", suggestion=verb_meant(name.lower()), me=me)
     rest = rest.strip()
     try:
         return _parse_args(verb, rest, text, typed, me, personal)
@@ -350,7 +350,7 @@ def parse(text: str, personal: bool = False) -> Command:
         raise
 
 
-def _verb_meant(typed: str) -> str | None:
+def verb_meant(typed: str) -> str | None:
     """The verb a word that is none was likely meant to be: a verb it is a typo of
     (`subscirbe`), or one whose `also` it is (`search`)."""
     synonym = next((verb.name for verb in VERBS if typed in verb.also), None)

@@ -4,7 +4,6 @@ digest where commands act on it (`help --me`, or a personal reference)."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 
 from digests.channels import parse_channel
@@ -17,6 +16,7 @@ from digests.commands.grammar import (
     Command,
     Verb,
     help_lines,
+    verb_meant,
 )
 from digests.commands.registry import handler_for
 from digests.replies import Reply, error, info
@@ -59,9 +59,11 @@ def _help(command: Command, ctx: Context) -> Reply:
         )
     verb = VERBS_BY_NAME.get(name)
     if verb is None:
-        close = difflib.get_close_matches(name, list(VERBS_BY_NAME), n=1, cutoff=0.6)
-        lines = [f"Did you mean `{COMMAND} help {close[0]}`?"] if close else []
-        return error(f"There is no command {name[:40]!r}.", *lines, *help_lines(personal))
+        if meant := verb_meant(name):
+            return error(
+                f"There is no command {name[:40]!r}. Did you mean `{COMMAND} help {meant}`?"
+            )
+        return error(f"There is no command {name[:40]!r}.", *help_lines(personal))
     lines = [f"`{verb.usage_for(personal)}`", verb.help_for(personal)]
     lines += [f"  {param.name}: {param.help_for(personal)}" for param in verb.params]
     if personal:

@@ -120,7 +120,9 @@ def test_a_mistyped_choice_or_help_verb_suggests_the_right_one(ctx: Context) -> 
     assert "`/papers feedback` shows every topic's feedback" in handle("feedback x", ctx).text
     assert "Did you mean" not in handle("backlog maybe", ctx).text  # nothing close
     typo = handle("help subscrbe", ctx)
-    assert typo.error and "Did you mean `/papers help subscribe`?" in typo.lines
+    assert typo.error and typo.lines == ()
+    assert typo.text == "There is no command 'subscrbe'. Did you mean `/papers help subscribe`?"
+    assert handle("help remove", ctx).text.endswith("`/papers help unsubscribe`?")
     assert "Did you mean" not in " ".join(handle("help nope", ctx).lines)
 
 

@@ -79,8 +79,8 @@ def test_the_exact_grammar_is_unchanged(ctx: Context) -> None:
 def test_a_topic_in_other_words_is_the_topic_and_says_how_to_follow_the_words(
     ctx: Context,
 ) -> None:
-    """`subscribe RL from human feedback` followed the words as free text, though they
-    name the catalog's `rlhf` (its alias, with `RL` spelled out)."""
+    """`subscribe RL from human feedback` names the catalog's `rlhf` (its alias, with
+    `RL` spelled out): it follows that topic and says how to follow the words instead."""
     reply = handle("subscribe RL from human feedback", ctx)
     assert reply.changed
     assert reply.text == "alice subscribed this channel to RLHF and preference learning (`rlhf`)."
