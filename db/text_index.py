@@ -267,9 +267,18 @@ def database_file(db: Database) -> Path | None:
     return Path(file) if file else None
 
 
-def index_folder(db_file: Path) -> Path:
-    # The format in the name: an index of another format is never opened, only left.
-    return db_file.with_name(f"{db_file.name}.search-v{FORMAT}")
+def index_folder(db_file: Path, fmt: int | None = None) -> Path:
+    # The format in the name (the current one by default): another format's is never opened.
+    return db_file.with_name(f"{db_file.name}.search-v{FORMAT if fmt is None else fmt}")
+
+
+def _drop_older_formats(db_file: Path) -> None:
+    """Delete the indexes of earlier formats beside `db_file`: no release reads them."""
+    for fmt in range(1, FORMAT):
+        old = index_folder(db_file, fmt)
+        if old.is_dir():
+            log.info("deleting the search index of an earlier format at %s", old)
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _new_index(folder: Path | None) -> Any:
@@ -349,6 +358,7 @@ def _handle(db: Database, writable: bool) -> TextIndex:
                 except (OSError, ValueError) as again:
                     raise IndexUnavailable(f"cannot open {folder}: {again}") from again
             found = _open[key] = TextIndex(index, folder, seq=-1)
+            _drop_older_formats(file)
         return found
 
 
