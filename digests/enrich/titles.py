@@ -4,8 +4,8 @@ A method is named where the abstract introduces one ("we propose AlphaDPO"; the 
 repeats most wins); the title is "Name: what it is", else a headline cut from the key
 sentence that states the contribution, with 3 words that say something (the paper's field
 added when it has fewer); the TL;DR is that sentence, about 200 characters, without
-clauses that point back at a problem it does not name. Only the first `DERIVE_MAX_CHARS`
-characters are read.
+clauses that point back at a problem it does not name where it reads without them. Only
+the first `DERIVE_MAX_CHARS` characters are read.
 """
 
 from __future__ import annotations
@@ -202,7 +202,9 @@ def tidy_phrase(phrase: str, limit: int = DESCRIPTOR_LIMIT, *, clauses: bool = T
     phrase = re.sub(r"^to use\s+", "", phrase, flags=re.I)
     phrase = _LEADING_FILLER.sub("", phrase)
     match = _CLAUSE_BREAKS.search(phrase) if clauses else None
-    if match and len(phrase[: match.start()].split()) >= 2:
+    head_words = phrase[: match.start()].lower().split() if match else []
+    # "the first method to ...": the clause is what the head means.
+    if match and len(head_words) >= 2 and not _QUALIFIERS.intersection(head_words[-2:]):
         phrase = phrase[: match.start()]
     head, that, _ = phrase.partition(" that ")
     if clauses and that and len(phrase) > limit and len(head.split()) >= 2:
@@ -220,9 +222,24 @@ def _long_form_before(window: str, end: int) -> str | None:
     before = re.split(rf",|;|:|\b(?:called|named|termed|as|{_VERB})\b", before, flags=re.I)[-1]
     before = re.sub(r"\s*\([^()]*\)", "", before).strip(' *“”"')
     before = _LEADING_FILLER.sub("", before)
-    return before if 1 <= len(before.split()) <= 12 else None
+    words = before.split()
+    # "based on which we exploit an unbiased risk estimator (URE)": the words the
+    # acronym's letters spell, when the clause holds more; not the object of a
+    # preposition ("a model based on graph convolutional networks (GCNs)").
+    acronym = re.match(r"\(([A-Za-z-]*)\)", window[end:])
+    letters = [c.lower() for c in acronym.group(1).rstrip("s") if c.isalpha()] if acronym else []
+    for size in range(1, len(words) if len(letters) >= 2 else 0):
+        tail = words[-size:]
+        if [part[:1].lower() for word in tail for part in word.split("-") if part] == letters:
+            if words[-size - 1].lower() not in _PREPOSITIONS:
+                words, before = tail, " ".join(tail)
+            break
+    return before if 1 <= len(words) <= 12 else None
 
 
+_PREPOSITIONS = frozenset(
+    "on with using of for via by to in from over under into through and or".split()  # noqa: SIM905
+)
 MAX_TRIGGERS = 6  # per sentence; real abstracts have one or two
 MAX_WINDOW = 400  # characters after a trigger in which its name must appear
 MAX_SENTENCES = 60
@@ -405,37 +422,78 @@ _BACK_VERB = (
 )
 # Clauses that only point back ("... to address these issues."): they go; one that goes
 # on with "and" leaves what follows ("to address these issues and bring X" -> "to bring X").
+# Between "to" and its verb only an adverb ("to better address"): wider, "to GradNorm that
+# addresses" would be taken for one clause.
 _BACK_TAIL = re.compile(
-    r",?\s+(?:(?:(?:in order|so as|aiming|aimed|designed)\s+)?(?P<to>to)\s+(?:\w+\s+){0,2}?"
+    r",?\s+(?:(?:(?:in order|so as|aiming|aimed|designed)\s+)?(?P<to>to)\s+(?:\w+ly\s+|better\s+)?"
     rf"{_BACK_VERB}|(?P<that>which|that)\s+{_BACK_VERB}|(?:for|by|adapted to|to)"
-    rf"(?:\s+\w+ing)?)\s+{_BACK_OBJECT}(?:(?=\s*[.,;:]|\s*$|\s+(?:by|while|with|through|via)\s)"
+    rf"(?:\s+\w+ing)?)\s+{_BACK_OBJECT}(?:(?=\s*[.,;:]|\s*$|\s+(?P<by>by|while|with|through|via)\s)"
     r"|\s+(?P<and>and)\s+(?=\w))",
     re.I,
 )
-_BACK_LEAD = re.compile(rf"^(?:to|in order to)\s+{_BACK_VERB}\s+{_BACK_OBJECT},?\s+", re.I)
-_SUCH_A = re.compile(r"\bsuch (an?)\b", re.I)
+_BACK_LEAD = re.compile(
+    rf"^(?:to|in order to|so as to)\s+{_BACK_VERB}\s+{_BACK_OBJECT}\s*[,:]?\s+"
+    r"(?:by\s+(?=\w+ing\b))?",
+    re.I,
+)
+# Words before a "to ..." or "that ..." clause that need it: "we propose to solve this
+# problem", "our goal is to ...", "as a way to ...", "the first method to ...".
+_NEEDS_CLAUSE = frozenset(
+    (  # noqa: SIM905
+        "propose proposes proposed aim aims aimed seek seeks try tries attempt attempts strive "
+        "strives intend intends is are was were be been way ways means how able used needed "
+        "first only robust"
+    ).split()
+)
+_QUALIFIERS = frozenset(("first", "only"))
+# "such a justification for X" says what it is: "a justification for X". A bare "such an
+# adversary" means the one described before, and stays.
+_SUCH_A = re.compile(r"\bsuch (an?)(?= [\w-]+ (?:for|of|that|which|to|in|with|on)\b)", re.I)
 
 
-def _unlinked(tail: re.Match[str]) -> str:
+def _unlinked(tail: re.Match[str], headline: bool = False) -> str:
+    """What replaces a clause that points back: nothing, or its link to what follows; the
+    clause itself where the sentence needs it (a `headline` needs no verb for a "by ...")."""
+    before = tail.string[max(0, tail.start() - 60) : tail.start()].lower().split()
+    if before and (before[-1].strip(",") in _NEEDS_CLAUSE or _QUALIFIERS.intersection(before[-3:])):
+        return tail.group(0)
+    if (tail.group("that") or tail.group("to")) and tail.group("by") and not headline:
+        return tail.group(0)  # "X that addresses this problem by Y-ing": "by" is its verb's
     if not tail.group("and"):
-        return ""
+        # "an algorithm to address this challenge." ends on the clause that says what for.
+        return tail.group(0) if _bare_head(before) and not tail.group("by") else ""
     return " to " if tail.group("to") else " that " if tail.group("that") else " and "
 
 
-def _without_back_references(sentence: str) -> str:
-    """`sentence` without clauses that only point back, "such a" made "a"."""
+_DETERMINERS = frozenset("a an the two three several some our".split())  # noqa: SIM905
+
+
+def _bare_head(words: list[str]) -> bool:
+    """Do `words` end in a noun phrase that says nothing without its clause ("an
+    algorithm", "as a novel approach")?"""
+    last = words[-4:]
+    starts = [i for i, word in enumerate(last) if word in _DETERMINERS]
+    head = [word.strip(",") for word in last[starts[-1] + 1 :]] if starts else []
+    return bool(head) and all(word in _FUNCTION_WORDS for word in head)
+
+
+def _without_back_references(sentence: str, *, headline: bool = False) -> str:
+    """`sentence` without clauses that only point back, where it reads without them, and
+    "such a X for Y" made "a X for Y"; a `headline` is a phrase, not a sentence."""
     if "such" not in sentence and _REFERS_BACK.search(sentence) is None:
         return sentence  # most sentences: nothing to do
-    sentence = _BACK_LEAD.sub("", _BACK_TAIL.sub(_unlinked, sentence))
+    sentence = _BACK_LEAD.sub("", sentence)
+    sentence = _BACK_TAIL.sub(lambda tail: _unlinked(tail, headline), sentence)
     sentence = _SUCH_A.sub(r"\1", sentence)
     return sentence[:1].upper() + sentence[1:]
 
 
-def _tldr_sentence(sents: list[str], chosen: str, scans: _Scans) -> str:
+def _tldr_sentence(sents: list[str], chosen: str) -> str:
     """The key sentence made readable on its own, or another contribution sentence when
-    it still points back at something it never names, or says too little without it."""
-    if _NAMING_LEAD.match(chosen):  # "We name this issue X and ..." names what it means
-        return _NAMING_LEAD.sub("We identify ", chosen, count=1)
+    it still points back at something it never names, or says too little without it; the
+    key sentence as it is when neither reads on its own."""
+    if _NAMING_ISSUE.match(chosen):  # "We name this issue X and ..." names what it means
+        return _NAMING_ISSUE.sub("We identify ", chosen, count=1)
     cleaned = _without_back_references(chosen)
     if cleaned == chosen:
         return chosen
@@ -443,9 +501,12 @@ def _tldr_sentence(sents: list[str], chosen: str, scans: _Scans) -> str:
         return cleaned
     others = [s if s is not chosen else "" for s in sents]
     found = _contribution([_without_back_references(s) for s in others], _Scans())
-    if found is not None and _REFERS_BACK.search(others[found[0]]) is None:
-        return others[found[0]]
-    return cleaned
+    if found is not None:
+        other = others[found[0]]
+        # "This significantly improves ..." points back as much as the key sentence.
+        if _REFERS_BACK.search(other) is None and not _ANAPHORIC.match(other):
+            return other
+    return chosen
 
 
 def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) -> str:
@@ -472,19 +533,36 @@ def _key_sentence(sents: list[str], method: _Candidate | None, scans: _Scans) ->
 def _naming_and_result(sentence: str) -> str | None:
     """A sentence that names the paper's subject and goes on with what it shows ("We name
     this issue X and prove that ..."): it states the contribution and its result."""
-    if "this" not in sentence or not _NAMING_LEAD.match(sentence):
+    if not _NAMING_LEAD.match(sentence):
         return None
-    concept = _NAMED_CONCEPT.search(sentence.lower())
+    concept = _named_concept(sentence)
     return sentence if concept and sentence[concept.end() :].startswith(" and ") else None
+
+
+def _named_concept(sentence: str) -> re.Match[str] | None:
+    """`_NAMED_CONCEPT` searched in `sentence` lower-cased ("We call it X", "name this")."""
+    if "this" not in sentence and " it " not in sentence:
+        return None  # most sentences: neither word
+    return _NAMED_CONCEPT.search(sentence.lower())
 
 
 _NAMED_CONCEPT = re.compile(
     r"\b(?:we )?(?:name|call|term) (?:this|it)(?: (?:issue|problem|phenomenon|effect))?"
     r"(?: as)? (?P<concept>[a-z][\w-]*(?: [a-z][\w-]*){1,4})(?= and\b|[,.;]|$)"
 )
+# "... and show it halves forgetting": what a named subject does, after its name.
+_NAMED_RESULT = re.compile(
+    r" and (?:\w+ly )?(?:show|prove|demonstrate|find)s? (?:that )?(?:it|this|they) (.+)", re.I
+)
 # "We name this issue X and prove ...": stated without pointing back.
 _NAMING_LEAD = re.compile(
     r"^(?:we )?(?:name|call|term) (?:this|it)(?: (?:issue|problem|phenomenon|effect))?(?: as)? ",
+    re.I,
+)
+# What the TL;DR says as "We identify X": a named issue, never a named method or setup
+# ("We call this new setup Pareto-Front Learning" stays as it is).
+_NAMING_ISSUE = re.compile(
+    r"^(?:we )?(?:name|call|term) (?:this|it) (?:issue|problem|phenomenon|effect)(?: as)? ",
     re.I,
 )
 
@@ -508,7 +586,8 @@ _OPENING_WORDS = frozenset(
     (  # noqa: SIM905
         "in we it to when while although though paper recent recently empirically there "
         "this these our here since as if however moreover it's existing most many despite "
-        "given although unlike"
+        "given although unlike by based so with for specifically furthermore additionally "
+        "finally thus hence then worse current"
     ).split()
 )
 
@@ -518,9 +597,16 @@ def specific_words(phrase: str) -> int:
     return sum(w not in _FUNCTION_WORDS for w in _WORD_PIECE.findall(phrase.lower()))
 
 
+def _reads_alone(title: str) -> bool:
+    """Does `title` (or, in "Name: what it is", what it is) start like a headline, and
+    point back at nothing it does not name ("... that addresses this problem")?"""
+    described = title.split(": ", 1)[-1]
+    first = described.split(maxsplit=1)[0].lower() if described.strip() else ""
+    return first.strip("“\"'") not in _OPENING_WORDS and _REFERS_BACK.search(title) is None
+
+
 def _says_enough(title: str) -> bool:
-    first = title.split(maxsplit=1)[0].lower() if title.strip() else ""
-    return specific_words(title) >= 3 and first.strip("“\"'") not in _OPENING_WORDS
+    return specific_words(title) >= 3 and _reads_alone(title)
 
 
 _DEFINED = re.compile(r"\(([A-Za-z][A-Za-z0-9-]{1,11})\)")
@@ -541,7 +627,7 @@ def _field(text: str) -> str | None:
             if not parts or not parts[0][:1].isalpha():
                 break
             taken += 1
-            if word.lower() in _FUNCTION_WORDS and word.lower() in ("of", "and", "for", "the"):
+            if word.lower() in ("of", "and", "for", "the"):
                 continue
             initials[:0] = [p[0].lower() for p in parts]
             if len(initials) >= len(letters):
@@ -595,7 +681,7 @@ _LATER_BREAKS = re.compile(
 def _extended(phrase: str, limit: int = 90) -> str:
     """A contribution's phrase with its first clause kept: "distinguishability query,
     enabling humans to ..." -> "Distinguishability query enabling humans to ..."."""
-    phrase = _without_back_references(phrase)
+    phrase = _without_back_references(phrase, headline=True)
     phrase = re.sub(r"\s*\([^()]*\)", "", phrase)
     phrase = re.sub(r",?\s+which (?:is|are)\s+", " ", phrase)
     phrase = re.sub(r",?\s+(?:which|that)\s+", " that ", phrase)
@@ -650,15 +736,23 @@ def _phrases(sents: list[str], scans: _Scans) -> Iterator[str]:
 def _headline(sents: list[str], scans: _Scans, field_name: _Field) -> str:
     """A headline for an abstract that names no method: what it names or contributes,
     with its field when the phrase alone says too little."""
+    named: list[tuple[str, str, int]] = []
     for sentence in sents:
-        concept = _NAMED_CONCEPT.search(sentence.lower()) if "this" in sentence else None
+        concept = _named_concept(sentence)
         if concept:
             # "We name this issue task representation shift": that is the paper's subject.
             phrase = sentence[concept.start("concept") : concept.end("concept")]
-            phrase = _with_field(phrase[:1].upper() + phrase[1:], field_name())
-            if _says_enough(phrase):
-                return phrase
-    seen: list[str] = []
+            phrase = phrase[:1].upper() + phrase[1:]
+            named.append((phrase, sentence, concept.end("concept")))
+            if _says_enough(widened := _with_field(phrase, field_name())):
+                return widened
+    for phrase, sentence, end in named:
+        # "We call it Elastic Replay and show it halves forgetting": what it does.
+        result = _NAMED_RESULT.match(sentence, end)
+        does = tidy_phrase(result.group(1)) if result else ""
+        if does and _says_enough(done := f"{phrase} {does[:1].lower()}{does[1:]}"):
+            return done
+    seen = [phrase for phrase, _, _ in named]
     for phrase in _phrases(sents, scans):
         if _says_enough(phrase):
             return phrase
@@ -667,7 +761,11 @@ def _headline(sents: list[str], scans: _Scans, field_name: _Field) -> str:
         widened = _with_field(phrase, field_name())
         if _says_enough(widened):
             return widened
-    return next((phrase for phrase in seen if len(phrase.split()) >= 2), seen[0] if seen else "")
+    # Nothing says enough: a phrase that reads as a headline, else the field.
+    readable = (phrase for phrase in seen if len(phrase.split()) >= 2 and _reads_alone(phrase))
+    fallback = next(readable, None) or field_name()
+    fallback = fallback[:1].upper() + fallback[1:] if fallback else fallback
+    return fallback or next((p for p in seen if len(p.split()) >= 2), seen[0] if seen else "")
 
 
 def _method_title(sents: list[str], method: _Candidate, scans: _Scans, field_name: _Field) -> str:
@@ -692,7 +790,14 @@ def _method_title(sents: list[str], method: _Candidate, scans: _Scans, field_nam
         return headline  # "GShard scaling with conditional computation"
     if _says_enough(headline):
         return f"{method.name}: {headline[:1].upper()}{headline[1:]}"
-    return title
+    in_field = _with_field(method.name, field_name())
+    if _says_enough(in_field):
+        return in_field
+    if _reads_alone(title):
+        return title
+    if headline and _reads_alone(headline):
+        return f"{method.name}: {headline[:1].upper()}{headline[1:]}"
+    return method.name
 
 
 def _finish_title(title: str) -> str:
@@ -742,7 +847,7 @@ def derive(abstract: str, *, titled: bool = False) -> Derived:
     if not titled:
         title = _finish_title(title) or shorten(text, 80, ellipsis="").strip() or "Untitled"
     key = _key_sentence(sents, method, scans)
-    tldr = tldr_from(_tldr_sentence(sents, key, scans) if key else text)
+    tldr = tldr_from(_tldr_sentence(sents, key) if key else text)
     return Derived(
         title=title,
         method=method.name if method else None,
