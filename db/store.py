@@ -1,0 +1,241 @@
+"""One connection type for db/ functions over SQLite or PostgreSQL: SQL written once with
+`?` or `:name` placeholders, rows as dicts, write transactions, and the drivers' errors
+raised as db.errors."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
+
+from db.errors import Busy, Conflict, StorageError, Unavailable
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger(__name__)
+
+Dialect = Literal["sqlite", "postgresql"]
+Params = Sequence[Any] | Mapping[str, Any]
+Row = dict[str, Any]
+
+# What the translation must step over whole (quoted text, comments, casts) or rewrite.
+_TOKEN = re.compile(
+    r"""'(?:[^']|'')*'"""  # a string
+    r'|"(?:[^"]|"")*"'  # a quoted name
+    r"|--[^\n]*"  # a line comment
+    r"|/\*.*?\*/"  # a block comment
+    r"|\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)?\$"  # a dollar-quoted body
+    r"|::"  # a cast, not a parameter
+    r"|\?"
+    r"|:(?P<name>[A-Za-z_]\w*)"
+    r"|(?P<user>\b(?i:user)\b)",
+    re.S,
+)
+
+# SQLite's primary result codes (sqlite3.h) for "another connection holds the lock".
+_SQLITE_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+# PostgreSQL SQLSTATEs: try again later (lock timeout, deadlock, serialization failure).
+_PG_BUSY = {"55P03", "40P01", "40001"}
+# The server is shutting down, starting or cannot take connections now.
+_PG_UNAVAILABLE = {"57P01", "57P02", "57P03"}
+
+
+class ReservedName(ValueError):
+    """A statement names a column `user` without double quotes: PostgreSQL reads a bare
+    `user` as `current_user`, so `where user = ?` compares with the login name and finds
+    nothing, without an error. Write `"user"`."""
+
+
+def to_psycopg(sql: str) -> str:
+    """`sql` with `?` as `%s` and `:name` as `%(name)s` outside strings, quoted names,
+    comments and dollar-quoted bodies, and every other `%` doubled (psycopg reads `%`
+    everywhere once a statement has parameters, and the Store always passes them).
+    `::type` casts stay as they are. Write names with double quotes, never `[name]`.
+    Raises `ReservedName` for a bare `user`."""
+    return _scan(sql, True)
+
+
+def check_sqlite(sql: str) -> str:
+    """`sql` unchanged, once it is known to name no bare `user` (`ReservedName`): SQL is
+    written once for both backends, so SQLite refuses what PostgreSQL would misread."""
+    return _scan(sql, False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan(sql: str, psycopg: bool) -> str:
+    out: list[str] = []
+    last = 0
+    for match in _TOKEN.finditer(sql):
+        text = match.group(0)
+        if match.group("user"):
+            raise ReservedName(f'write "user" in double quotes: {sql}')
+        out.append(sql[last : match.start()].replace("%", "%%"))
+        if text == "?":
+            out.append("%s")
+        elif match.group("name"):
+            out.append(f"%({match.group('name')})s")
+        else:
+            out.append(text.replace("%", "%%"))
+        last = match.end()
+    if not psycopg:
+        return sql
+    out.append(sql[last:].replace("%", "%%"))
+    return "".join(out)
+
+
+class Store:
+    """A connection that db/ functions take: `execute` and `query` run one statement,
+    `write()` groups statements in one transaction, `dialect` says which SQL a statement
+    that differs must use. Outside `write()` each statement is its own transaction on
+    both backends. Every driver error comes out as a `db.errors.StorageError`."""
+
+    dialect: Dialect
+
+    def __init__(self, conn: sqlite3.Connection | psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.dialect = "sqlite" if isinstance(conn, sqlite3.Connection) else "postgresql"
+        self._depth = 0
+
+    @classmethod
+    def connect(cls, url: str) -> Store:
+        """A Store on the PostgreSQL server at `url` (a `postgresql://` URL), in autocommit
+        mode: `write()` opens the transactions. Needs the `postgresql` extra."""
+        import psycopg
+
+        try:
+            return cls(psycopg.connect(url, autocommit=True))
+        except psycopg.Error as exc:
+            _raise_postgresql(exc)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; the number of rows it changed (-1 when that means nothing)."""
+        with self._mapped():
+            return self._run(sql, params)[2]
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement once per parameter set in `rows`, in one transaction."""
+        with self.write(), self._mapped():
+            if isinstance(self.conn, sqlite3.Connection):
+                self.conn.executemany(check_sqlite(sql), rows)
+            else:
+                with self.conn.cursor() as cursor:
+                    cursor.executemany(to_psycopg(sql), rows)
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement; its rows as dicts of column name to value, in order."""
+        with self._mapped():
+            names, rows, _ = self._run(sql, params)
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Store]:
+        """One write transaction: committed when the block ends, rolled back if it raises.
+        SQLite begins it with BEGIN IMMEDIATE, so it waits for the write lock up front;
+        PostgreSQL with BEGIN, and writers meet at row locks. Inside another transaction
+        it is a savepoint: an error undoes only the block's own writes."""
+        with self._mapped():
+            if isinstance(self.conn, sqlite3.Connection):
+                with self._sqlite_transaction(self.conn):
+                    yield self
+            else:
+                self._depth += 1
+                try:
+                    with self.conn.transaction():
+                        yield self
+                finally:
+                    self._depth -= 1
+
+    @contextlib.contextmanager
+    def _sqlite_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        nested = conn.in_transaction
+        name = f"store_{self._depth}"
+        conn.execute(f"SAVEPOINT {name}" if nested else "BEGIN IMMEDIATE")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            if nested:
+                conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+            elif conn.in_transaction:  # SQLite may have rolled back by itself (disk full)
+                conn.rollback()
+            raise
+        else:
+            if nested:
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+            else:
+                conn.commit()
+        finally:
+            self._depth -= 1
+
+    def _run(self, sql: str, params: Params) -> tuple[list[str], list[Any], int]:
+        """The statement's column names, all its rows, and its row count."""
+        if not isinstance(self.conn, sqlite3.Connection):
+            cursor = self.conn.execute(to_psycopg(sql), params)
+            names = [column.name for column in cursor.description or ()]
+            return names, cursor.fetchall() if names else [], cursor.rowcount
+        conn = self.conn
+        opened = not conn.in_transaction
+        try:
+            found = conn.execute(check_sqlite(sql), params)
+            names = [column[0] for column in found.description or ()]
+            result = names, found.fetchall(), found.rowcount
+        except BaseException:
+            if opened and conn.in_transaction:
+                conn.rollback()
+            raise
+        # Python's sqlite3 opens a transaction before a change and leaves it open: outside
+        # write() a statement commits at once, as on PostgreSQL.
+        if opened and conn.in_transaction and not self._depth:
+            conn.commit()
+        return result
+
+    @contextlib.contextmanager
+    def _mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except StorageError:
+            raise
+        except sqlite3.Error as exc:
+            _raise_sqlite(exc)
+        except Exception as exc:
+            if self.dialect == "postgresql":
+                import psycopg
+
+                if isinstance(exc, psycopg.Error):
+                    _raise_postgresql(exc)
+            raise
+
+
+def _raise_sqlite(exc: sqlite3.Error) -> NoReturn:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in _SQLITE_BUSY:
+        raise Busy(str(exc)) from exc
+    if isinstance(exc, sqlite3.IntegrityError):
+        raise Conflict(str(exc)) from exc
+    raise StorageError(str(exc)) from exc
+
+
+def _raise_postgresql(exc: psycopg.Error) -> NoReturn:
+    import psycopg
+
+    state = exc.sqlstate or ""
+    message = str(exc).strip()
+    if state in _PG_BUSY:
+        raise Busy(message) from exc
+    if state in _PG_UNAVAILABLE or state.startswith("08"):
+        raise Unavailable(message) from exc
+    # No SQLSTATE: the client's own failure (no connection made, or it was lost).
+    if not state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        raise Unavailable(message) from exc
+    if state.startswith("23"):
+        raise Conflict(message) from exc
+    raise StorageError(message) from exc
