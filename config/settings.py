@@ -481,9 +481,9 @@ def read_dotenv(path: Path) -> dict[str, str]:
     in single quotes is taken as written (but `\\'`), in double quotes with `\\n`-style escapes. No
     `${VAR}` expansion. SettingsError names the line of a quote left open."""
     values: dict[str, str] = {}
-    if not path.is_file():
-        return values
     try:
+        if not path.is_file():
+            return values
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(

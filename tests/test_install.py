@@ -61,9 +61,21 @@ def test_the_unit_runs_the_installed_command_as_its_own_user() -> None:
     unit = UNIT.read_text(encoding="utf-8")
     assert "\nUser=paperboy\n" in unit
     assert "\nWorkingDirectory=/var/lib/paperboy\n" in unit
-    assert "\nExecStart=/opt/paperboy/venv/bin/paperboy run" in unit
+    assert "\nExecStart=/opt/paperboy/venv/bin/paperboy " in unit
     # Paperboy reads .env itself: systemd would keep a trailing comment in a value.
     assert "EnvironmentFile" not in unit
+
+
+def test_the_command_line_takes_the_unit_s_arguments(run) -> None:  # type: ignore[no-untyped-def]
+    """systemd-analyze checks that ExecStart's binary exists, not that it takes the
+    arguments: `paperboy run --log-json` is click's "No such option" and a restart loop."""
+    found = re.search(r"^ExecStart=\S+/paperboy (.*)$", UNIT.read_text(encoding="utf-8"), re.M)
+    assert found, "the unit does not start the paperboy command"
+    args = found.group(1).split()
+    assert "run" in args
+    result = run(*args, "--help")
+    assert result.exit_code == 0, result.output
+    assert " run [OPTIONS]" in result.output.splitlines()[0]
 
 
 @needs_systemd_analyze

@@ -4,6 +4,7 @@ docs say, and the docs say what it does."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import shutil
 import tempfile
@@ -185,6 +186,14 @@ def _copy_checkout(target: Path) -> None:
         shutil.copytree(ROOT / name, target / name, ignore=ignore)
 
 
+# A .pth line runs at start-up: a finder that refuses the modules listed.
+_IMPORT_BLOCKER = (
+    "import sys; sys.meta_path.insert(0, type('NoDevTools', (), {{'find_spec': staticmethod("
+    "lambda name, *_: (_ for _ in ()).throw(ImportError(f'{{name}} is a dev tool')) "
+    "if name.partition('.')[0] in {0!r} else None)}})())"
+)
+
+
 def _dev_tools() -> set[str]:
     import tomllib
 
@@ -285,6 +294,20 @@ def test_the_server_install_runs_a_first_digest_without_dev_tools() -> None:
             if "extra ==" not in requirement
         }
         assert "slack-bolt" in required and not required & _dev_tools(), required
+        # The dev tools are on the path (this environment's): any import of one by the
+        # commands below fails them, so a runtime need of a dev tool cannot pass unseen.
+        blocked = sorted(
+            module
+            for module, dists in importlib.metadata.packages_distributions().items()
+            if module.isidentifier() and {dist.lower() for dist in dists} & _dev_tools()
+        )
+        assert "hypothesis" in blocked and "pytest" in blocked, blocked
+        (site / "zz-no-dev-tools.pth").write_text(_IMPORT_BLOCKER.format(blocked) + "\n")
+        refused = subprocess.run(
+            [venv / "bin" / "python", "-c", "import hypothesis"],
+            capture_output=True, text=True, check=False, env=env,
+        )  # fmt: skip
+        assert refused.returncode == 1 and "a dev tool" in refused.stderr, refused.stderr
 
         (dotenv,) = _section_blocks("Settings and secrets", "ini")
         lines = []

@@ -110,6 +110,25 @@ def test_a_quote_left_open_in_a_dotenv_is_one_line_naming_it(tmp_path: Path) -> 
     )
 
 
+def test_a_dotenv_in_a_folder_this_user_may_not_enter_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sudo -u paperboy paperboy status` from an admin's 0700 home: looking for `.env`
+    there is EACCES (root passes any permission check, so the OS answer is simulated)."""
+    dotenv = tmp_path / ".env"
+    real_is_file = Path.is_file
+
+    def refused(path: Path) -> bool:
+        if path == dotenv:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_is_file(path)
+
+    monkeypatch.setattr(Path, "is_file", refused)
+    with pytest.raises(SettingsError) as error:
+        read_dotenv(dotenv)
+    assert str(error.value) == f"{dotenv} cannot be read as a .env file (PermissionError)"
+
+
 ROOT = Path(__file__).resolve().parents[2]
 # What a documented placeholder (`...`) stands for, so that the line can be loaded.
 PLACEHOLDERS = {
