@@ -195,8 +195,11 @@ def _zones_by_city() -> dict[str, str | None]:
     links, names = _link_targets(), _zones_by_lower_name()
     found: dict[str, set[str]] = {}
     for lower, name in names.items():
+        # Only a link to the same city (Asia/Istanbul -> Europe/Istanbul): a tz database
+        # may link a city to another country's zone that shares its rules (Oslo -> Berlin).
         target = links.get(name, name)
-        zone = target if target.lower() in names else name
+        same_city = target.rsplit("/", 1)[-1].lower() == lower.rsplit("/", 1)[-1]
+        zone = target if same_city and target.lower() in names else name
         found.setdefault(lower.rsplit("/", 1)[-1], set()).add(zone)
     return {city: zones.pop() if len(zones) == 1 else None for city, zones in found.items()}
 

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from shlex import quote
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -64,7 +65,9 @@ def open_database(db_path: Path | None, *, create: bool = False) -> Database:
         return open_db(path, create=create)
     except NoDatabase:
         demo = load_settings().demo_db
-        hint = f"; the demo's papers are in {demo} (--db {demo})" if demo.exists() else ""
+        hint = (
+            f"; the demo's papers are in {demo} (--db {quote(str(demo))})" if demo.exists() else ""
+        )
         raise UserError(
             f"no database at {path}; create one with `paperboy ingest FILE` "
             f"(or check --db and $PAPERBOY_DB){hint}"

@@ -74,3 +74,16 @@ def test_a_city_two_different_zones_end_with_is_no_zone() -> None:
     is another matter: America/Chicago)."""
     assert timezones._zones_by_city()["central"] is None
     assert timezones._zones_by_city()["istanbul"] == "Europe/Istanbul"
+
+
+def test_a_link_to_another_city_s_zone_keeps_its_own_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tzdata package links zones that share rules since 1970 (Europe/Oslo to
+    Europe/Berlin): `oslo` must still be Europe/Oslo, not another country's zone."""
+    links = {"Europe/Oslo": "Europe/Berlin", "Asia/Istanbul": "Europe/Istanbul"}
+    monkeypatch.setattr(timezones, "_link_targets", lambda: links)
+    timezones._zones_by_city.cache_clear()
+    try:
+        assert zone_for_place("oslo") == "Europe/Oslo"
+        assert zone_for_place("istanbul") == "Europe/Istanbul"
+    finally:
+        timezones._zones_by_city.cache_clear()
