@@ -5,6 +5,7 @@ changes nothing."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -178,6 +179,25 @@ def test_lookups_find_the_old_papers(upgraded: Database) -> None:
     assert by_arxiv is not None and by_arxiv["title"] == "SoloPO"
     by_openreview = show(upgraded, "Xy12AbCdEf")
     assert by_openreview is not None and by_openreview["title"] == tidal
+
+
+def test_authors_a_later_record_brings_are_found(upgraded: Database, tmp_path: Path) -> None:
+    """Today's migrations make a change of authors reach the search index (the previous
+    release's trigger did not watch them), so a paper it stored is found by its authors
+    once a later record names them."""
+    tidal = "Tidal Offline Reinforcement Learning for Harbour Cranes"
+    assert find(upgraded, "TidalQ")[0]["title"] == tidal  # the index, built and current
+    assert find(upgraded, "Bram Okonkwo") == []
+    (abstract,) = upgraded.execute(
+        "select abstract from papers where title = ?", [tidal]
+    ).fetchone()
+    later = tmp_path / "later.jsonl"
+    later.write_text(
+        json.dumps({"title": tidal, "abstract": abstract, "authors": ["Bram Okonkwo"]}) + "\n",
+        encoding="utf-8",
+    )
+    ingest_files(upgraded, [later], now=built_at(upgraded, "local:lab") + timedelta(days=1))
+    assert [paper["title"] for paper in find(upgraded, "Bram Okonkwo")] == [tidal]
 
 
 def test_subscriptions_votes_and_saved_papers_are_the_same(upgraded: Database, run) -> None:  # type: ignore[no-untyped-def]
