@@ -19,9 +19,9 @@ class Busy(StorageError):
 
 
 class Unavailable(StorageError):
-    """The database cannot be reached: the server is down, restarting or refused the
-    connection, the connection was lost, or the file cannot be opened. Nothing of the
-    failed statement was stored; try again once the database is back."""
+    """The database server cannot be reached: it is down, restarting or refused the
+    connection, or the connection was lost. Nothing of the failed statement was stored;
+    try again once the server is back (with a new connection)."""
 
 
 class Conflict(StorageError):

@@ -146,12 +146,8 @@ class Store:
                 with self._sqlite_transaction(self.conn):
                     yield self
             else:
-                self._depth += 1
-                try:
-                    with self.conn.transaction():
-                        yield self
-                finally:
-                    self._depth -= 1
+                with self.conn.transaction():
+                    yield self
 
     @contextlib.contextmanager
     def _sqlite_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
