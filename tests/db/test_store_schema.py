@@ -145,3 +145,29 @@ def _postgresql_schema(store: Store, table: str) -> dict[str, Any]:
             if not index["pk"]
         },
     }
+
+
+def test_two_processes_migrating_at_once_apply_each_migration_once(
+    postgres_server, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    ((name, first),) = migrations_pg.MIGRATIONS[:1]
+
+    def slow(db: Store) -> None:  # the other one starts while this one runs
+        db.query("select pg_sleep(0.3)")
+        first(db)
+
+    monkeypatch.setattr(migrations_pg, "MIGRATIONS", [(name, slow), *migrations_pg.MIGRATIONS[1:]])
+    postgres_server.admin.execute("create database migrating_at_once")
+    stores = [Store.connect(postgres_server.url("migrating_at_once")) for _ in range(2)]
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            applied = list(pool.map(migrations_pg.apply, stores))
+        assert sorted(applied) == [[], migrations_pg.names()]
+        rows = stores[0].query(f"select name from {migrations_pg.LEDGER}")
+        assert sorted(row["name"] for row in rows) == sorted(migrations_pg.names())
+    finally:
+        for store in stores:
+            store.close()
+        postgres_server.drop("migrating_at_once")
