@@ -192,7 +192,8 @@ def postgres_store(postgres_server):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    """A Store on a freshly migrated database: once SQLite (in memory), once PostgreSQL."""
+    """A Store on a freshly migrated database: once SQLite (in memory), once PostgreSQL,
+    which has only the migrations ported so far (db/migrations_pg.py)."""
     from db.store import Store
 
     if request.param == "postgresql":
