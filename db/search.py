@@ -61,8 +61,17 @@ def match_expression(query: str) -> str | None:
     return " OR ".join('"' + term.replace('"', "") + '"' for term in terms)
 
 
+def text_words(query: str) -> str:
+    """`query` as searched in the papers' text: without its initials ("S. Levine",
+    "Levine, S."), which name an author only: as a word "s" matches every "LLM's", and
+    run together "K. An" would be "kan"."""
+    return _INITIAL.sub(" ", query)
+
+
 def query_key(query: str) -> str:
-    folded = unicodedata.normalize("NFKC", query).casefold()
+    """`query` as one lookup key: its letters and digits, folded; initials ("K. An") left
+    out, as a name is no method's key."""
+    folded = unicodedata.normalize("NFKC", text_words(query)).casefold()
     return "".join(char for char in folded if char.isalnum())
 
 
@@ -92,34 +101,68 @@ def index_terms(query: str) -> list[str]:
 # An author match's weight against the text's: a paper by "Levine" ranks above one whose
 # abstract only names him (an author's short field already scores high in BM25).
 AUTHOR_BOOST = 4.0
+# A query of at most this many words, none with a digit, may be an author's name.
+MAX_NAME_WORDS = 4
+# At most this many words or phrases are left out of one lookup: each costs a clause, and a
+# check of every row read.
+MAX_EXCLUDED = 8
 # With words to leave out as a phrase, rows are read in rounds of growing depth until
 # `limit` are left, up to this many.
 EXCLUDE_DEPTH_MAX = 2_000
 
 
 def excluded_words(exclude: Sequence[str]) -> list[list[str]]:
-    """Each text to leave out as the index's words (one word, or a phrase); none empty."""
-    found = [text_index.analyze(text)[:MAX_TOKENS] for text in exclude]
+    """Each text to leave out as the index's words (one word, or a phrase); none empty;
+    the first `MAX_EXCLUDED` only (callers refuse more: `digests.lookup`)."""
+    found = [text_index.analyze(text)[:MAX_TOKENS] for text in exclude[:MAX_EXCLUDED]]
     return [words for words in found if words]
 
 
-def mentions(paper: dict[str, Any], words: list[str]) -> bool:
-    """Whether `words`, in this order, are in the paper's title, method names, keywords,
-    abstract or authors as the index cuts them (the index does not stem)."""
+def _field_words(paper: dict[str, Any]) -> list[list[str]]:
+    """Each searched field of `paper` as the index cuts it: title, method names, keywords,
+    abstract, then each author's name (its words, then its words run together)."""
     keywords = paper.get("keywords") or []
     fields = [
         str(paper.get("title") or ""),
         str(paper.get("names") or ""),
         " ".join(str(word) for word in keywords) if isinstance(keywords, list) else str(keywords),
         str(paper.get("abstract_text") or paper.get("abstract") or ""),
-        *(str(name) for name in paper.get("authors") or []),
     ]
+    found = [text_index.analyze(field) for field in fields]
+    found.extend(text_index.author_text([name]).split() for name in paper.get("authors") or [])
+    return found
+
+
+def _holds(fields: list[list[str]], words: list[str]) -> bool:
     size = len(words)
-    for field in fields:
-        found = text_index.analyze(field)
-        if any(found[i : i + size] == words for i in range(len(found) - size + 1)):
-            return True
-    return False
+    return any(
+        found[i : i + size] == words for found in fields for i in range(len(found) - size + 1)
+    )
+
+
+def mentions(paper: dict[str, Any], words: list[str]) -> bool:
+    """Whether `words`, in this order, are in the paper's title, method names, keywords,
+    abstract or one author's name as the index cuts them (the index does not stem)."""
+    return _holds(_field_words(paper), words)
+
+
+def mentions_any(paper: dict[str, Any], excluded: Sequence[list[str]]) -> bool:
+    """Whether the paper `mentions` any of `excluded`; its fields are cut once."""
+    if not excluded:
+        return False
+    fields = _field_words(paper)
+    return any(_holds(fields, words) for words in excluded)
+
+
+def initial_keys(query: str) -> list[str]:
+    """The initial + surname terms a query holding an initial asks for: "S. Levine",
+    "S Levine", "Levine, S." and "Levine S" all give "slevine"; none without one."""
+    words = _words(query)
+    if len(words) > MAX_NAME_WORDS:
+        return []
+    letters = [word for word in words if len(word) == 1 and word.isalpha()]
+    others = [word for word in words if len(word) > 1]
+    return [letter + other for letter in letters for other in others]
 
 
 def _tier(paper: dict[str, Any], key: str) -> int:
@@ -147,13 +190,15 @@ def search_papers(
 
     Each token, with its run-together forms ("alpha dpo" also matches "AlphaDPO"), is ORed
     with the others, over the text and the authors' names (all the query's words in the
-    authors, or a run-together name: "Sergey Levine", "S. Levine"). Papers the query
+    authors, or a run-together name: "Sergey Levine"; an initial with a surname, only when
+    the query has an initial: "S. Levine", "Levine, S."). Papers the query
     names exactly come first (`exact_tier`: its method name, then its own acronym); the
     rest follow by weighted BM25 over title, names, keywords and abstract, plus the
     authors'. On the tantivy index only the top rows are read from SQLite; when it cannot
     answer (inside a write transaction, its writer busy elsewhere, a read-only folder)
     FTS5 answers instead: slower on a large store, still correct (it has no authors
-    column: their names are then searched by a scan, only when the words find few papers)."""
+    column: their names are then searched by a bounded scan, `_by_authors`, only when the
+    words find few papers)."""
     if not tokens(query) or limit <= 0:
         return []
     excluded = excluded_words(exclude)
@@ -175,18 +220,28 @@ def _ranked_query(schema: Any, query: str, excluded: list[list[str]]) -> tuple[A
     single excluded words (phrases are checked on the rows read)."""
     terms = index_terms(query)
     words = _words(query)
-    # An initial ("S. Levine") names an author only: as a word it matches every "LLM's".
-    initials = {letter.casefold() for letter in _INITIAL.findall(query)}
     clauses = [
         (Occur.Should, Query.term_query(schema, text_index.TEXT, term))
-        for term in terms
-        if term not in initials
+        for term in index_terms(text_words(query))
     ]
     every = [(Occur.Must, Query.term_query(schema, text_index.AUTHORS, word)) for word in words]
     joined = [
         (Occur.Should, Query.term_query(schema, text_index.AUTHORS, term))
         for term in terms[len(words) :]
     ]
+    # "S. Levine": the initial with the surname, and the surname as an author's word.
+    joined.extend(
+        (
+            Occur.Should,
+            Query.boolean_query(
+                [
+                    (Occur.Must, Query.term_query(schema, text_index.INITIALS, key)),
+                    (Occur.Must, Query.term_query(schema, text_index.AUTHORS, key[1:])),
+                ]
+            ),
+        )
+        for key in initial_keys(query)
+    )
     for part in (every, joined):
         if part:
             clauses.append(
@@ -242,7 +297,7 @@ def _read_hits(
     rows = {row["id"]: row for row in db.query(f"select * from papers where id in ({marks})", ids)}
     # A paper deleted since the index last caught up is left out.
     hits = [Hit(decode(rows[i]), round(scores[i], 4)) for i in ids if i in rows]
-    return [hit for hit in hits if not any(mentions(hit.paper, words) for words in phrases)]
+    return [hit for hit in hits if not mentions_any(hit.paper, phrases)]
 
 
 def _collect(searcher: Any, query: Any, limit: int, found: dict[str, float]) -> None:
@@ -262,9 +317,7 @@ def _search_fts(
     db: Database, query: str, limit: int, excluded: Sequence[list[str]] = ()
 ) -> list[Hit]:
     """The same lookup on FTS5: every match is scored, so it is slow on a large store."""
-    expression = match_expression(query)
-    if expression is None:
-        return []
+    expression = match_expression(text_words(query))
     key = query_key(query)
     weights = ", ".join(str(weight) for weight in WEIGHTS)
     sql = f"""
@@ -278,7 +331,9 @@ def _search_fts(
     """
     depth = max(limit, FTS_DEPTH)
     while True:
-        rows = list(db.query(sql, {"expression": expression, "key": key, "limit": depth}))
+        rows: list[dict[str, Any]] = []
+        if expression is not None:
+            rows = list(db.query(sql, {"expression": expression, "key": key, "limit": depth}))
         hits = []
         for row in rows:
             row.pop("exact")
@@ -286,7 +341,7 @@ def _search_fts(
             hits.append(Hit(decode(row), round(score, 4)))
         if len(hits) < depth:  # a paper by the author before one that only names him
             hits = _by_authors(db, query, {hit.paper["id"] for hit in hits}, limit) + hits
-        hits = [hit for hit in hits if not any(mentions(hit.paper, w) for w in excluded)]
+        hits = [hit for hit in hits if not mentions_any(hit.paper, excluded)]
         if len(hits) >= limit or len(rows) < depth or depth >= EXCLUDE_DEPTH_MAX:
             break
         depth = min(EXCLUDE_DEPTH_MAX, depth * 4)
@@ -294,22 +349,43 @@ def _search_fts(
     return hits[:limit]
 
 
+# The FTS5 lookup has no authors column: it scans `papers.authors` of at most this many of
+# the newest papers (0.6 s; the whole table at a million papers: 3-10 s).
+AUTHOR_SCAN_ROWS = 200_000
+_FOLDS_TO = frozenset("aceinosuyz")  # letters an accented letter often folds to
+
+
+def _like_pattern(word: str) -> str:
+    """A LIKE pattern finding `word` in stored names whatever their accents ("muller" finds
+    "Müller"): a letter an accented one folds to may be any one character."""
+    escaped = "".join("_" if char in _FOLDS_TO else char for char in word if char.isalnum())
+    return f"%{escaped}%"
+
+
 def _by_authors(db: Database, query: str, seen: set[str], limit: int) -> list[Hit]:
-    """Papers whose authors hold every word of `query` (or its run-together name), for
-    the FTS5 lookup, which has no authors column: a scan of the table."""
+    """Papers whose authors match `query` as the index's author clauses do (every word of
+    it in one paper's authors, its words run together as one name, or an initial with a
+    surname: `initial_keys`), for the FTS5 lookup, which has no authors column: a scan of
+    the newest `AUTHOR_SCAN_ROWS` papers, only for a query that may be a name (at most
+    `MAX_NAME_WORDS` words, no digit)."""
     words = _words(query)
-    if not words:
+    if not words or len(words) > MAX_NAME_WORDS or any(c.isdigit() for c in "".join(words)):
         return []
     wanted = set(index_terms(query)[len(words) :])
+    initials = set(initial_keys(query))
     # SQLite narrows the scan by one word (the longest); the names are checked below.
     longest = max(words, key=len)
-    escaped = longest.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    sql = "select * from papers where authors like ? escape '\\'"
+    sql = """
+        select * from papers
+        where rowid > (select coalesce(max(rowid), 0) from papers) - ? and authors like ?
+        order by rowid desc
+    """
     found = []
-    for row in db.query(sql, [f"%{escaped}%"]):
+    for row in db.query(sql, [AUTHOR_SCAN_ROWS, _like_pattern(longest)]):
         paper = decode(row)
         names = set(text_index.author_text(paper.get("authors")).split())
-        if row["id"] not in seen and (set(words) <= names or wanted & names):
+        keys = set(text_index.author_initials(paper.get("authors")).split())
+        if row["id"] not in seen and (set(words) <= names or wanted & names or initials & keys):
             found.append(Hit(paper, 0.0))
             if len(found) == limit:
                 break

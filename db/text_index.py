@@ -27,7 +27,7 @@ from db import connection
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # bump when the schema or analyzer below changes: old indexes are rebuilt
+FORMAT = 3  # bump when the schema or analyzer below changes: old indexes are rebuilt
 META = "paperboy.json"
 ANALYZER = "paperboy"
 # The one ranked field, "text", holds each column this many times: BM25 then weighs a
@@ -38,7 +38,8 @@ REPEATS = {"title": 6, "names": 10, "keywords": 3, "abstract_text": 1}
 TEXT = "text"
 KEYS = "keys"  # a method name's lookup keys (`papers.name_keys`), for exact-name matches
 OWN = "own"  # the paper's own acronyms (`own_acronyms`), the next tier of exact matches
-AUTHORS = "authors"  # each author's name words, run-together name and initial + surname
+AUTHORS = "authors"  # each author's name words and run-together name
+INITIALS = "initials"  # each author's first initial + surname, for queries that hold an initial
 SYNC_HEAP = 64_000_000
 REBUILD_BATCH = 5_000
 BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
@@ -86,6 +87,7 @@ def _schema() -> Any:
     builder.add_text_field(KEYS, tokenizer_name="whitespace", index_option="basic")
     builder.add_text_field(OWN, tokenizer_name="whitespace", index_option="basic")
     builder.add_text_field(AUTHORS, tokenizer_name=ANALYZER, index_option="freq")
+    builder.add_text_field(INITIALS, tokenizer_name="whitespace", index_option="basic")
     return builder.build()
 
 
@@ -97,7 +99,10 @@ def _word_set(words: str) -> frozenset[str]:
 # looked for before it (a regex that scans for the words first is 100 times slower).
 _DEFINED = re.compile(r"\(([A-Z][\w-]{1,15}?)s?\)")
 _WORDS_BEFORE = 200  # characters before the parenthesis that may hold its words
-_TITLE_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*\b")  # DPO, IQL, GPT4
+# A title's words, hyphens kept ("Beta-DPO"), and which of them are acronyms.
+_TITLE_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*")  # DPO, IQL, GPT4
+_CAPITALS_TITLE = 0.8  # a title with more of its letters in capitals is shouted, not named
 _GLUE = _word_set("a an and as at by for from in into of on over the to via with")
 # What makes a definition the paper's own: a verb that introduces it, then only these
 # words ("We propose X (X)", "We dub our method X (X)", "a method called X (X)"), not a
@@ -126,7 +131,7 @@ def own_acronyms(title: str, abstract_text: str) -> list[str]:
     ("DPO Meets PPO"), and acronyms its abstract introduces by their words' initials,
     with those words run together ("We introduce Direct Preference Optimization (DPO),":
     "dpo", "directpreferenceoptimization")."""
-    found = [word.casefold() for word in _TITLE_ACRONYM.findall(title or "")]
+    found = title_acronyms(title or "")
     text = abstract_text or ""
     for match in _DEFINED.finditer(text):
         capitals = [char for char in match.group(1) if char.isupper()]
@@ -141,6 +146,21 @@ def own_acronyms(title: str, abstract_text: str) -> list[str]:
             found.append("".join(char for char in match.group(1).casefold() if char.isalnum()))
             found.append("".join(analyze(" ".join(words[-size:]))))
     return list(dict.fromkeys(key for key in found if len(key) >= 2))
+
+
+def title_acronyms(title: str) -> list[str]:
+    """The title's acronyms as lookup keys ("DPO Meets PPO": "dpo", "ppo"). An acronym
+    joined to another word by a hyphen names a compound, keyed as a whole ("Beta-DPO":
+    "betadpo", never "dpo"); a title mostly in capitals ("ATTENTION IS ALL YOU NEED") has
+    none."""
+    letters = [char for char in title if char.isalpha()]
+    if letters and sum(char.isupper() for char in letters) > _CAPITALS_TITLE * len(letters):
+        return []
+    found = []
+    for word in _TITLE_WORD.findall(title):
+        if any(_ACRONYM.fullmatch(part) for part in word.split("-")):
+            found.append("".join(char for char in word.casefold() if char.isalnum()))
+    return found
 
 
 def _long_form(words: list[str], capitals: list[str]) -> int:
@@ -167,16 +187,28 @@ def _introduced(words: list[str]) -> bool:
 
 
 def author_text(authors: Any) -> str:
-    """What the index holds of a paper's authors: each name's words, then its words run
-    together ("sergeylevine") and its first initial with its last word ("slevine"), so
-    that "Sergey Levine" and "S. Levine" find the name as one term."""
+    """What the index's `AUTHORS` field holds of a paper's authors: each name's words, then
+    its words run together ("sergeylevine"), so that "Sergey Levine" finds the name as one
+    term."""
     parts = []
     for name in authors or []:
         words = analyze(str(name))
         parts.extend(words)
         if len(words) > 1:
-            parts.extend(["".join(words), words[0][0] + words[-1]])
+            parts.append("".join(words))
     return " ".join(parts)
+
+
+def author_initials(authors: Any) -> str:
+    """What the index's `INITIALS` field holds: each name's first initial with its last
+    word ("slevine"), a term only a query holding an initial asks for ("S. Levine",
+    "Levine, S."), so that `find kan` never finds Kai An."""
+    keys = []
+    for name in authors or []:
+        words = analyze(str(name))
+        if len(words) > 1:
+            keys.append(words[0][0] + words[-1])
+    return " ".join(dict.fromkeys(keys))
 
 
 def _document(row: dict[str, Any]) -> Any:
@@ -194,9 +226,11 @@ def _document(row: dict[str, Any]) -> Any:
     own = own_acronyms(str(row.get("title") or ""), str(row.get("abstract_text") or ""))
     if own:
         doc.add_text(OWN, " ".join(own))
-    authors = author_text(_json_list(row.get("authors")))
+    names = _json_list(row.get("authors"))
+    authors = author_text(names)
     if authors:
         doc.add_text(AUTHORS, authors)
+        doc.add_text(INITIALS, author_initials(names))
     return doc
 
 

@@ -13,10 +13,11 @@ from sqlite_utils import Database
 
 from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
 from db.search import (
+    MAX_EXCLUDED,
     Hit,
     exact_tier,
     excluded_words,
-    mentions,
+    mentions_any,
     papers_with_arxiv_id,
     papers_with_id_prefix,
     search_papers,
@@ -186,10 +187,12 @@ def as_result(paper: dict[str, Any], score: float | None = None) -> Result:
     return result
 
 
-# A word to leave out: a leading "-" on a whitespace-separated word, or on a quoted
-# phrase (-"two words"); "q-learning" keeps its hyphen.
-_MINUS = re.compile(r'(?<!\S)-(?:["“”]([^"“”]*)["“”]?|(\S+))')
-_QUOTES = '"“”'
+# A word to leave out: a leading minus on a whitespace-separated word, or on a quoted phrase
+# (-"two words", -'two words'); "q-learning" keeps its hyphen. Phones turn "-" and "--" into
+# dashes, so – — − － count too.
+_DASHES = "-–—−－"
+_QUOTES = "\"“”'‘’"
+_MINUS = re.compile(rf"(?<!\S)[{_DASHES}]+(?:[{_QUOTES}]([^{_QUOTES}]*)[{_QUOTES}]?|(\S+))")
 
 
 @dataclass(frozen=True)
@@ -200,10 +203,25 @@ class FindQuery:
     words: str
     excluded: tuple[str, ...] = ()
 
+    def only_excludes(self) -> bool:
+        """Whether nothing is left to look for once the minus words are cut (`-diffusion`,
+        and `--` or `-"` too, which leave out nothing)."""
+        return not self.words
+
+    def too_many(self) -> str | None:
+        """The one-line refusal of a query leaving out more than `MAX_EXCLUDED` texts."""
+        if len(self.excluded) <= MAX_EXCLUDED:
+            return None
+        return (
+            f"at most {MAX_EXCLUDED} words or phrases can be left out (-word) of one find; "
+            f"this one has {len(self.excluded)}"
+        )
+
 
 def parse_find(query: str) -> FindQuery:
     """`offline rl -diffusion -"behavior cloning"` -> words "offline rl", excluded
-    ("diffusion", "behavior cloning"). A minus with no word after it leaves out nothing."""
+    ("diffusion", "behavior cloning"). A minus with no word after it leaves out nothing;
+    `_MINUS` says which dashes and quotes count."""
     excluded = [
         (phrase if phrase is not None else word).strip(_QUOTES).strip()
         for phrase, word in (match.groups() for match in _MINUS.finditer(query))
@@ -214,7 +232,8 @@ def parse_find(query: str) -> FindQuery:
 
 def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:
     """Papers for `query`, best first, at most `limit`; a `-word` or `-"a phrase"` in it
-    leaves out the papers that mention it (`parse_find`). A query that names one topic
+    leaves out the papers that mention it (`parse_find`; the first `MAX_EXCLUDED` only: the
+    commands refuse more, `FindQuery.too_many`). A query that names one topic
     of `catalog` (the bundled one unless given: a command passes its context's) by its
     id, label or aliases, with glue words (what a quoted `subscribe` follows), is ranked
     with that topic's model (`routed`); any other by words and authors' names, and by
@@ -231,7 +250,7 @@ def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = No
         hits = search_papers(db, parsed.words, depth, parsed.excluded)
     else:
         left_out = excluded_words(parsed.excluded)
-        hits = [h for h in hits if not any(mentions(h.paper, words) for words in left_out)]
+        hits = [hit for hit in hits if not mentions_any(hit.paper, left_out)]
     if topic is not None:
         hits = routed(parsed.words, topic, hits)
     else:  # stable: the order within a tier stays

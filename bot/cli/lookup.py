@@ -3,6 +3,7 @@ meaning."""
 
 from __future__ import annotations
 
+import difflib
 import logging
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from bot.cli.output import INTERRUPTED, UserError, echo, json_text
 log = logging.getLogger(__name__)
 
 
-# A word with a leading minus leaves papers out: it is a query word, not an option.
+# A word with a leading minus leaves papers out: it is a query word, not an option (but an
+# unknown --option is still refused, in `find`).
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("query", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option(
@@ -27,23 +29,39 @@ log = logging.getLogger(__name__)
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @db_option
-def find(query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None) -> None:
+@click.pass_context
+def find(
+    ctx: click.Context, query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
+) -> None:
     """Look papers up by words, authors, method names or acronyms, best match first;
     -word leaves out the papers that have it."""
     from digests import lookup
 
+    for word in query:
+        if word.startswith("--") and len(word) > 2:
+            _unknown_option(ctx, word)
     text = " ".join(query)
     parsed = lookup.parse_find(text)
-    if parsed.excluded and not parsed.words.strip():
+    if parsed.only_excludes():
         raise UserError(
             f"'{text}' only says what to leave out: add what to find, as in "
             "paperboy find offline rl -diffusion"
         )
+    if refusal := parsed.too_many():
+        raise UserError(refusal)
     results = lookup.find(open_database(db_path), text, limit)
     if as_json:
         echo(json_text(results))
     else:
         echo(lookup.format_results(results, text))
+
+
+def _unknown_option(ctx: click.Context, word: str) -> None:
+    """Refuse `word` as click refuses an unknown option ("No such option: --limt (Possible
+    options: --limit)"): only a single-dash word is a minus word."""
+    name = word.split("=", 1)[0]
+    known = [opt for param in ctx.command.params for opt in param.opts if opt.startswith("--")]
+    raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known), ctx=ctx)
 
 
 @click.command()

@@ -22,11 +22,13 @@ FIND_LIMIT = 5
 def _find(command: Command, ctx: Context) -> Reply:
     query = command.args["query"]
     parsed = lookup.parse_find(query)
-    if parsed.excluded and not parsed.words.strip():
+    if parsed.only_excludes():
         return info(
             f"“{query}” only says what to leave out: add what to find, "
             f"as in `{COMMAND} find offline rl -diffusion`."
         )
+    if refusal := parsed.too_many():
+        return info(refusal[0].upper() + refusal[1:] + ".")
     results = lookup.find(ctx.db, query, FIND_LIMIT, ctx.catalog)
     without = "".join(
         f" {'and' if n else 'without'} “{text}”" for n, text in enumerate(parsed.excluded)

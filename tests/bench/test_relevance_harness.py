@@ -112,7 +112,7 @@ def test_harness_skips_set_a_without_the_corpus(
     out = capsys.readouterr().out
     assert "skipped" in out
     assert result["set_a"] is None and result["similar"] is None
-    assert result["set_b"]["known_item"]["queries"] == 39
+    assert result["set_b"]["known_item"]["queries"] == 41
     # Exact names before the compounds that contain them ("DPO" before AlphaDPO) count.
     assert result["set_b"]["known_item"]["find"] == 1.0
     last = json.loads(out.strip().splitlines()[-1])

@@ -77,19 +77,41 @@ def test_an_index_of_the_previous_format_is_rebuilt_with_the_authors(
         # Initials that do not spell the acronym, or one capital: not a definition.
         ("A title", "We propose a fast model (GPT) and a thing (X).", []),
         ("Offline RL with Q-functions", "", ["rl"]),
+        # An acronym joined by a hyphen names a compound, not the acronym itself.
+        ("Beta-DPO: Direct Preference Optimization with Dynamic Beta", "", ["betadpo"]),
+        ("β-DPO: Direct Preference Optimization with Dynamic β", "", ["βdpo"]),
+        (
+            "Smaug: Fixing Failure Modes of Preference Optimisation with DPO-Positive",
+            "",
+            ["dpopositive"],
+        ),
+        ("GPT-4 Technical Report", "", ["gpt4"]),
+        ("DPO Meets PPO: Reinforced Token Optimization for RLHF", "", ["dpo", "ppo", "rlhf"]),
+        # A title in capitals names no acronym (ICLR 2021 has such titles).
+        ("ARELU: ATTENTION-BASED RECTIFIED LINEAR UNIT", "", []),
+        ("DEBERTA: DECODING-ENHANCED BERT WITH DISENTANGLED ATTENTION", "", []),
+        ("FAST GRAPH ATTENTION NETWORKS USING EFFECTIVE RESISTANCE BASED GRAPH", "", []),
+        (
+            "ATTENTION IS ALL YOU NEED",
+            "We propose Scaled Attention (SA), a layer.",
+            ["sa", "scaledattention"],
+        ),
     ],
 )
 def test_own_acronyms(title: str, abstract: str, own: list[str]) -> None:
     assert text_index.own_acronyms(title, abstract) == own
 
 
-def test_author_text_holds_names_run_together_and_by_initial() -> None:
-    text = text_index.author_text(["Sergey Levine", "Jonathan J Hunt", "Zoë", " "])
-    assert text.split() == [
-        "sergey", "levine", "sergeylevine", "slevine",
-        "jonathan", "j", "hunt", "jonathanjhunt", "jhunt",
+def test_author_text_holds_names_run_together_and_initials_apart() -> None:
+    names = ["Sergey Levine", "Jonathan J Hunt", "Zoë", " ", "Kai An"]
+    assert text_index.author_text(names).split() == [
+        "sergey", "levine", "sergeylevine",
+        "jonathan", "j", "hunt", "jonathanjhunt",
         "zoe",
+        "kai", "an", "kaian",
     ]  # fmt: skip
+    # Initial + surname in a field of its own: "kan" is no word a plain `find kan` hits.
+    assert text_index.author_initials(names).split() == ["slevine", "jhunt", "kan"]
 
 
 def test_a_merge_that_brings_authors_reindexes_the_paper(file_db: Database) -> None:

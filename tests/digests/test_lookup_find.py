@@ -10,6 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from config.settings import Settings
+from db.papers import decode
 from digests.commands import Context, handle
 from digests.ingest import ingest_files
 from digests.lookup import FindQuery, find, format_results, parse_find
@@ -19,6 +20,8 @@ from digests.render.text import reply_text
 from digests.topics import load_catalog
 from tests.conftest import NOW
 from tests.fakes.search_papers import BY_LEVINE, PAPERS, arxiv_ids, search_store
+
+DPO, BETA_DPO, SMAUG = "2305.18290", "2407.08639", "2402.13228"
 
 
 @pytest.fixture
@@ -144,21 +147,41 @@ def test_a_minus_phrase_leaves_out_only_the_phrase(tmp_path: Path, fresh_db: Dat
     assert any("diffusion" in text and "policies" in text for text in texts)
 
 
-def test_the_fts5_lookup_leaves_out_the_same_and_finds_authors(
-    store: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _on_fts5(monkeypatch: pytest.MonkeyPatch) -> None:
     from db import text_index
 
     def unavailable(db: Database) -> text_index.TextIndex:
         raise text_index.IndexUnavailable("a test")
 
-    indexed = {q: find(store, q, 5) for q in ("Sergey Levine", "offline rl -diffusion", "dpo")}
     monkeypatch.setattr(text_index, "ready", unavailable)
+
+
+# Each query's results as sets (the two BM25s order ties apart), with the first the same.
+SAME_ON_FTS5 = [
+    "Sergey Levine",
+    "levine",
+    "S. Levine",
+    "Levine, S.",
+    "offline rl -diffusion",
+    "offline reinforcement learning -levine",
+    "q-learning -kostrikov",
+    "dpo",
+    "kiela",
+]
+
+
+def test_the_fts5_lookup_leaves_out_the_same_and_finds_authors(
+    store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed = {query: arxiv_ids(find(store, query, 10)) for query in SAME_ON_FTS5}
+    _on_fts5(monkeypatch)
+    for query in SAME_ON_FTS5:
+        fts = arxiv_ids(find(store, query, 10))
+        assert fts and set(fts) == set(indexed[query]), query
+        if query in ("dpo", "kiela"):
+            assert fts[0] == indexed[query][0], query
     assert set(arxiv_ids(find(store, "Sergey Levine", 5))) == BY_LEVINE
-    assert arxiv_ids(find(store, "dpo", 5))[0] == "2305.18290"
-    fts = find(store, "offline rl -diffusion", 5)
-    assert fts and all("diffusion" not in str(r).casefold() for r in fts)
-    assert indexed["Sergey Levine"] and indexed["offline rl -diffusion"]
+    assert "2208.06193" not in arxiv_ids(find(store, "offline rl -diffusion", 10))
 
 
 def _ctx(db: Database, settings: Settings) -> Context:
@@ -201,3 +224,285 @@ def test_show_lists_the_authors_on_every_platform(store: Database, settings: Set
     shown = "Ilya Kostrikov, Ashvin Nair, Sergey Levine"
     assert shown in json.dumps([m.payload() for m in slack_messages(reply)], ensure_ascii=False)
     assert shown in json.dumps([m.payload() for m in discord_messages(reply)], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("fts5", [False, True])
+def test_an_acronym_joined_by_a_hyphen_is_not_the_paper_s_own(
+    store: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+) -> None:
+    """β-DPO and Smaug "with DPO-Positive" name DPO in their titles, joined to a word: it is
+    not their own acronym, and `find dpo` puts the DPO paper first."""
+    if fts5:
+        _on_fts5(monkeypatch)
+    found = arxiv_ids(find(store, "dpo", 10))
+    assert found[0] == DPO
+    assert BETA_DPO in found and SMAUG in found
+    # The compound itself is the paper's own name.
+    assert arxiv_ids(find(store, "β-DPO", 3))[0] == BETA_DPO
+    assert arxiv_ids(find(store, "dpo-positive", 3))[0] == SMAUG
+
+
+NAMES = {
+    "id": "kai-an",
+    "title": "A study of sparse rewards in robotics",
+    "authors": ["Kai An", "Long Chen"],
+    "abstract": "Sparse rewards in robot manipulation are hard; we study curricula for them.",
+}
+KAN = {
+    "id": "kan",
+    "title": "KAN: Kolmogorov-Arnold Networks",
+    "authors": ["Ziming Liu"],
+    "abstract": "We propose Kolmogorov-Arnold Networks (KANs) as alternatives to MLPs.",
+}
+APOSTROPHES = {
+    "id": "apostrophes",
+    "title": "What an LLM's context holds, and Levine's critique",
+    "authors": ["Ada Lovelace"],
+    "abstract": "A model's window, a user's prompt, a system's state: s is everywhere.",
+}
+ACCENTS = {
+    "id": "accents",
+    "title": "Kernel methods revisited for tabular data",
+    "authors": ["Klaus-Robert Müller", "Zoë Ng"],
+    "abstract": "We revisit kernel machines on tabular benchmarks and find them competitive.",
+}
+
+
+@pytest.fixture
+def names(tmp_path: Path, fresh_db: Database) -> Database:
+    return search_store(fresh_db, _jsonl(tmp_path, NAMES, KAN, APOSTROPHES, ACCENTS))
+
+
+def _ids(results: list[dict[str, object]]) -> list[str]:
+    """The "id" of each result's record in this file (stored papers get ids of their own),
+    else its arXiv id, else its title."""
+    records = {str(paper["title"]): str(paper["id"]) for paper in (NAMES, KAN, APOSTROPHES)}
+    records[str(ACCENTS["title"])] = str(ACCENTS["id"])
+    known = arxiv_ids(results)
+    return [
+        records.get(str(result["title"])) or known[n] or str(result["title"])
+        for n, result in enumerate(results)
+    ]
+
+
+@pytest.mark.parametrize("fts5", [False, True])
+def test_an_initial_with_a_surname_is_asked_for_only_by_an_initial(
+    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+) -> None:
+    if fts5:
+        _on_fts5(monkeypatch)
+    assert _ids(find(names, "kan", 10)) == ["kan"]  # Kai An is no "kan"
+    for query in ("K. An", "An, K."):
+        assert _ids(find(names, query, 1)) == ["kai-an"], query
+    # Without the dot "K An" may be the acronym KAN written apart, too.
+    for query in ("K An", "An K"):
+        assert "kai-an" in _ids(find(names, query, 2)), query
+
+
+@pytest.mark.parametrize("fts5", [False, True])
+@pytest.mark.parametrize("query", ["S. Levine", "Levine, S.", "Levine S", "S Levine"])
+def test_citation_forms_find_the_author(
+    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool, query: str
+) -> None:
+    if fts5:
+        _on_fts5(monkeypatch)
+    found = arxiv_ids(find(names, query, 4))
+    assert set(found) == BY_LEVINE, query
+
+
+@pytest.mark.parametrize("fts5", [False, True])
+def test_a_dotted_initial_is_not_searched_as_a_word(
+    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+) -> None:
+    # As a word, "s" would find the paper of apostrophes (and "levine's") after his own.
+    if fts5:
+        _on_fts5(monkeypatch)
+    assert "apostrophes" in _ids(find(names, "levine", 10))
+    for query in ("S. Levine", "Levine, S."):
+        found = _ids(find(names, query, 10))
+        assert len(found) == len(BY_LEVINE) + 1, query  # his papers, and the one naming him
+        assert found[-1] == "apostrophes", query
+
+
+@pytest.mark.parametrize("fts5", [False, True])
+def test_accents_are_folded_in_authors_names(
+    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+) -> None:
+    if fts5:
+        _on_fts5(monkeypatch)
+    for query in ("Müller", "muller", "MULLER", "Klaus-Robert Muller", "K. Müller", "zoe ng"):
+        assert _ids(find(names, query, 3)) == ["accents"], query
+    assert _ids(find(names, "kernel -muller", 3)) == []
+    assert _ids(find(names, "kernel -zoë", 3)) == []
+
+
+def test_the_fts5_author_scan_reads_only_the_newest_rows(
+    names: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from db import search
+
+    _on_fts5(monkeypatch)
+    assert _ids(find(names, "Zoë Ng", 3)) == ["accents"]  # the last paper stored
+    assert len(find(names, "Kostrikov", 5)) == 2  # earlier rows, in reach
+    monkeypatch.setattr(search, "AUTHOR_SCAN_ROWS", 1)
+    assert _ids(find(names, "Zoë Ng", 3)) == ["accents"]
+    assert find(names, "Kostrikov", 5) == []  # no author scan reaches them, no word has it
+
+
+def test_no_author_scan_for_a_query_that_is_no_name(
+    names: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from db import search
+
+    _on_fts5(monkeypatch)
+    scans: list[str] = []
+    real = search._like_pattern
+
+    def counted(word: str) -> str:
+        scans.append(word)
+        return real(word)
+
+    monkeypatch.setattr(search, "_like_pattern", counted)
+    find(names, "zz qq", 3)
+    assert scans == ["zz"]
+    for query in ("zz 42", "one two three four five", "zz2"):
+        find(names, query, 3)
+    assert scans == ["zz"]
+
+
+def test_the_own_tier_is_asked_of_the_index(store: Database) -> None:
+    # BM25 alone puts AlphaDPO first (its names hold "DPO" as a camel-case part); one hit
+    # read leaves the sort in `find` nothing to reorder.
+    from db.search import search_papers
+
+    assert [hit.paper["title"] for hit in search_papers(store, "dpo", 1)] == [
+        "Direct Preference Optimization: Your Language Model is Secretly a Reward Model"
+    ]
+
+
+def test_the_fts5_lookup_sorts_by_tier(store: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    from db.search import search_papers
+
+    _on_fts5(monkeypatch)
+    assert [hit.paper["title"] for hit in search_papers(store, "dpo", 1)] == [
+        "Direct Preference Optimization: Your Language Model is Secretly a Reward Model"
+    ]
+
+
+def test_semantic_results_keep_the_tiers(store: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With meaning fused in, the tiers still decide: the DPO paper first for `find dpo`,
+    whatever order the fused ranking gave."""
+    from db.search import Hit
+    from digests import semantic
+
+    papers = sorted(
+        (decode(row) for row in store.query("select * from papers")),
+        key=lambda paper: (paper["title"].startswith("Direct"), str(paper["title"])),
+    )  # AlphaDPO first, DPO last
+
+    def fused(db: Database, query: str, limit: int) -> list[Hit]:
+        return [Hit(paper, 1.0) for paper in papers[-limit:]]
+
+    monkeypatch.setattr(semantic, "hybrid_hits", fused)
+    found = arxiv_ids(find(store, "dpo", 10))
+    assert found[0] == DPO and found[-1] != DPO
+
+
+def _crowded(tmp_path: Path, fresh_db: Database, count: int) -> Database:
+    """A store where the `count` best papers for "offline critics" all hold the phrase
+    "diffusion policies", then three that do not (synthetic records)."""
+    crowd = [
+        {
+            "id": f"crowd{n}",
+            "title": f"Offline critics {n}: offline critics with diffusion policies",
+            "abstract": "Offline critics, offline critics, offline critics and diffusion "
+            f"policies (synthetic record {n}).",
+        }
+        for n in range(count)
+    ]
+    rest = [
+        {
+            "id": f"rest{n}",
+            "title": f"Rest {n}",
+            "abstract": f"Offline critics once, and a policy (synthetic record {n}).",
+        }
+        for n in range(3)
+    ]
+    return search_store(fresh_db, _jsonl(tmp_path, *crowd, *rest))
+
+
+@pytest.mark.parametrize(("fts5", "count"), [(False, 12), (True, 60)])
+def test_a_minus_phrase_reads_deeper_until_enough_are_left(
+    tmp_path: Path, fresh_db: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool, count: int
+) -> None:
+    # More than the first read (`limit`; FTS5: FTS_DEPTH rows) all hold the phrase.
+    db = _crowded(tmp_path, fresh_db, count)
+    if fts5:
+        _on_fts5(monkeypatch)
+    assert _ids(find(db, "offline critics", 3))[0].startswith("Offline critics")
+    found = _ids(find(db, 'offline critics -"diffusion policies"', 3))
+    assert sorted(found) == ["Rest 0", "Rest 1", "Rest 2"]
+
+
+@pytest.mark.parametrize(
+    ("query", "parsed"),
+    [
+        ("offline rl —diffusion", FindQuery("offline rl", ("diffusion",))),
+        ("offline rl –diffusion −iql －kto", FindQuery("offline rl", ("diffusion", "iql", "kto"))),
+        ("offline rl --diffusion", FindQuery("offline rl", ("diffusion",))),
+        ("offline rl -'diffusion policies'", FindQuery("offline rl", ("diffusion policies",))),
+        ("offline rl -‘diffusion policies’", FindQuery("offline rl", ("diffusion policies",))),
+        ("offline rl — diffusion", FindQuery("offline rl — diffusion")),
+        ("--", FindQuery("")),
+        ('-"', FindQuery("")),
+        ("—", FindQuery("—")),  # a dash alone is no minus, as "-" alone
+    ],
+)
+def test_dashes_and_single_quotes_are_minus_words_too(query: str, parsed: FindQuery) -> None:
+    assert parse_find(query) == parsed
+
+
+@pytest.mark.parametrize("query", ["--", '-"', "-'", "-?!", "—diffusion", "-- —x"])
+def test_an_empty_remainder_says_what_to_add(
+    store: Database, settings: Settings, query: str
+) -> None:
+    reply = handle(f"find {query}", _ctx(store, settings))
+    assert reply.papers == ()
+    assert reply.text == (
+        f"“{query}” only says what to leave out: add what to find, "
+        "as in `/papers find offline rl -diffusion`."
+    )
+
+
+def test_more_than_eight_minus_words_are_refused(store: Database, settings: Settings) -> None:
+    eight = " ".join(f"-w{n}" for n in range(8))
+    assert handle(f"find offline rl {eight}", _ctx(store, settings)).papers
+    reply = handle(f"find offline rl {eight} -w8", _ctx(store, settings))
+    assert reply.papers == ()
+    assert reply.text == (
+        "At most 8 words or phrases can be left out (-word) of one find; this one has 9."
+    )
+
+
+def test_each_row_s_fields_are_cut_once_for_all_the_minus_phrases(
+    store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from db import search, text_index
+
+    phrases = [f"absent phrase{n}" for n in range(8)]
+    query = "offline reinforcement learning"
+    assert search.search_papers(store, query, 10, phrases)  # the index built
+    calls: list[str] = []
+    real = text_index.analyze
+
+    def counted(text: str) -> list[str]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(text_index, "analyze", counted)
+    search.search_papers(store, query, 10, phrases)
+    # At most every paper is read; each cuts its title, names, keywords, abstract and
+    # each author once (once per phrase: 8 times as many), plus the query's and phrases'.
+    papers = [decode(row) for row in store.query("select * from papers")]
+    per_row = max(4 + len(paper["authors"]) for paper in papers)
+    assert len(calls) <= len(papers) * per_row + 50

@@ -401,3 +401,31 @@ def test_find_takes_minus_words_as_words_not_options(run, tmp_path: Path) -> Non
         "error: '-diffusion' only says what to leave out: add what to find, as in "
         "paperboy find offline rl -diffusion"
     ]
+
+
+def test_find_refuses_an_unknown_double_dash_option(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Only a single-dash word is a minus word: a mistyped --option is click's error, as on
+    any other command, not words to leave out."""
+    db = str(tmp_path / "m.db")
+    run("ingest", str(Path(__file__).parents[2] / "fakes" / "search_papers.jsonl"), "--db", db)
+    for args in (("offline", "--limt", "2"), ("--limt=2", "offline"), ("offline", "--jsn")):
+        result = run("find", *args, "--db", db)
+        assert result.exit_code == 2, args
+        name = args[1] if args[0] == "offline" else args[0].split("=")[0]
+        assert f"Error: No such option '{name}'." in result.output, result.output
+    assert "Did you mean '--limit'?" in run("find", "x", "--limt", "2", "--db", db).output
+    assert run("find", "offline", "-limt", "--db", db).exit_code == 0  # a minus word
+
+
+def test_find_refuses_more_than_eight_minus_words(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = str(tmp_path / "m.db")
+    run("ingest", str(Path(__file__).parents[2] / "fakes" / "search_papers.jsonl"), "--db", db)
+    words = [f"-w{n}" for n in range(9)]
+    assert run("find", "offline", *words[:8], "--db", db).exit_code == 0
+    result = run("find", "offline", *words, "--db", db)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: at most 8 words or phrases can be left out (-word) of one find; this one has 9"
+    ]
+    for empty in ("-'", '-"', "—y"):
+        assert "only says what to leave out" in run("find", "-x", empty, "--db", db).output
