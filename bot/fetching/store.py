@@ -75,6 +75,7 @@ class SourceOutcome:
     skipped: int = 0  # already stored, nothing new (`IngestSummary.skipped`)
     ignored: int = 0  # nothing to store, too long or holding a secret
     restamped: int = 0  # of `skipped`: only bookkeeping written (`IngestSummary.restamped`)
+    other_abstracts: int = 0  # of merged and skipped: a different abstract not stored
     complete: bool = False
     error: str | None = None
     busy: bool = False
@@ -90,7 +91,9 @@ class SourceOutcome:
         """One line whose counts add up to the papers read, e.g. "arxiv:cs.LG: 120 papers
         read: 40 added, 3 merged, 77 skipped (already stored); 0 errors". A paper already
         stored that brings nothing a reader sees (it came from another source first) is
-        skipped, not merged; "N not stored (...)" follows for papers refused."""
+        skipped, not merged; "N not stored (...)" follows for papers refused, and "; N with
+        a different abstract (the stored one kept)" for papers whose abstract was not
+        stored (`IngestSummary.other_abstracts`)."""
         shown = shown_source(self.name)
         if self.busy:
             return f"{shown}: skipped, another Paperboy process is fetching it now"
@@ -102,6 +105,8 @@ class SourceOutcome:
             )
         if self.ignored:
             line += f", {self.ignored} not stored (empty, too long or holding a secret)"
+        if self.other_abstracts:
+            line += f"; {self.other_abstracts} with a different abstract (the stored one kept)"
         line += f"; {plural(1 if self.error else 0, 'error')}"
         if self.error:
             line += f" ({self.error})"
@@ -117,6 +122,7 @@ class SourceOutcome:
             "merged": self.merged,
             "skipped": self.skipped,
             "ignored": self.ignored,
+            "other_abstracts": self.other_abstracts,
             "complete": self.complete,
             "busy": self.busy,
             "error": self.error,
@@ -346,6 +352,7 @@ class SourceFetcher:
             outcome.skipped += summary.skipped + skipped
             outcome.ignored += ignored
             outcome.restamped += summary.restamped
+            outcome.other_abstracts += summary.other_abstracts
             if self.stopping:
                 outcome.interrupted = True
                 return

@@ -112,18 +112,76 @@ def _newer_version(existing: Row, incoming: Row) -> bool:
 
 
 # What a merge keeps up to date without a reader seeing a difference: where the paper
-# came from, the spellings of its method's name kept for matching, its dates, the stamp.
-BOOKKEEPING = frozenset(
-    {"sources", "names", "name_keys", "published_at", "revised_at", "updated_at"}
-)
+# came from, its dates, the stamp. (A new name of its method is news: `find` finds it.)
+BOOKKEEPING = frozenset({"sources", "published_at", "revised_at", "updated_at"})
 
 
 def brings_news(changes: Row | None) -> bool:
     """Whether `merge_rows`' changes give the stored paper something a reader can see or
-    search: a real title, a venue, an author, a link, a TL;DR, a newer abstract, a field
-    it lacked. False when they are only `BOOKKEEPING` (the same paper from one more
-    source or file): that record is "already stored", not "merged"."""
+    search: a real title, a venue, an author, a link (another source's page too), a name
+    of its method, a TL;DR, a newer or completed abstract, a field it lacked. False when
+    they are only `BOOKKEEPING` (the same paper from one more source or file): that
+    record is "already stored", not "merged"."""
     return any(column not in BOOKKEEPING for column in changes or {})
+
+
+def other_page(existing: Row, url: str | None) -> bool:
+    """Whether `url` (a record's own page) is a page of the stored paper that it does not
+    show yet: not its `url`, PDF or code link, nor one of its `links`. An empty stored
+    `url` is filled instead (`FILLED`)."""
+    if not url or existing.get("url") in (None, ""):
+        return False
+    known = {existing.get("url"), existing.get("pdf_url"), existing.get("code_url")}
+    return url not in known and all(link["url"] != url for link in existing.get("links") or [])
+
+
+def page_link(url: str) -> dict[str, str]:
+    """The `links` entry for another source's page of the paper: its kind ("arxiv",
+    "openreview", "code"), else "page" (a proceedings or publisher's page)."""
+    kind = classify(url)
+    return {"url": url, "kind": "page" if kind == "project" else kind, "text": ""}
+
+
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…)$")  # how a cut abstract often ends
+
+
+def _abstract_words(row: Row) -> str:
+    text = row.get("abstract_text") or plain_text(str(row.get("abstract") or ""))
+    return " ".join(str(text).split())
+
+
+def _extends(longer: str, shorter: str) -> bool:
+    """Whether `longer` is `shorter` made whole: it starts with `shorter`'s text (a
+    trailing "..." or "…" cut) and goes on."""
+    head = _ELLIPSIS.sub("", shorter)
+    return bool(head) and len(longer) > len(shorter) and longer.startswith(head)
+
+
+def completes_abstract(existing: Row, incoming: Row) -> bool:
+    """Whether `incoming`'s abstract is the stored one, cut short there, given whole (a
+    list that truncates abstracts, then the full one). Only for a paper whose
+    fingerprint is stored (its id and fingerprint stay those of the first abstract), and
+    not over an arXiv version's abstract from a record of another or no version: its
+    authors may have shortened it (a newer version replaces it: `REVISED`)."""
+    if not existing.get("fingerprint"):
+        return False
+    version = existing.get("arxiv_version")
+    if version is not None and incoming.get("arxiv_version") != version:
+        return False
+    return _extends(_abstract_words(incoming), _abstract_words(existing))
+
+
+def abstract_set_aside(existing: Row, incoming: Row, changes: Row | None) -> bool:
+    """Whether `incoming` brought an abstract other than the stored paper's that
+    `changes` (from `merge_rows`) do not take: the stored one stays, this one is not
+    stored. Not when it is the same text, the stored one cut short, or an older arXiv
+    version's (superseded, not lost)."""
+    if (changes and "abstract" in changes) or _newer_version(incoming, existing):
+        return False
+    if incoming.get("fingerprint") and incoming["fingerprint"] == existing.get("fingerprint"):
+        return False
+    new, old = _abstract_words(incoming), _abstract_words(existing)
+    return new != old and not _extends(old, new)
 
 
 def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
@@ -133,9 +191,11 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
     authors' TL;DR (`tldr_source` "authors", from OpenReview) over a derived one; a venue
     over none or "arXiv", and a more precise label of it ("ICLR 2025 Oral" over "ICLR
     2025"); a newer arXiv version's abstract, title and links over an
-    older's (the paper stays the same paper: `added_at` never changes). Empty fields are
-    filled, lists united, the earliest publication date and the latest revision date
-    kept. Nothing else already known is overwritten, so no data is lost.
+    older's (the paper stays the same paper: `added_at` never changes); the whole
+    abstract over the same one cut short (`completes_abstract`). Empty fields are
+    filled, lists united, another source's page added to `links` (`other_page`), the
+    earliest publication date and the latest revision date kept. Nothing else already
+    known is overwritten: a different abstract is not taken (`abstract_set_aside`).
     """
     changes: Row = {}
     newer = _newer_version(existing, incoming)
@@ -145,6 +205,13 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
                 changes[column] = incoming[column]
         if existing.get("tldr_source") != "authors" and incoming.get("tldr"):
             changes["tldr"], changes["tldr_source"] = incoming["tldr"], incoming["tldr_source"]
+    elif completes_abstract(existing, incoming):
+        changes["abstract"] = incoming["abstract"]
+        changes["abstract_text"] = incoming["abstract_text"]
+        # A TL;DR derived from the cut text is derived again from the whole one.
+        derived = existing.get("tldr_source") == incoming.get("tldr_source") == "derived"
+        if derived and incoming["tldr"] != existing.get("tldr"):
+            changes["tldr"] = incoming["tldr"]
     if not incoming["title_derived"] and (
         existing["title_derived"] or (newer and incoming["title"] != existing["title"])
     ):
@@ -178,6 +245,10 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
         if column == "links":
             known = {link["url"] for link in existing["links"]}
             extra = [link for link in incoming["links"] if link["url"] not in known]
+            if other_page(existing, incoming.get("url")) and incoming["url"] not in {
+                link["url"] for link in extra
+            }:
+                extra.append(page_link(incoming["url"]))
             if extra:
                 changes["links"] = existing["links"] + extra
         else:

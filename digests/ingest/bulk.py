@@ -534,8 +534,7 @@ class Writer:
             self.ingest_id = created
         self.done = done
         self.pending.clear()
-        for name in ("added", "merged", "skipped", "without_abstract", "restamped"):
-            setattr(self.summary, name, getattr(self.summary, name) + getattr(chunk, name))
+        self.summary.add(chunk)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from db import papers
-from digests.enrich.paper import Row, brings_news, build_row, merge_rows
+from digests.enrich.paper import Row, abstract_set_aside, brings_news, build_row, merge_rows
 from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
 from digests.ingest.decode import Limits, Stat, blank_lines, read_lines, skip_blank
@@ -46,7 +46,9 @@ class IngestSummary:
     `added`: new papers. `merged`: records that gave a stored paper something a reader
     sees or searches (`enrich.paper.brings_news`). `skipped`: records already stored with
     nothing new, of which `restamped` had only bookkeeping written (another source's
-    name, dates). `without_abstract`: records ignored."""
+    name, dates). `without_abstract`: records ignored. `other_abstracts`, of the merged
+    and skipped: records whose abstract differed from the stored paper's and was not
+    stored (`enrich.paper.abstract_set_aside`)."""
 
     files: list[str] = field(default_factory=list)
     added: int = 0
@@ -54,6 +56,12 @@ class IngestSummary:
     skipped: int = 0
     without_abstract: int = 0
     restamped: int = 0
+    other_abstracts: int = 0
+
+    def add(self, other: IngestSummary) -> None:
+        """Add `other`'s counts (a chunk's) to these; `files` stays."""
+        for name in (f.name for f in fields(self) if f.name != "files"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     @property
     def total(self) -> int:
@@ -62,14 +70,18 @@ class IngestSummary:
     def describe(self) -> str:
         """One line for the user, whose counts add up to the papers read, e.g. "38 papers
         read from 2 files: 30 added, 2 merged, 6 skipped (already stored)"; "1 paper read
-        from 1 file: ..." for one; ". Nothing new" when none was added or merged."""
+        from 1 file: ..." for one; "; 1 with a different abstract (the stored one kept)"
+        when some brought an abstract not stored; ". Nothing new" when none was added or
+        merged and none brought another abstract."""
         line = (
             f"{plural(self.total, 'paper')} read from {plural(len(self.files), 'file')}: "
             f"{self.added} added, {self.merged} merged, {self.skipped} skipped (already stored)"
         )
         if self.without_abstract:
             line += f", {self.without_abstract} without an abstract ignored"
-        if self.total and not self.added and not self.merged:
+        if self.other_abstracts:
+            line += f"; {self.other_abstracts} with a different abstract (the stored one kept)"
+        elif self.total and not self.added and not self.merged:
             line += ". Nothing new"
         return line
 
@@ -298,6 +310,10 @@ def store_row(
         else:  # the same paper again, maybe from one more source: nothing new to read
             summary.skipped += 1
             summary.restamped += 1 if changes else 0
+        if abstract_set_aside(existing, row, changes):
+            summary.other_abstracts += 1
+            source = (row.get("sources") or ["?"])[0]
+            log.debug("paper %s: %s's different abstract not stored", paper, source)
         if not same_fingerprint(existing, fingerprint):
             papers.add_alias(db, FINGERPRINT_ALIAS + fingerprint, paper)
     for alias in ids:

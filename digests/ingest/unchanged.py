@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from db import papers
 from digests.enrich.links import classify
-from digests.enrich.paper import clean_title
+from digests.enrich.paper import clean_title, other_page
 from digests.identity import fingerprint_hash
 from digests.ingest.ids import stored_under_id
 from digests.records import PaperRecord
@@ -58,6 +58,8 @@ def is_absorbed(db: Database, record: PaperRecord, fingerprint: str | None = Non
         kind = classify(record.url)
         if kind in ("arxiv", "openreview") and _empty(stored.get(f"{kind}_url")):
             return False
+        if other_page(stored, record.url):
+            return False  # another page of it, kept among its links (merge_rows)
     if record.source not in stored["sources"]:
         return False
     return set(record.keywords) <= set(stored["keywords"]) and set(record.authors) <= set(

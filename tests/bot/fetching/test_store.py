@@ -3,6 +3,7 @@ field, and fetches that resume without duplicates or gaps."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -461,3 +462,49 @@ async def test_a_fetch_line_adds_up_and_names_what_it_did_not_store(tmp_path: Pa
     for outcome in (first, second):
         assert outcome.read == outcome.added + outcome.merged + outcome.skipped + outcome.ignored
     assert second.as_json()["skipped"] == 4 and second.as_json()["ignored"] == 1
+
+
+def test_an_older_arxiv_version_never_lengthens_the_abstract_its_authors_shortened() -> None:
+    db = open_db(":memory:")
+    store(db, arxiv_paper(2, V1))  # v2 is V1: the authors cut v1's last sentence
+    summary = store_page(db, prepare_page([arxiv_paper(1, V2)], NOW)[0], NOW)
+    (paper,) = list(db.query("select abstract, arxiv_version from papers"))
+    assert (paper["abstract"], paper["arxiv_version"]) == (V1, 2)
+    assert (summary.merged, summary.skipped, summary.other_abstracts) == (0, 1, 0)
+
+
+async def test_a_fetch_line_names_the_abstracts_it_did_not_store(tmp_path: Path) -> None:
+    fake = FakeArxiv(entries(3))
+    path = tmp_path / "p.db"
+    db = open_db(path)
+    # A list stored two of these papers first, with other abstracts of theirs.
+    lines = [
+        json.dumps(
+            {
+                "title": entry.title,
+                "abstract": f"Another text of paper {n}.",
+                "authors": ["Ada Lovelace"],
+            }
+        )
+        for n, entry in enumerate(entries(2))
+    ]
+    (tmp_path / "list.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ingest_files(db, [tmp_path / "list.jsonl"], now=NOW)
+    add(db, "arxiv:cs.LG")
+    runner, port = await serve(fake.app())
+    try:
+        config = FetchConfig(arxiv_url=f"http://127.0.0.1:{port}/api", arxiv_revisions=False)
+        (outcome,) = await fetch(path, config)
+    finally:
+        await runner.cleanup()
+    # It said "0 errors" right after the counts, as if nothing had been left out.
+    assert outcome.describe() == (
+        "arxiv:cs.LG: 3 papers read: 1 added, 2 merged, 0 skipped (already stored); "
+        "2 with a different abstract (the stored one kept); 0 errors"
+    )
+    shown = outcome.as_json()
+    assert (shown["skipped"], shown["ignored"], shown["other_abstracts"]) == (0, 0, 2)
+    assert {row["abstract"] for row in db.query("select abstract from papers")} >= {
+        "Another text of paper 0.",
+        "Another text of paper 1.",
+    }

@@ -1,0 +1,130 @@
+"""A second record of a stored paper: what it keeps (another page, a whole abstract, a new
+name of the method) and what the summary says of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from db.papers import count_papers, get_paper
+from digests import lookup
+from digests.ingest import ingest_files
+from tests.conftest import NOW
+
+TITLE = "Sparse Mixtures of Adapters for Continual Learning"
+SHORT = "We propose sparse mixtures of adapters that let a model learn new tasks without forg..."
+WHOLE = (
+    "We propose sparse mixtures of adapters that let a model learn new tasks without "
+    "forgetting old ones. On ten benchmarks, our method matches full fine-tuning while "
+    "training two percent of the weights."
+)
+OTHER = (
+    "Continual learning suffers from forgetting. We route each task through a sparse "
+    "mixture of small adapters, and match full fine-tuning on ten benchmarks."
+)
+OPENREVIEW = "https://openreview.net/forum?id=abc123"
+PMLR = "https://proceedings.mlr.press/v202/lee23a.html"
+
+
+def jsonl(tmp_path: Path, name: str, **fields: Any) -> Path:
+    record = {"title": TITLE, "authors": ["Ann Lee", "Bo Chen"]} | fields
+    path = tmp_path / name
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def only_paper(db: Database) -> dict[str, Any]:
+    assert count_papers(db) == 1
+    (row,) = db.query("select id from papers")
+    paper = get_paper(db, row["id"])
+    assert paper is not None
+    return paper
+
+
+def test_another_sources_page_is_kept_among_the_links_and_counted_merged(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
+    second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE, url=PMLR)], now=NOW)
+    # It said "0 merged, 1 skipped (already stored). Nothing new" and dropped the link.
+    assert second.describe() == (
+        "1 paper read from 1 file: 0 added, 1 merged, 0 skipped (already stored)"
+    )
+    paper = only_paper(fresh_db)
+    assert paper["url"] == OPENREVIEW  # the first page stays the one a title links to
+    assert {"url": PMLR, "kind": "page", "text": ""} in paper["links"]
+    shown = lookup.full_result(paper)
+    assert PMLR in [link["url"] for link in shown["links"]]  # show --json
+    assert f"  page: {PMLR}" in lookup.format_paper(shown).splitlines()  # show
+    again = ingest_files(fresh_db, [tmp_path / "b.jsonl"], now=NOW)
+    assert again.describe().endswith("1 skipped (already stored). Nothing new")
+    assert [link["url"] for link in only_paper(fresh_db)["links"]].count(PMLR) == 1
+
+
+def test_a_file_read_again_with_another_page_is_not_skipped_unread(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """The early skip of unchanged records (`is_absorbed`) knows another page is news."""
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
+    edited = jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=PMLR)
+    assert ingest_files(fresh_db, [edited], now=NOW).merged == 1
+    assert PMLR in [link["url"] for link in only_paper(fresh_db)["links"]]
+
+
+def test_the_whole_abstract_replaces_one_cut_short_and_the_id_stays(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=SHORT, url=OPENREVIEW)], now=NOW)
+    before = only_paper(fresh_db)
+    second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE)], now=NOW)
+    assert (second.added, second.merged, second.other_abstracts) == (0, 1, 0)
+    paper = only_paper(fresh_db)
+    assert paper["abstract"] == WHOLE and paper["abstract_text"] == WHOLE
+    assert (paper["id"], paper["fingerprint"]) == (before["id"], before["fingerprint"])
+    assert before["tldr"].endswith("without forg...")  # derived again, from the whole text
+    assert paper["tldr"].endswith("without forgetting old ones.")
+    # The cut one again is that paper, and brings nothing: the whole abstract stays.
+    again = ingest_files(fresh_db, [tmp_path / "a.jsonl"], now=NOW)
+    assert again.describe() == (
+        "1 paper read from 1 file: 0 added, 0 merged, 1 skipped (already stored). Nothing new"
+    )
+    assert only_paper(fresh_db)["abstract"] == WHOLE
+
+
+def test_a_different_abstract_is_not_stored_and_the_summary_says_so(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
+    before = only_paper(fresh_db)
+    second = ingest_files(fresh_db, [jsonl(tmp_path, "c.jsonl", abstract=OTHER)], now=NOW)
+    # It said "Nothing new" while the record's abstract went unstored.
+    assert second.describe() == (
+        "1 paper read from 1 file: 0 added, 0 merged, 1 skipped (already stored); "
+        "1 with a different abstract (the stored one kept)"
+    )
+    paper = only_paper(fresh_db)
+    assert paper["abstract"] == WHOLE and paper["id"] == before["id"]
+    # Counted with the merged too: here it brings another page as well.
+    third = ingest_files(fresh_db, [jsonl(tmp_path, "d.jsonl", abstract=OTHER, url=PMLR)], now=NOW)
+    assert third.describe() == (
+        "1 paper read from 1 file: 0 added, 1 merged, 0 skipped (already stored); "
+        "1 with a different abstract (the stored one kept)"
+    )
+
+
+def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Database, tmp_path: Path) -> None:
+    ingest_files(
+        fresh_db, [jsonl(tmp_path, "a.jsonl", title=f"SMA: {TITLE}", abstract=WHOLE)], now=NOW
+    )
+    assert not lookup.find(fresh_db, "SpaMix")
+    second = ingest_files(
+        fresh_db, [jsonl(tmp_path, "b.jsonl", title=f"SpaMix: {TITLE}", abstract=WHOLE)], now=NOW
+    )
+    # It said "skipped (already stored). Nothing new", though `find SpaMix` now finds it.
+    assert (second.merged, second.skipped) == (1, 0)
+    paper = only_paper(fresh_db)
+    assert paper["method"] == "SMA" and paper["title"] == f"SMA: {TITLE}"  # kept
+    assert [hit["id"] for hit in lookup.find(fresh_db, "SpaMix")] == [paper["id"]]
