@@ -125,11 +125,20 @@ def brings_news(changes: Row | None) -> bool:
     return any(column not in BOOKKEEPING for column in changes or {})
 
 
+# Other sources' pages kept per paper: a feed whose links change on every fetch (a
+# tracking query) must not grow a paper's links for ever.
+MAX_OTHER_PAGES = 5
+
+
 def other_page(existing: Row, url: str | None) -> bool:
     """Whether `url` (a record's own page) is a page of the stored paper that it does not
-    show yet: not its `url`, PDF or code link, nor one of its `links`. An empty stored
-    `url` is filled instead (`FILLED`)."""
+    show yet: not its `url`, PDF or code link, nor one of its `links`, while it keeps
+    fewer than `MAX_OTHER_PAGES` pages of other sources. An empty stored `url` is filled
+    instead (`FILLED`)."""
     if not url or existing.get("url") in (None, ""):
+        return False
+    pages = [link for link in existing.get("links") or [] if link.get("text") == ""]
+    if len(pages) >= MAX_OTHER_PAGES:
         return False
     known = {existing.get("url"), existing.get("pdf_url"), existing.get("code_url")}
     return url not in known and all(link["url"] != url for link in existing.get("links") or [])

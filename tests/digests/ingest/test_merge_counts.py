@@ -11,6 +11,7 @@ from sqlite_utils import Database
 
 from db.papers import count_papers, get_paper
 from digests import lookup
+from digests.enrich.paper import MAX_OTHER_PAGES
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 
@@ -62,6 +63,18 @@ def test_another_sources_page_is_kept_among_the_links_and_counted_merged(
     again = ingest_files(fresh_db, [tmp_path / "b.jsonl"], now=NOW)
     assert again.describe().endswith("1 skipped (already stored). Nothing new")
     assert [link["url"] for link in only_paper(fresh_db)["links"]].count(PMLR) == 1
+
+
+def test_a_feed_whose_links_change_each_time_adds_a_few_pages_at_most(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """A tracking query that changes on every fetch must not grow the links for ever."""
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
+    for n in range(MAX_OTHER_PAGES + 3):
+        page = jsonl(tmp_path, f"f{n}.jsonl", abstract=WHOLE, url=f"{PMLR}?utm_source=feed{n}")
+        ingest_files(fresh_db, [page], now=NOW)
+    pages = [link for link in only_paper(fresh_db)["links"] if link["url"].startswith(PMLR)]
+    assert len(pages) == MAX_OTHER_PAGES
 
 
 def test_a_file_read_again_with_another_page_is_not_skipped_unread(
