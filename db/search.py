@@ -392,6 +392,24 @@ def _by_authors(db: Database, query: str, seen: set[str], limit: int) -> list[Hi
     return found
 
 
+def matched_authors(authors: Sequence[Any], query: str) -> list[int]:
+    """The positions of the names in `authors` that `query` names as the author clauses
+    match one name: all its words, its words run together, or an initial with the
+    surname ("levine", "Sergey Levine", "S. Levine" all name "Sergey Levine")."""
+    words = set(_words(query))
+    if not words or len(words) > MAX_NAME_WORDS:
+        return []
+    wanted = set(index_terms(query)) - words
+    initials = set(initial_keys(query))
+    found = []
+    for place, name in enumerate(authors):
+        names = set(text_index.author_text([name]).split())
+        keys = set(text_index.author_initials([name]).split())
+        if words <= names or wanted & names or initials & keys:
+            found.append(place)
+    return found
+
+
 def fts_count(db: Database, expression: str) -> int:
     """How many papers match the FTS5 `expression`."""
     sql = "select count(*) from papers_fts where papers_fts match ?"

@@ -17,6 +17,7 @@ from db.search import (
     Hit,
     exact_tier,
     excluded_words,
+    matched_authors,
     mentions_any,
     papers_with_arxiv_id,
     papers_with_id_prefix,
@@ -117,11 +118,21 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short_authors(authors: Any) -> str:
-    """The first three authors, then "et al.": `A, B, C et al.`; "" when none are known."""
+def short_authors(authors: Any, query: str = "") -> str:
+    """The first three authors, then "et al.": `A, B, C et al.`; "" when none are known.
+    With the `query` of a `find`, an author it names past the first three is shown too:
+    `A, B, C, …, Sergey Levine` (then "et al." if more follow)."""
     names = [str(name).strip() for name in authors or [] if str(name).strip()]
-    line = ", ".join(_cut(name, AUTHOR_MAX) for name in names[:AUTHORS_SHOWN])
-    return line + " et al." if len(names) > AUTHORS_SHOWN else line
+    parts = [_cut(name, AUTHOR_MAX) for name in names[:AUTHORS_SHOWN]]
+    shown = len(parts)  # how many names the line covers, from the first
+    later = [place for place in matched_authors(names, query) if place >= AUTHORS_SHOWN]
+    if later:
+        later = later[:AUTHORS_SHOWN]
+        parts.append("…")
+        parts.extend(_cut(names[place], AUTHOR_MAX) for place in later)
+        shown = later[-1] + 1
+    line = ", ".join(parts)
+    return line + " et al." if len(names) > shown else line
 
 
 def shown_venue(paper: dict[str, Any]) -> str:
@@ -367,7 +378,7 @@ def format_results(results: list[Result], query: str, width: int = 88) -> str:
     blocks = []
     for number, result in enumerate(results, start=1):
         lines = [f"{number:>2}. {result['title']}"]
-        if authors := short_authors(result.get("authors")):
+        if authors := short_authors(result.get("authors"), parse_find(query).words):
             lines.append(f"    {authors}")
         meta = [venue_label(result), result["id"]]
         if result.get("url"):

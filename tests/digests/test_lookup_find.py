@@ -506,3 +506,12 @@ def test_each_row_s_fields_are_cut_once_for_all_the_minus_phrases(
     papers = [decode(row) for row in store.query("select * from papers")]
     per_row = max(4 + len(paper["authors"]) for paper in papers)
     assert len(calls) <= len(papers) * per_row + 50
+
+
+def test_the_terminal_shows_the_author_found_past_the_first_three(store: Database) -> None:
+    idql = "Philippe Hansen-Estruch, Ilya Kostrikov, Michael Janner, …, Sergey Levine"
+    for query in ("levine", "S. Levine", "Sergey Levine -kumar"):
+        assert f"    {idql}\n" in format_results(find(store, query, 5), query), query
+    # Without the name in the query, the first three as everywhere.
+    text = format_results(find(store, "idql", 1), "idql")
+    assert "    Philippe Hansen-Estruch, Ilya Kostrikov, Michael Janner et al.\n" in text
