@@ -6,7 +6,7 @@ import functools
 import logging
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlite_utils import Database
@@ -213,11 +213,12 @@ class FindQuery:
 
     words: str
     excluded: tuple[str, ...] = ()
+    minus: bool = field(default=False, compare=False)  # a minus word, even an empty one
 
     def only_excludes(self) -> bool:
         """Whether nothing is left to look for once the minus words are cut (`-diffusion`,
-        and `--` or `-"` too, which leave out nothing)."""
-        return not self.words
+        and `--` or `-"` too, which leave out nothing); not for a query empty as typed."""
+        return not self.words and self.minus
 
     def too_many(self) -> str | None:
         """The one-line refusal of a query leaving out more than `MAX_EXCLUDED` texts."""
@@ -238,7 +239,8 @@ def parse_find(query: str) -> FindQuery:
         for phrase, word in (match.groups() for match in _MINUS.finditer(query))
     ]
     words = " ".join(_MINUS.sub(" ", query).split())
-    return FindQuery(words, tuple(text for text in excluded if excluded_words([text])))
+    kept = tuple(text for text in excluded if excluded_words([text]))
+    return FindQuery(words, kept, minus=bool(excluded))
 
 
 def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:

@@ -474,6 +474,12 @@ def test_an_empty_remainder_says_what_to_add(
     )
 
 
+def test_a_query_empty_as_typed_is_no_query_of_minus_words() -> None:
+    assert not parse_find("").only_excludes() and not parse_find("  ").only_excludes()
+    assert not parse_find("offline -x").only_excludes()
+    assert parse_find("--").only_excludes() and parse_find("-x").only_excludes()
+
+
 def test_more_than_eight_minus_words_are_refused(store: Database, settings: Settings) -> None:
     eight = " ".join(f"-w{n}" for n in range(8))
     assert handle(f"find offline rl {eight}", _ctx(store, settings)).papers

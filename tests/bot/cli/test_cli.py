@@ -429,3 +429,4 @@ def test_find_refuses_more_than_eight_minus_words(run, tmp_path: Path) -> None: 
     ]
     for empty in ("-'", '-"', "—y"):
         assert "only says what to leave out" in run("find", "-x", empty, "--db", db).output
+    assert run("find", "", "--db", db).output == "No matches for ''.\n"  # no minus in it
