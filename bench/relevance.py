@@ -23,7 +23,7 @@ digests.digest._score_all applies it), pooled over the 12 topics.
 Set B, the 38 bundled seeds: nDCG@5 per catalog topic against tests/data/seed_labels.toml,
 known-item success@1 (tests/data/known_items.toml) and paraphrase success@3
 (tests/data/paraphrases.toml) through `digests.lookup.find`, on a store of the seeds and
-8 real papers `find` once ranked wrongly (tests/fakes/search_papers.jsonl: DPO, IQL,
+the real papers `find` once ranked wrongly (tests/fakes/search_papers.jsonl: DPO, IQL,
 IDQL...; its AlphaDPO left out, as the seeds hold another version of it).
 
 Similar: for a deterministic sample of Set A papers with a label, the share of the top 10
