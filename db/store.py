@@ -100,6 +100,8 @@ class Store:
         self.conn = conn
         self.dialect = "sqlite" if isinstance(conn, sqlite3.Connection) else "postgresql"
         self._depth = 0
+        # One flag per open write(): whether a statement failed in it (and was caught).
+        self._failed: list[bool] = []
 
     @classmethod
     def connect(cls, url: str) -> Store:
@@ -117,12 +119,12 @@ class Store:
 
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed (-1 when that means nothing)."""
-        with self._mapped():
+        with self._statement():
             return self._run(sql, params)[2]
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Run one statement once per parameter set in `rows`, in one transaction."""
-        with self.write(), self._mapped():
+        with self.write(), self._statement():
             if isinstance(self.conn, sqlite3.Connection):
                 self.conn.executemany(check_sqlite(sql), rows)
             else:
@@ -131,7 +133,7 @@ class Store:
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         """Run one statement; its rows as dicts of column name to value, in order."""
-        with self._mapped():
+        with self._statement():
             names, rows, _ = self._run(sql, params)
         return [dict(zip(names, row, strict=True)) for row in rows]
 
@@ -140,14 +142,38 @@ class Store:
         """One write transaction: committed when the block ends, rolled back if it raises.
         SQLite begins it with BEGIN IMMEDIATE, so it waits for the write lock up front;
         PostgreSQL with BEGIN, and writers meet at row locks. Inside another transaction
-        it is a savepoint: an error undoes only the block's own writes."""
+        it is a savepoint: an error undoes only the block's own writes.
+
+        A statement that fails spoils its whole transaction on PostgreSQL (its COMMIT
+        becomes a ROLLBACK), so an error may be caught only around a nested `write()`:
+        a block that caught a failed statement of its own and ended normally raises
+        `StorageError` and stores nothing, on both backends."""
         with self._mapped():
             if isinstance(self.conn, sqlite3.Connection):
                 with self._sqlite_transaction(self.conn):
-                    yield self
+                    yield from self._checked_block()
             else:
                 with self.conn.transaction():
-                    yield self
+                    yield from self._checked_block()
+
+    def _checked_block(self) -> Iterator[Store]:
+        self._failed.append(False)
+        try:
+            yield self
+        finally:
+            failed = self._failed.pop()
+        if failed or self._postgresql_in_error():
+            raise StorageError(
+                "a statement failed inside write() and its error was caught: nothing of the "
+                "block was stored (catch an error only around a nested write())"
+            )
+
+    def _postgresql_in_error(self) -> bool:
+        if isinstance(self.conn, sqlite3.Connection):
+            return False
+        from psycopg import pq
+
+        return bool(self.conn.info.transaction_status == pq.TransactionStatus.INERROR)
 
     @contextlib.contextmanager
     def _sqlite_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
@@ -193,6 +219,17 @@ class Store:
         if opened and conn.in_transaction and not self._depth:
             conn.commit()
         return result
+
+    @contextlib.contextmanager
+    def _statement(self) -> Iterator[None]:
+        """`_mapped`, and a failure marks the innermost open write() as failed."""
+        try:
+            with self._mapped():
+                yield
+        except StorageError:
+            if self._failed:
+                self._failed[-1] = True
+            raise
 
     @contextlib.contextmanager
     def _mapped(self) -> Iterator[None]:

@@ -3,6 +3,7 @@ driver errors as db.errors, on SQLite and on a real PostgreSQL (tests/fakes/post
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -124,6 +125,21 @@ def test_a_nested_write_undoes_only_its_own_writes(store: Store) -> None:
             store.execute(INSERT, PAPER)
     assert [r["id"] for r in store.query("select id from papers")] == [PAPER["id"]]
     assert store.query("select alias from paper_aliases") == []
+
+
+def test_an_error_caught_inside_write_stores_nothing_and_says_so(store: Store) -> None:
+    # PostgreSQL turns the COMMIT of a failed transaction into a ROLLBACK without a word;
+    # SQLite would keep the insert: both refuse the block instead.
+    with pytest.raises(StorageError, match="nested write"), store.write():
+        store.execute(INSERT, PAPER)
+        with contextlib.suppress(Conflict):
+            store.execute(INSERT, PAPER)
+    assert store.query("select id from papers") == []
+    with store.write():  # the store goes on
+        store.execute(INSERT, PAPER)
+        with contextlib.suppress(Conflict), store.write():
+            store.execute(INSERT, PAPER)
+    assert [r["id"] for r in store.query("select id from papers")] == [PAPER["id"]]
 
 
 def test_a_duplicate_key_is_a_conflict_and_the_store_goes_on(store: Store) -> None:
