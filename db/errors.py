@@ -19,9 +19,11 @@ class Busy(StorageError):
 
 
 class Unavailable(StorageError):
-    """The database server cannot be reached: it is down, restarting or refused the
-    connection, or the connection was lost. Nothing of the failed statement was stored;
-    try again once the server is back (with a new connection)."""
+    """The database server cannot be reached: it is down, restarting or cannot take
+    connections now, or the connection was lost. Nothing of the failed statement was stored;
+    try again once the server is back (with a new connection). A server that refuses the
+    connection for its settings (no such database or role, a wrong password) is a plain
+    `StorageError` instead: trying again will not help."""
 
 
 class Conflict(StorageError):

@@ -43,6 +43,12 @@ _SQLITE_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _PG_BUSY = {"55P03", "40P01", "40001"}
 # The server is shutting down, starting or cannot take connections now.
 _PG_UNAVAILABLE = {"57P01", "57P02", "57P03"}
+# What the server says when it refuses a connection for its settings, not for now: libpq
+# gives no SQLSTATE before a connection is made (3D000, 28P01, 28000), only the message.
+_PG_MISCONFIGURED = re.compile(
+    r'FATAL:\s+(database ".*" does not exist|role ".*" does not exist'
+    r'|password authentication failed.*|no pg_hba\.conf entry for .*|role ".*" is not permitted.*)'
+)
 
 
 class ReservedName(ValueError):
@@ -106,12 +112,26 @@ class Store:
     @classmethod
     def connect(cls, url: str) -> Store:
         """A Store on the PostgreSQL server at `url` (a `postgresql://` URL), in autocommit
-        mode: `write()` opens the transactions. Needs the `postgresql` extra."""
+        mode: `write()` opens the transactions, and a statement waits for a lock as long as
+        SQLite's busy timeout before it is `Busy`. Needs the `postgresql` extra. A server that
+        cannot be reached is `Unavailable` (try again); an unknown database, role or a
+        wrong password is a plain `StorageError` whose message says what to fix."""
         import psycopg
 
+        from db import connection
+
         try:
-            return cls(psycopg.connect(url, autocommit=True))
+            conn = psycopg.connect(url, autocommit=True)
+            # A writer waits for a row lock as long as SQLite's waits for its lock, then Busy.
+            conn.execute(f"set lock_timeout = {int(connection.BUSY_TIMEOUT_MS)}")
+            return cls(conn)
         except psycopg.Error as exc:
+            refused = _PG_MISCONFIGURED.search(str(exc))
+            if refused:
+                raise StorageError(
+                    f"PostgreSQL refused the connection: {refused.group(1).strip()}; fix the "
+                    "database URL (its database, user or password): trying again will not help"
+                ) from exc
             _raise_postgresql(exc)
 
     def close(self) -> None:

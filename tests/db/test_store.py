@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,12 +182,19 @@ def test_a_held_write_lock_is_busy_on_sqlite(tmp_path: Path) -> None:
             waiter.execute("delete from papers")
 
 
-def test_a_held_row_lock_is_busy_on_postgresql(postgres_store: Store, postgres_server) -> None:  # type: ignore[no-untyped-def]
+def test_a_held_row_lock_is_busy_on_postgresql_after_sqlites_busy_timeout(
+    postgres_store: Store, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from db import connection
+
+    assert postgres_store.query("select setting from pg_settings where name = 'lock_timeout'") == [
+        {"setting": str(connection.BUSY_TIMEOUT_MS)}
+    ]
     postgres_store.execute(INSERT, PAPER)
     database = postgres_store.query("select current_database() as d")[0]["d"]
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 50)  # the test need not wait 10 s
     waiter = Store.connect(postgres_server.url(database))
     try:
-        waiter.execute("set lock_timeout = '50ms'")
         with postgres_store.write():
             postgres_store.execute("update papers set year = 2020")
             with pytest.raises(Busy):
@@ -210,6 +218,20 @@ def test_a_lost_connection_is_unavailable_on_postgresql(
 def test_no_server_is_unavailable_on_postgresql(tmp_path: Path, postgres_server) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(Unavailable):
         Store.connect(f"postgresql://postgres:@/postgres?host={tmp_path}&connect_timeout=1")
+
+
+@pytest.mark.parametrize(
+    ("user", "database", "named"),
+    [("postgres", "no_such_db", 'database "no_such_db"'), ("nobody", "postgres", 'role "nobody"')],
+)
+def test_a_wrong_database_or_role_is_a_storage_error_to_fix_not_unavailable(
+    postgres_server: Any, user: str, database: str, named: str
+) -> None:
+    url = postgres_server.url(database).replace("postgres@", f"{user}@", 1)
+    with pytest.raises(StorageError) as raised:
+        Store.connect(url)
+    assert type(raised.value) is StorageError  # not Unavailable: trying again will not help
+    assert named in str(raised.value) and "fix the database URL" in str(raised.value)
 
 
 def test_without_the_wheel_postgresql_tests_skip_but_fail_under_ci(
