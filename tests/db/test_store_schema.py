@@ -22,6 +22,8 @@ NOT_YET_TABLES = {
     "papers_fts_idx",
 }
 LEDGERS = {"_sqlite_migrations", migrations_pg.LEDGER}
+# pg_constraint's confupdtype and confdeltype, as SQLite's pragma foreign_key_list says them.
+ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
 TYPES = {
     "text": "text",
     "integer": "bigint",
@@ -99,7 +101,29 @@ def _sqlite_schema(db: Database, table: str) -> dict[str, Any]:
         ],
         "pk": pk,
         "indexes": indexes,
+        "foreign_keys": _sqlite_foreign_keys(db, table),
     }
+
+
+def _sqlite_foreign_keys(db: Database, table: str) -> set[tuple[Any, ...]]:
+    """(columns, referenced table, its columns, on update, on delete) per foreign key."""
+    keys: dict[int, list[Any]] = {}
+    for key, _, target, column, to, on_update, on_delete, _ in db.execute(
+        f'pragma foreign_key_list("{table}")'
+    ):
+        found = keys.setdefault(key, [target, [], [], on_update, on_delete])
+        found[1].append(column)
+        found[2].append(to)
+    result = set()
+    for target, columns, to, on_update, on_delete in keys.values():
+        if None in to:  # `references t` without columns: t's primary key
+            to = [
+                r[1]
+                for r in sorted(db.execute(f'pragma table_info("{target}")'), key=lambda r: r[5])
+                if r[5]
+            ]
+        result.add((tuple(columns), target, tuple(to), on_update, on_delete))
+    return result
 
 
 def _postgresql_schema(store: Store, table: str) -> dict[str, Any]:
@@ -143,6 +167,21 @@ def _postgresql_schema(store: Store, table: str) -> dict[str, Any]:
             )
             for index in found
             if not index["pk"]
+        },
+        "foreign_keys": {
+            (tuple(k["columns"]), k["target"], tuple(k["to"]), ACTIONS[k["upd"]], ACTIONS[k["del"]])
+            for k in store.query(
+                "select f.relname as target, c.confupdtype as upd, c.confdeltype as del, "
+                "array(select a.attname from unnest(c.conkey) with ordinality k (n, o) join "
+                "pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o) "
+                "as columns, "
+                "array(select a.attname from unnest(c.confkey) with ordinality k (n, o) join "
+                "pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o) "
+                "as to from pg_constraint c join pg_class t on t.oid = c.conrelid "
+                "join pg_class f on f.oid = c.confrelid where c.contype = 'f' "
+                "and t.relname = ? and t.relnamespace = 'public'::regnamespace",
+                [table],
+            )
         },
     }
 
