@@ -29,11 +29,12 @@ _TOKEN = re.compile(
     r'|"(?:[^"]|"")*"'  # a quoted name
     r"|--[^\n]*"  # a line comment
     r"|/\*.*?\*/"  # a block comment
-    r"|\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)?\$"  # a dollar-quoted body
+    r"|\$\$.*?\$\$"  # a dollar-quoted body
+    r"|\$(?P<tag>[A-Za-z_]\w*)\$.*?\$(?P=tag)\$"  # one with a tag: only its own tag closes it
     r"|::"  # a cast, not a parameter
     r"|\?"
     r"|:(?P<name>[A-Za-z_]\w*)"
-    r"|(?P<user>\b(?i:user)\b)",
+    r"|(?P<user>(?<!\.)\b(?i:user)\b)",  # `x.user` is a column, even on PostgreSQL
     re.S,
 )
 
@@ -52,9 +53,9 @@ _PG_MISCONFIGURED = re.compile(
 
 
 class ReservedName(ValueError):
-    """A statement names a column `user` without double quotes: PostgreSQL reads a bare
-    `user` as `current_user`, so `where user = ?` compares with the login name and finds
-    nothing, without an error. Write `"user"`."""
+    """A statement names a column `user` without double quotes or a table before it:
+    PostgreSQL reads a bare `user` as `current_user`, so `where user = ?` compares with the
+    login name and finds nothing, without an error. Write `"user"` (or `t.user`)."""
 
 
 def to_psycopg(sql: str) -> str:
@@ -62,7 +63,9 @@ def to_psycopg(sql: str) -> str:
     comments and dollar-quoted bodies, and every other `%` doubled (psycopg reads `%`
     everywhere once a statement has parameters, and the Store always passes them).
     `::type` casts stay as they are. Write names with double quotes, never `[name]`.
-    Raises `ReservedName` for a bare `user`."""
+    Every `?` outside those is a parameter, so jsonb's `?` operators cannot be written
+    (use `jsonb_exists`), nor numbered `?1` (use `:name`). Raises `ReservedName` for a bare
+    `user` (a qualified `t.user` is a column on both backends)."""
     return _scan(sql, True)
 
 

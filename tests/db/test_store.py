@@ -41,6 +41,9 @@ INSERT = (
         ("select 1 -- a ? :b 5%\n, ?", "select 1 -- a ? :b 5%%\n, %s"),
         ("select /* ? :b */ ?", "select /* ? :b */ %s"),
         ("select $$ ? :b $$, $f$ ? $f$, ?", "select $$ ? :b $$, $f$ ? $f$, %s"),
+        ("select $f$ a $$ ? $f$, ?", "select $f$ a $$ ? $f$, %s"),
+        ("select $f$ ? $g$ :b $f$, ?, $$ $f$ $$", "select $f$ ? $g$ :b $f$, %s, $$ $f$ $$"),
+        ("select s.user, S.User from saved s where s.user = ?", None),
         ("where current_user = ? and user_key = ? and users = 1", None),
     ],
 )
@@ -54,7 +57,7 @@ def test_placeholders_are_translated_outside_quotes_comments_and_casts(
     "sql",
     [
         "select * from saved where user = ?",
-        "select s.user from saved s",
+        "select user.id from saved",
         "select * from saved where USER = :u",
     ],
 )
