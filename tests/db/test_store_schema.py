@@ -187,8 +187,8 @@ def _postgresql_schema(store: Store, table: str) -> dict[str, Any]:
 
 
 def test_two_processes_migrating_at_once_apply_each_migration_once(
-    postgres_server, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     ((name, first),) = migrations_pg.MIGRATIONS[:1]

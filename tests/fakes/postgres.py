@@ -184,9 +184,9 @@ def _start(folder: Path) -> subprocess.Popen[bytes]:
     with (folder / "log").open("wb") as log:
         # Durability is no concern for a throwaway server, and fsyncs are most of its time.
         settings = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+        command: list[str | Path] = [binaries / "postgres", "-D", data, "-h", "", "-k", data]
         return subprocess.Popen(
-            [binaries / "postgres", "-D", data, "-h", "", "-k", data]
-            + [arg for setting in settings for arg in ("-c", setting)],
+            command + [arg for setting in settings for arg in ("-c", setting)],
             stdout=log,
             stderr=subprocess.STDOUT,
             user=user,
