@@ -157,6 +157,18 @@ def test_an_error_caught_inside_write_stores_nothing_and_says_so(store: Store) -
     assert [r["id"] for r in store.query("select id from papers")] == [PAPER["id"]]
 
 
+def test_a_statement_failed_on_the_driver_itself_inside_write_is_refused_too(
+    postgres_store: Store,
+) -> None:
+    import psycopg
+
+    with pytest.raises(StorageError, match="nested write"), postgres_store.write():
+        postgres_store.execute(INSERT, PAPER)
+        with contextlib.suppress(psycopg.Error):
+            postgres_store.conn.execute("select nothing from papers")
+    assert postgres_store.query("select id from papers") == []
+
+
 def test_a_duplicate_key_is_a_conflict_and_the_store_goes_on(store: Store) -> None:
     store.execute(INSERT, PAPER)
     with pytest.raises(Conflict) as raised:
