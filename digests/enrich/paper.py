@@ -137,7 +137,12 @@ def other_page(existing: Row, url: str | None) -> bool:
     instead (`FILLED`)."""
     if not url or existing.get("url") in (None, ""):
         return False
-    pages = [link for link in existing.get("links") or [] if link.get("text") == ""]
+    abstract = str(existing.get("abstract") or "")
+    pages = [
+        link
+        for link in existing.get("links") or []
+        if link.get("text") == "" and link["url"] not in abstract  # not one the abstract gives
+    ]
     if len(pages) >= MAX_OTHER_PAGES:
         return False
     known = {existing.get("url"), existing.get("pdf_url"), existing.get("code_url")}
@@ -151,7 +156,10 @@ def page_link(url: str) -> dict[str, str]:
     return {"url": url, "kind": "page" if kind == "project" else kind, "text": ""}
 
 
-_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…)$")  # how a cut abstract often ends
+_CUT = re.compile(r"\s*(?:\.\.\.|…|\[(?:\.\.\.|…)\])$")  # how a cut abstract often ends
+# A cut abstract's head must say enough that another text starting with it is the same
+# paper's ("In this paper, we propose a new…" is the start of thousands).
+MIN_CUT_HEAD = 60
 
 
 def _abstract_words(row: Row) -> str:
@@ -159,10 +167,14 @@ def _abstract_words(row: Row) -> str:
     return " ".join(str(text).split())
 
 
-def _extends(longer: str, shorter: str) -> bool:
+def _extends(longer: str, shorter: str, *, cut: bool = False) -> bool:
     """Whether `longer` is `shorter` made whole: it starts with `shorter`'s text (a
-    trailing "..." or "…" cut) and goes on."""
-    head = _ELLIPSIS.sub("", shorter)
+    trailing "...", "…" or "[…]" cut) and goes on. With `cut`, only when `shorter` ends
+    so and its head has `MIN_CUT_HEAD` characters: text added to a whole abstract, or a
+    short head, is no completion."""
+    head = _CUT.sub("", shorter)
+    if cut and (head == shorter or len(head) < MIN_CUT_HEAD):
+        return False
     return bool(head) and len(longer) > len(shorter) and longer.startswith(head)
 
 
@@ -177,7 +189,7 @@ def completes_abstract(existing: Row, incoming: Row) -> bool:
     version = existing.get("arxiv_version")
     if version is not None and incoming.get("arxiv_version") != version:
         return False
-    return _extends(_abstract_words(incoming), _abstract_words(existing))
+    return _extends(_abstract_words(incoming), _abstract_words(existing), cut=True)
 
 
 def abstract_set_aside(existing: Row, incoming: Row, changes: Row | None) -> bool:

@@ -499,8 +499,9 @@ def test_papers_stored_before_titles_were_keyed_are_keyed_before_the_first_chunk
     edited = paper | {"abstract": paper["abstract"] + " Code is released."}
     new.write_text(json.dumps(edited) + "\n", encoding="utf-8")
     summary = ingest_files(db, [new], now=NOW)
-    # One paper, found again by its title; the abstract, made longer, is the one kept.
-    assert (summary.added, summary.merged, count_papers(db)) == (0, 1, 1)
+    # One paper, found again by its title; text added to a whole abstract is not taken.
+    assert (summary.added, summary.skipped, count_papers(db)) == (0, 1, 1)
+    assert summary.other_abstracts == 1
     assert [row["abstract"] for row in db.query("select abstract from papers")] == [
-        edited["abstract"]
+        paper["abstract"]
     ]

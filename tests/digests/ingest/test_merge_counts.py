@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlite_utils import Database
 
 from db.papers import count_papers, get_paper
@@ -105,6 +106,44 @@ def test_the_whole_abstract_replaces_one_cut_short_and_the_id_stays(
         "1 paper read from 1 file: 0 added, 0 merged, 1 skipped (already stored). Nothing new"
     )
     assert only_paper(fresh_db)["abstract"] == WHOLE
+
+
+@pytest.mark.parametrize(
+    ("stored", "later"),
+    [
+        # Text added to an abstract that was never cut: no completion, whoever sends it.
+        (WHOLE, WHOLE + " Buy cheap pills at spam dot example today zzqx."),
+        # A cut head too short to say which paper: another paper's text starts so too.
+        ("We propose sparse…", "We propose sparse autoencoders for a different paper entirely."),
+    ],
+)
+def test_only_a_cut_abstract_with_a_telling_head_is_completed(
+    fresh_db: Database, tmp_path: Path, stored: str, later: str
+) -> None:
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=stored)], now=NOW)
+    second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=later)], now=NOW)
+    assert second.other_abstracts == 1
+    assert only_paper(fresh_db)["abstract"] == stored
+
+
+def test_a_feed_s_bracketed_cut_is_completed(fresh_db: Database, tmp_path: Path) -> None:
+    cut = SHORT.removesuffix("...") + " […]"
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=cut)], now=NOW)
+    ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE)], now=NOW)
+    assert only_paper(fresh_db)["abstract"] == WHOLE
+
+
+def test_links_the_abstract_gives_leave_room_for_other_pages(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    bare = " ".join(f"https://example.org/extra{n}" for n in range(MAX_OTHER_PAGES))
+    ingest_files(
+        fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=f"{WHOLE} {bare}", url=OPENREVIEW)], now=NOW
+    )
+    ingest_files(
+        fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=f"{WHOLE} {bare}", url=PMLR)], now=NOW
+    )
+    assert PMLR in [link["url"] for link in only_paper(fresh_db)["links"]]
 
 
 def test_a_different_abstract_is_not_stored_and_the_summary_says_so(
