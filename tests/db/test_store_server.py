@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fakes import postgres
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,3 +105,15 @@ def test_a_folder_of_the_wheels_own_server_counts_its_sessions_pids(tmp_path: Pa
     assert postgres.sweep_leftovers(tmp_path) == []
     (folder / "data" / ".handle_pids.json").write_text("[]")
     assert postgres.sweep_leftovers(tmp_path) == []  # no owner named: left alone
+
+
+def test_off_linux_no_folder_is_swept_and_the_server_has_no_death_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without /proc a live session's folder could not be told from a dead one's.
+    folder = tmp_path / f"{postgres.PREFIX}dead"
+    folder.mkdir()
+    (folder / postgres.OWNER).write_text("999999999")
+    monkeypatch.setattr(postgres.sys, "platform", "darwin")
+    assert postgres.sweep_leftovers(tmp_path) == [] and folder.is_dir()
+    assert postgres._die_with_parent() is None
