@@ -151,10 +151,12 @@ def own_acronyms(title: str, abstract_text: str) -> list[str]:
 def title_acronyms(title: str) -> list[str]:
     """The title's acronyms as lookup keys ("DPO Meets PPO": "dpo", "ppo"). An acronym
     joined to another word by a hyphen names a compound, keyed as a whole ("Beta-DPO":
-    "betadpo", never "dpo"); a title mostly in capitals ("ATTENTION IS ALL YOU NEED") has
-    none."""
+    "betadpo", never "dpo"); a title of 3 words or more mostly in capitals ("ATTENTION IS
+    ALL YOU NEED") has none; "SAM 2" is its own name."""
     letters = [char for char in title if char.isalpha()]
-    if letters and sum(char.isupper() for char in letters) > _CAPITALS_TITLE * len(letters):
+    shouted = sum(char.isupper() for char in letters) > _CAPITALS_TITLE * len(letters)
+    # "SAM 2" or "DPO" alone is a name, not a shouted sentence: 3 words make one.
+    if letters and shouted and sum(any(c.isalpha() for c in w) for w in title.split()) >= 3:
         return []
     found = []
     for word in _TITLE_WORD.findall(title):

@@ -91,6 +91,9 @@ def test_an_index_of_the_previous_format_is_rebuilt_with_the_authors(
         ("ARELU: ATTENTION-BASED RECTIFIED LINEAR UNIT", "", []),
         ("DEBERTA: DECODING-ENHANCED BERT WITH DISENTANGLED ATTENTION", "", []),
         ("FAST GRAPH ATTENTION NETWORKS USING EFFECTIVE RESISTANCE BASED GRAPH", "", []),
+        # A title that is only a name in capitals names it.
+        ("SAM 2", "", ["sam"]),
+        ("DPO", "", ["dpo"]),
         (
             "ATTENTION IS ALL YOU NEED",
             "We propose Scaled Attention (SA), a layer.",
