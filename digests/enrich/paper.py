@@ -233,6 +233,10 @@ def merge_rows(existing: Row, incoming: Row, now: datetime) -> Row | None:
         derived = existing.get("tldr_source") == incoming.get("tldr_source") == "derived"
         if derived and incoming["tldr"] != existing.get("tldr"):
             changes["tldr"] = incoming["tldr"]
+        # So is a title derived from it.
+        both_derived = existing["title_derived"] and incoming["title_derived"]
+        if both_derived and incoming["title"] != existing["title"]:
+            changes["title"] = incoming["title"]
     if not incoming["title_derived"] and (
         existing["title_derived"] or (newer and incoming["title"] != existing["title"])
     ):

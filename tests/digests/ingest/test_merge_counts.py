@@ -126,6 +126,20 @@ def test_only_a_cut_abstract_with_a_telling_head_is_completed(
     assert only_paper(fresh_db)["abstract"] == stored
 
 
+def test_a_title_derived_from_the_cut_abstract_is_derived_again(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    for name, abstract in (("a.jsonl", SHORT), ("b.jsonl", WHOLE)):
+        record = {"id": "sparse-1", "authors": ["Ann Lee"], "abstract": abstract}
+        (tmp_path / name).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    ingest_files(fresh_db, [tmp_path / "a.jsonl"], now=NOW)
+    cut_title = only_paper(fresh_db)["title"]
+    ingest_files(fresh_db, [tmp_path / "b.jsonl"], now=NOW)
+    paper = only_paper(fresh_db)
+    assert paper["abstract"] == WHOLE and paper["title_derived"]
+    assert paper["title"] != cut_title and "forg" not in paper["title"].split()[-1]
+
+
 def test_a_feed_s_bracketed_cut_is_completed(fresh_db: Database, tmp_path: Path) -> None:
     cut = SHORT.removesuffix("...") + " […]"
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=cut)], now=NOW)
