@@ -380,7 +380,8 @@ def format_results(results: list[Result], query: str, width: int = 88) -> str:
     blocks = []
     for number, result in enumerate(results, start=1):
         lines = [f"{number:>2}. {result['title']}"]
-        if authors := short_authors(result.get("authors"), parse_find(query).words):
+        line = result.get("authors_line")  # a find reply's: the query's author named
+        if authors := line or short_authors(result.get("authors"), parse_find(query).words):
             lines.append(f"    {authors}")
         meta = [venue_label(result), result["id"]]
         if result.get("url"):

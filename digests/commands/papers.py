@@ -39,7 +39,12 @@ def _find(command: Command, ctx: Context) -> Reply:
             f"Try fewer or other words, an author's name, or a method name such as "
             f"`{COMMAND} find LoMAP`.",
         )
-    return info(f"Top {len(results)} for “{parsed.words}”{without}:", papers=tuple(results))
+    # Each item's author line names the author the query matched, past the first three too.
+    shown = tuple(
+        result | {"authors_line": lookup.short_authors(result["authors"], parsed.words)}
+        for result in results
+    )
+    return info(f"Top {len(results)} for “{parsed.words}”{without}:", papers=shown)
 
 
 @handler_for("show")

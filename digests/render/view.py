@@ -133,6 +133,7 @@ SHOWN_FIELDS = (
     "title",
     "tldr",
     "authors",
+    "authors_line",
     "venue",
     "year",
     "published_at",
@@ -166,7 +167,7 @@ def _shown(paper: dict[str, Any], escape: Escape) -> _Shown:
         tldr=escape(shorten(str(paper.get("tldr") or ""), TLDR_MAX)),
         url=paper_link(paper),
         raw_title=title,
-        authors=escape(short_authors(paper.get("authors"))),
+        authors=escape(paper.get("authors_line") or short_authors(paper.get("authors"))),
         links=tuple(paper_links(paper)),
     )
 

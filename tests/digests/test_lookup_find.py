@@ -218,6 +218,18 @@ def test_find_results_list_the_authors_on_every_platform(
     assert shown in discord
 
 
+def test_find_by_an_author_names_that_author_on_every_platform(
+    store: Database, settings: Settings
+) -> None:
+    """IDQL's fifth author is Sergey Levine: `find levine` shows him, not only "et al."."""
+    reply = handle("find sergey levine", _ctx(store, settings))
+    shown = "Philippe Hansen-Estruch, Ilya Kostrikov, Michael Janner, …, Sergey Levine"
+    assert shown in reply_text(reply)
+    assert shown in json.dumps([m.payload() for m in slack_messages(reply)], ensure_ascii=False)
+    discord = json.dumps([m.payload() for m in discord_messages(reply)], ensure_ascii=False)
+    assert shown in discord
+
+
 def test_show_lists_the_authors_on_every_platform(store: Database, settings: Settings) -> None:
     reply = handle("show 2110.06169", _ctx(store, settings))
     assert "Authors: Ilya Kostrikov, Ashvin Nair, Sergey Levine" in reply_text(reply)
