@@ -29,7 +29,7 @@ from db import sources as source_store
 from db import text_index
 from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
-from digests.ingest.pipeline import IngestSummary
+from digests.ingest.pipeline import IngestSummary, counts_text, other_abstracts_text
 from digests.ingest.progress import plural
 from digests.sources.errors import SourceError
 from digests.sources.records import FetchedPaper
@@ -99,14 +99,10 @@ class SourceOutcome:
             return f"{shown}: skipped, another Paperboy process is fetching it now"
         line = f"{shown}: {plural(self.read, 'paper')} read"
         if self.read:
-            line += (
-                f": {self.added} added, {self.merged} merged, "
-                f"{self.skipped} skipped (already stored)"
-            )
+            line += ": " + counts_text(self.added, self.merged, self.skipped)
         if self.ignored:
             line += f", {self.ignored} not stored (empty, too long or holding a secret)"
-        if self.other_abstracts:
-            line += f"; {self.other_abstracts} with a different abstract (the stored one kept)"
+        line += other_abstracts_text(self.other_abstracts)
         line += f"; {plural(1 if self.error else 0, 'error')}"
         if self.error:
             line += f" ({self.error})"

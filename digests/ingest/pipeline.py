@@ -40,6 +40,16 @@ log = logging.getLogger(__name__)
 RESERVED_ID_PREFIXES = (FINGERPRINT_ALIAS, "seen:")
 
 
+def counts_text(added: int, merged: int, skipped: int) -> str:
+    """The counts of an ingest or a fetch, as both say them."""
+    return f"{added} added, {merged} merged, {skipped} skipped (already stored)"
+
+
+def other_abstracts_text(count: int) -> str:
+    """What both say of the records whose abstract was not stored ("" for none)."""
+    return f"; {count} with a different abstract (the stored one kept)" if count else ""
+
+
 @dataclass
 class IngestSummary:
     """What an ingest (or a fetched page) did with its records; each record counts once.
@@ -75,12 +85,12 @@ class IngestSummary:
         merged and none brought another abstract."""
         line = (
             f"{plural(self.total, 'paper')} read from {plural(len(self.files), 'file')}: "
-            f"{self.added} added, {self.merged} merged, {self.skipped} skipped (already stored)"
+            + counts_text(self.added, self.merged, self.skipped)
         )
         if self.without_abstract:
             line += f", {self.without_abstract} without an abstract ignored"
         if self.other_abstracts:
-            line += f"; {self.other_abstracts} with a different abstract (the stored one kept)"
+            line += other_abstracts_text(self.other_abstracts)
         elif self.total and not self.added and not self.merged:
             line += ". Nothing new"
         return line

@@ -117,17 +117,23 @@ def test_no_sample_tldr_points_back(abstract: str) -> None:
     assert not POINTS_BACK.search(tldr), tldr
 
 
-def test_the_demo_digest_tldrs_never_point_back(seeded_db: Database, settings: Any) -> None:
-    ensure_channel(seeded_db, "local:demo", settings, NOW)
+def _demo_items(db: Database, settings: Any) -> list[Any]:
+    """The items of the demo's digest (its 12 papers), as `paperboy demo` previews it."""
+    ensure_channel(db, "local:demo", settings, NOW)
     for topic in DEMO_TOPICS:
-        add_subscription(seeded_db, "local:demo", topic, None, "demo", NOW.isoformat())
+        add_subscription(db, "local:demo", topic, None, "demo", NOW.isoformat())
     digest = build_digest(
-        seeded_db, "local:demo", NOW, catalog=load_catalog(), settings=settings, preview=True
+        db, "local:demo", NOW, catalog=load_catalog(), settings=settings, preview=True
     )
-    tldrs = [item.paper["tldr"] for item in digest.items]
-    assert len(tldrs) == 12
+    assert len(digest.items) == 12
+    return list(digest.items)
+
+
+def test_the_demo_digest_tldrs_never_point_back(seeded_db: Database, settings: Any) -> None:
+    items = _demo_items(seeded_db, settings)
+    tldrs = [item.paper["tldr"] for item in items]
     assert [tldr for tldr in tldrs if POINTS_BACK.search(tldr)] == []
-    titles = [item.paper["title"] for item in digest.items]
+    titles = [item.paper["title"] for item in items]
     assert [title for title in titles if len(_content_words(title)) < 3] == []
 
 
@@ -300,12 +306,5 @@ def test_every_title_candidate_reads_as_a_headline(abstract: str, title: str) ->
 
 def test_no_sample_or_demo_tldr_reads_broken(seeded_db: Database, settings: Any) -> None:
     assert [t for t in (derive(a).tldr for a in ABSTRACTS) if BROKEN.search(t)] == []
-    ensure_channel(seeded_db, "local:demo", settings, NOW)
-    for topic in DEMO_TOPICS:
-        add_subscription(seeded_db, "local:demo", topic, None, "demo", NOW.isoformat())
-    digest = build_digest(
-        seeded_db, "local:demo", NOW, catalog=load_catalog(), settings=settings, preview=True
-    )
-    tldrs = [item.paper["tldr"] for item in digest.items]
-    assert len(tldrs) == 12
+    tldrs = [item.paper["tldr"] for item in _demo_items(seeded_db, settings)]
     assert [tldr for tldr in tldrs if BROKEN.search(tldr)] == []
