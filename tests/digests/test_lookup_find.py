@@ -13,7 +13,7 @@ from config.settings import Settings
 from db.papers import decode
 from digests.commands import Context, handle
 from digests.ingest import ingest_files
-from digests.lookup import FindQuery, find, format_results, parse_find
+from digests.lookup import FindQuery, find, format_results, parse_find, short_authors
 from digests.render.discord import reply_messages as discord_messages
 from digests.render.slack import reply_messages as slack_messages
 from digests.render.text import reply_text
@@ -533,3 +533,11 @@ def test_the_terminal_shows_the_author_found_past_the_first_three(store: Databas
     # Without the name in the query, the first three as everywhere.
     text = format_results(find(store, "idql", 1), "idql")
     assert "    Philippe Hansen-Estruch, Ilya Kostrikov, Michael Janner et al.\n" in text
+
+
+def test_an_author_line_names_at_most_three_matched_authors_past_the_first() -> None:
+    """A common surname ("wang") matching many authors keeps the line short."""
+    names = ["Ann Lee", "Bo Chen", "Cy Wu", "Xi Wang", "Yu Wang", "Zo Wang", "Wu Wang", "Al Fox"]
+    assert short_authors(names, "wang") == (
+        "Ann Lee, Bo Chen, Cy Wu, …, Xi Wang, Yu Wang, Zo Wang et al."
+    )

@@ -194,3 +194,26 @@ def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Database, tmp_path
     paper = only_paper(fresh_db)
     assert paper["method"] == "SMA" and paper["title"] == f"SMA: {TITLE}"  # kept
     assert [hit["id"] for hit in lookup.find(fresh_db, "SpaMix")] == [paper["id"]]
+
+
+def test_a_paper_with_no_page_gets_the_record_s_as_its_own(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """No stored url: the record's page is the paper's url, not one more link."""
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE)], now=NOW)
+    ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE, url=PMLR)], now=NOW)
+    paper = only_paper(fresh_db)
+    assert paper["url"] == PMLR
+    assert PMLR not in [link["url"] for link in paper["links"]]
+
+
+def test_a_paper_stored_without_a_fingerprint_keeps_its_cut_abstract(
+    fresh_db: Database, tmp_path: Path
+) -> None:
+    """A paper of an older store has no fingerprint to keep finding it by its first
+    abstract: its abstract is never replaced."""
+    ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=SHORT)], now=NOW)
+    with fresh_db.conn:
+        fresh_db.execute("update papers set fingerprint = null")
+    ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE)], now=NOW)
+    assert only_paper(fresh_db)["abstract"] == SHORT
