@@ -540,11 +540,14 @@ async def test_discord_slow_feedback_is_deferred_ephemerally_and_a_reset_publicl
     try:
         channel = f"discord:{GUILD}/{CHANNEL_ID}"
         handle("subscribe offline-rl", client.services.context(channel, "@alice"))
-        await dispatch(client, fake_discord, interaction("feedback"))
+        # Each deferred answer is a callback and a follow-up: wait for both, or the first
+        # one's late follow-up would count as the second's answer.
+        await dispatch(client, fake_discord, interaction("feedback"), answers=2)
         await dispatch(
             client,
             fake_discord,
             interaction("feedback", {"action": "reset", "topic": "1"}, permissions=MANAGE_CHANNELS),
+            answers=2,
         )
         read, reset = fake_discord.callbacks()
         assert read["type"] == reset["type"] == 5  # deferred
