@@ -328,7 +328,7 @@ def reply_messages(reply: Reply) -> list[DiscordMessage]:
         embeds[0]["description"] = clamp(
             discord_escape(reply.detail), limits.DISCORD_EMBED_DESCRIPTION
         )
-        # The description now holds the abstract: the authors (all of them) get a field.
+        # The description holds the abstract: the authors (all of them) get a field.
         authors = ", ".join(str(name) for name in reply.papers[0].get("authors") or [])
         if authors.strip():
             value = clamp(discord_escape(authors), limits.DISCORD_FIELD_VALUE)

@@ -453,7 +453,7 @@ async def test_a_fetch_line_adds_up_and_names_what_it_did_not_store(tmp_path: Pa
         "arxiv:cs.LG: 5 papers read: 4 added, 0 merged, 0 skipped (already stored), "
         "1 not stored (empty, too long or holding a secret); 0 errors"
     )
-    # It said "4 merged" for the papers the first source had just stored.
+    # The papers the first source just stored are already stored for the second.
     assert second.describe() == (
         'arxiv:"offline reinforcement learning": 5 papers read: 0 added, 0 merged, '
         "4 skipped (already stored), 1 not stored (empty, too long or holding a secret); "
@@ -497,7 +497,7 @@ async def test_a_fetch_line_names_the_abstracts_it_did_not_store(tmp_path: Path)
         (outcome,) = await fetch(path, config)
     finally:
         await runner.cleanup()
-    # It said "0 errors" right after the counts, as if nothing had been left out.
+    # What was not stored is said beside the counts, before the errors.
     assert outcome.describe() == (
         "arxiv:cs.LG: 3 papers read: 1 added, 2 merged, 0 skipped (already stored); "
         "2 with a different abstract (the stored one kept); 0 errors"

@@ -51,7 +51,7 @@ def test_another_sources_page_is_kept_among_the_links_and_counted_merged(
 ) -> None:
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
     second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE, url=PMLR)], now=NOW)
-    # It said "0 merged, 1 skipped (already stored). Nothing new" and dropped the link.
+    # Another page is something a reader sees: merged, and kept.
     assert second.describe() == (
         "1 paper read from 1 file: 0 added, 1 merged, 0 skipped (already stored)"
     )
@@ -166,7 +166,7 @@ def test_a_different_abstract_is_not_stored_and_the_summary_says_so(
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
     before = only_paper(fresh_db)
     second = ingest_files(fresh_db, [jsonl(tmp_path, "c.jsonl", abstract=OTHER)], now=NOW)
-    # It said "Nothing new" while the record's abstract went unstored.
+    # An abstract not stored is said, never hidden behind "Nothing new".
     assert second.describe() == (
         "1 paper read from 1 file: 0 added, 0 merged, 1 skipped (already stored); "
         "1 with a different abstract (the stored one kept)"
@@ -189,7 +189,7 @@ def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Database, tmp_path
     second = ingest_files(
         fresh_db, [jsonl(tmp_path, "b.jsonl", title=f"SpaMix: {TITLE}", abstract=WHOLE)], now=NOW
     )
-    # It said "skipped (already stored). Nothing new", though `find SpaMix` now finds it.
+    # A new name is searchable (`find SpaMix` finds it): merged, not skipped.
     assert (second.merged, second.skipped) == (1, 0)
     paper = only_paper(fresh_db)
     assert paper["method"] == "SMA" and paper["title"] == f"SMA: {TITLE}"  # kept
