@@ -385,3 +385,18 @@ def m015_search_watches_authors(db: Database) -> None:
         "insert into search_changes (paper_id) values (old.id); "
         "insert into search_changes (paper_id) select new.id where new.id != old.id; end"
     )
+
+
+@migrations()
+def m016_processes(db: Database) -> None:
+    # One row per `paperboy run` process (id made at its start); heartbeat_at says it is alive.
+    db.execute(
+        "create table processes (id text primary key, host text not null, "
+        "pid integer not null, role text not null, started_at text not null, "
+        "heartbeat_at text not null, stopped_at text)"
+    )
+    # Named leases ('clock'): held by a process id until expires_at unless renewed.
+    db.execute(
+        "create table leases (name text primary key, holder text not null, "
+        "expires_at text not null)"
+    )
