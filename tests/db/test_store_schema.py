@@ -302,3 +302,126 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(
         for store in stores:
             store.close()
         postgres_server.drop("migrating_at_once")
+
+
+def _add_paper(store: Store, paper_id: str, **text: str) -> None:
+    row = {"id": paper_id, "title": "", "abstract": "", "abstract_text": "", **text}
+    names = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    store.execute(
+        f"insert into papers ({names}, added_at) values ({marks}, '2026-12-01T00:00:00Z')",
+        list(row.values()),
+    )
+
+
+def test_search_changes_logs_the_same_rows_on_both_backends(store: Store) -> None:
+    """The triggers log a paper when a statement inserts, deletes or sets one of the
+    searchable columns (changed or not), and both ids when its id changes."""
+    _add_paper(store, "p1", title="One")
+    _add_paper(store, "p2", title="Two")
+    store.execute("update papers set url = 'https://example.org' where id = 'p1'")  # not text
+    store.execute("update papers set title = title where id = 'p1'")
+    store.execute("""update papers set authors = '["Ada"]' where id = 'p2'""")
+    store.execute("update papers set id = 'p3' where id = 'p2'")
+    store.execute("delete from papers where id = 'p1'")
+    rows = store.query("select paper_id from search_changes order by seq")
+    assert [row["paper_id"] for row in rows] == ["p1", "p2", "p1", "p2", "p2", "p3", "p1"]
+
+
+# The same column weights as db.search.WEIGHTS, in tsvector labels' order (D, C, B, A).
+_FTS5_RANKED = """
+    select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid
+    where papers_fts match ? order by bm25(papers_fts, 6.0, 10.0, 3.0, 1.0), papers.id
+"""
+_POSTGRESQL_RANKED = """
+    select id from papers where search_vector @@ plainto_tsquery('english', ?)
+    order by ts_rank('{0.1, 0.3, 0.6, 1.0}', search_vector, plainto_tsquery('english', ?)) desc,
+    id
+"""
+
+
+def _ranked(store: Store, word: str) -> list[str]:
+    if store.dialect == "sqlite":
+        return [row["id"] for row in store.query(_FTS5_RANKED, [word])]
+    return [row["id"] for row in store.query(_POSTGRESQL_RANKED, [word, word])]
+
+
+def test_full_text_finds_and_weighs_the_columns_fts5_indexes(store: Store) -> None:
+    """papers.search_vector on PostgreSQL indexes what papers_fts does (title, names,
+    keywords, abstract_text; not authors), stems English words as FTS5's porter
+    tokenizer does, ranks the columns in search.WEIGHTS' order and follows updates."""
+    plain = "alpha beta gamma"
+    found = "zebras beta gamma"
+    columns = ("names", "title", "keywords", "abstract_text")
+    for column in reversed(columns):  # stored weakest first: the order is the ranking's
+        _add_paper(store, f"in-{column}", **{c: found if c == column else plain for c in columns})
+    _add_paper(store, "in-authors", **dict.fromkeys(columns, plain), authors='["Zebra"]')
+    assert _ranked(store, "zebra") == [f"in-{column}" for column in columns]
+    store.execute("update papers set title = ? where id = 'in-title'", [plain])
+    assert "in-title" not in _ranked(store, "zebra")
+    assert _ranked(store, "nothing") == []
+
+
+_RECORDED_SINCE = "2026-06-01T00:00:00Z"
+_CHANNELS = ("local:c", "slack:T1/C1", "slack:T1/@U1")
+
+
+def _seed_subscription_history(store: Store) -> None:
+    """Per channel and topic five past cycles (the first two before the managers were
+    recorded) and an active row."""
+    store.execute(
+        "insert into app_state (key, value) values ('home: managers recorded since', ?)",
+        [_RECORDED_SINCE],
+    )
+    for channel in _CHANNELS:
+        store.execute(
+            "insert into channels (id, platform, created_at) values (?, ?, ?)",
+            [channel, channel.split(":")[0], "2026-01-01T00:00:00Z"],
+        )
+        for topic in ("offline-rl", "custom:diffusion"):
+            for cycle in range(5):
+                at = f"2026-0{4 + cycle}-01T00:00:00Z"  # April .. August
+                store.execute(
+                    "insert into subscriptions (channel, topic_id, created_by, created_at, "
+                    "removed_by, removed_at) values (?, ?, ?, ?, ?, ?)",
+                    [channel, topic, f"@u{cycle}", at, f"@u{cycle}", at],
+                )
+            store.execute(
+                "insert into subscriptions (channel, topic_id, created_by, created_at) "
+                "values (?, ?, '@now', '2026-12-01T00:00:00Z')",
+                [channel, topic],
+            )
+
+
+def _subscription_history(store: Store) -> list[tuple[str, str, str]]:
+    rows = store.query("select channel, topic_id, created_by from subscriptions order by id")
+    return [(row["channel"], row["topic_id"], row["created_by"]) for row in rows]
+
+
+def test_m014_deletes_on_postgresql_what_it_deletes_on_sqlite(
+    postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lite = Database(memory=True)
+    migrations.apply(lite, stop_before="m014_subscription_history")
+    lite_store = Store(lite.conn)
+    _seed_subscription_history(lite_store)
+    migrations.apply(lite)
+    expected = _subscription_history(lite_store)
+    # Each topic keeps its first, latest removed and active rows; Slack's channel also its
+    # second, older than the managers' record.
+    assert len(expected) == 2 * (3 + 4 + 3), expected
+
+    every = migrations_pg.MIGRATIONS
+    before = [name for name, _ in every].index("m014_subscription_history")
+    postgres_server.admin.execute("create database subscription_history")
+    store = Store.connect(postgres_server.url("subscription_history"))
+    try:
+        monkeypatch.setattr(migrations_pg, "MIGRATIONS", every[:before])
+        migrations_pg.apply(store)
+        _seed_subscription_history(store)
+        monkeypatch.setattr(migrations_pg, "MIGRATIONS", every)
+        assert migrations_pg.apply(store)[0] == "m014_subscription_history"
+        assert _subscription_history(store) == expected
+    finally:
+        store.close()
+        postgres_server.drop("subscription_history")
