@@ -1,0 +1,345 @@
+"""bot/cluster.py: members that heartbeat into one database and hold the clock one at a
+time; another takes it over once the holder's lease runs out, on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cluster import Member
+from db import open_db, processes
+from db.errors import Unavailable
+from db.store import Params, Result, Row, Store
+from tests.fakes import postgres
+from tests.fakes.clock import FakeTime
+
+T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+STALE = timedelta(seconds=30)
+
+
+class Switch:
+    """What the test's database does: answers, fails (`down`) or hangs (`hung`) until
+    `resume` is set."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.hung = False
+        self.resume = threading.Event()
+
+    def check(self) -> None:
+        if self.hung:
+            self.resume.wait(10)
+        if self.down:
+            raise Unavailable("connection refused")
+
+
+class SwitchedStore(Store):
+    """A Store whose statements the test's switch can fail or hang."""
+
+    def __init__(self, inner: Store, switch: Switch) -> None:
+        super().__init__(inner.conn)
+        self.switch = switch
+
+    def execute(self, sql: str, params: Params = ()) -> Result:
+        self.switch.check()
+        return super().execute(sql, params)
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        self.switch.check()
+        return super().query(sql, params)
+
+
+class World:
+    """Members on one database, a fake time shared by all (`at` seconds since T0), and
+    the gains and losses of the clock they report, in order."""
+
+    def __init__(self, connect: Callable[[], Store]) -> None:
+        self.time = FakeTime()
+        self.start = self.time.now
+        self.switch = Switch()
+        self.raw_connect = connect
+        self.events: list[tuple[str, str, float]] = []
+
+    @property
+    def at(self) -> float:
+        return self.time.now - self.start
+
+    def move_to(self, seconds: float) -> None:
+        self.time.now = self.start + seconds
+
+    def now(self) -> datetime:
+        return T0 + timedelta(seconds=self.at)
+
+    def connect(self) -> Store:
+        return SwitchedStore(self.raw_connect(), self.switch)
+
+    def member(self, name: str, **options: Any) -> Member:
+        async def gain() -> None:
+            self.events.append((name, "gain", self.at))
+
+        async def lose() -> None:
+            self.events.append((name, "lose", self.at))
+
+        settings: dict[str, Any] = {
+            "on_gain": gain,
+            "on_lose": lose,
+            "host": f"host-{name}",
+            "pid": 100,
+            "process_id": name,
+            "clock": lambda store: self.now(),
+            "monotonic": self.time.monotonic,
+            "sleep": self.time.sleep,
+        }
+        return Member(self.connect, **(settings | options))
+
+
+@pytest.fixture
+def sqlite_connect(tmp_path: Path) -> Callable[[], Store]:
+    """Each call opens a new connection to one SQLite file, as each process does."""
+    open_db(tmp_path / "cluster.db").close()
+    return lambda: Store(open_db(tmp_path / "cluster.db").conn)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def connect(
+    request: pytest.FixtureRequest, sqlite_connect: Callable[[], Store]
+) -> Iterator[Callable[[], Store]]:
+    """New connections to one fresh database: a SQLite file, or PostgreSQL."""
+    if request.param == "sqlite":
+        yield sqlite_connect
+        return
+    server: postgres.Server = request.getfixturevalue("postgres_server")
+    name = server.fresh_database()
+    first = Store.connect(server.url(name))
+    until_ported(first)
+    first.close()
+    try:
+        yield lambda: Store.connect(server.url(name))
+    finally:
+        server.drop(name)
+
+
+def until_ported(store: Store) -> None:
+    """Create m016's tables on PostgreSQL while db/migrations_pg.py has no m016 yet."""
+    found = store.one("select to_regclass('processes') as found")
+    if found is not None and found["found"] is None:
+        store.execute(
+            "create table processes (id text primary key, host text not null, "
+            "pid bigint not null, role text not null, started_at text not null, "
+            "heartbeat_at text not null, stopped_at text)"
+        )
+        store.execute(
+            "create table leases (name text primary key, holder text not null, "
+            "expires_at text not null)"
+        )
+
+
+@pytest.fixture
+def world(sqlite_connect: Callable[[], Store]) -> World:
+    return World(sqlite_connect)
+
+
+async def beat_at(world: World, seconds: float, *members: Member) -> None:
+    world.move_to(seconds)
+    for member in members:
+        await member.beat()
+
+
+async def test_another_member_takes_the_clock_once_the_silent_holders_lease_ran_out(
+    connect: Callable[[], Store],
+) -> None:
+    world = World(connect)
+    a, b = world.member("a"), world.member("b")
+    await beat_at(world, 0, a, b)
+    await beat_at(world, 10, a, b)
+    assert (a.holds_clock, b.holds_clock) == (True, False)
+
+    # a is killed: it beats no more. Its lease, renewed at 10 s, runs until 40 s.
+    for seconds in (20, 30, 39.9):
+        await beat_at(world, seconds, b)
+        assert not b.holds_clock
+    await beat_at(world, 40, b)
+    assert b.holds_clock
+    assert world.events == [("a", "gain", 0), ("b", "gain", 40)]
+    store = connect()
+    later = world.now() + timedelta(seconds=1)  # a has been silent for over 30 s by then
+    assert [row["id"] for row in processes.live(store, later, STALE)] == ["b"]
+    assert [row["id"] for row in processes.gone(store, later, STALE)] == ["a"]
+    assert processes.holder(store, "clock", later) == "b"
+
+    # Should a come back (it was only cut off), it finds the clock taken and lets it go.
+    await beat_at(world, 41, a)
+    assert not a.holds_clock
+    assert world.events[-1] == ("a", "lose", 41)
+    assert processes.holder(store, "clock", world.now()) == "b"
+    store.close()
+    for member in (a, b):
+        await member.stop()
+
+
+async def test_a_holder_that_keeps_beating_keeps_the_clock(world: World) -> None:
+    a, b = world.member("a"), world.member("b")
+    for seconds in range(0, 200, 10):
+        await beat_at(world, seconds, a, b)
+    assert world.events == [("a", "gain", 0)]
+    assert (a.beats, b.beats, a.failures, b.failures) == (20, 20, 0, 0)
+
+
+async def test_a_failed_beat_is_logged_and_counted_and_the_clock_let_go_after_its_ttl(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = world.member("a"), world.member("b")
+    await beat_at(world, 0, a)
+    world.switch.down = True
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bot.cluster"):
+        await beat_at(world, 10, a)
+        await beat_at(world, 29.9, a)
+    assert a.failures == 2
+    assert a.holds_clock  # its lease still runs until 30 s: nobody else can take it yet
+    assert [record.getMessage() for record in caplog.records] == [
+        "cluster: heartbeat of a failed (1 so far): connection refused",
+        "cluster: heartbeat of a failed (2 so far): connection refused",
+    ]
+
+    await beat_at(world, 30, a)
+    assert not a.holds_clock
+    assert world.events == [("a", "gain", 0), ("a", "lose", 30)]
+    world.switch.down = False
+    await beat_at(world, 30, b)
+    await beat_at(world, 31, a)
+    assert (a.holds_clock, b.holds_clock) == (False, True)
+    assert a.failures == 3
+
+
+async def test_a_member_whose_row_was_removed_registers_again(
+    world: World, sqlite_connect: Callable[[], Store]
+) -> None:
+    a = world.member("a", role="worker")
+    await beat_at(world, 0, a)
+    store = sqlite_connect()
+    assert processes.forget_gone(store, timedelta(seconds=1), T0 + timedelta(seconds=5)) == 1
+    await beat_at(world, 10, a)
+    (row,) = processes.live(store, world.now(), STALE)
+    assert (row["id"], row["host"], row["pid"], row["role"]) == ("a", "host-a", 100, "worker")
+    assert row["heartbeat_at"] == world.now()
+    assert a.holds_clock
+
+
+async def test_a_stopped_member_hands_the_clock_on_at_once(
+    world: World, sqlite_connect: Callable[[], Store]
+) -> None:
+    a, b = world.member("a"), world.member("b")
+    await beat_at(world, 0, a, b)
+    world.move_to(1)
+    await a.stop()
+    assert not a.holds_clock
+    await beat_at(world, 2, a, b)  # a stopped member beats no more
+
+    assert world.events == [("a", "gain", 0), ("a", "lose", 1), ("b", "gain", 2)]
+    store = sqlite_connect()
+    (row,) = processes.gone(store, world.now(), STALE)
+    assert (row["id"], row["stopped_at"]) == ("a", T0 + timedelta(seconds=1))
+    assert a.beats == 1
+
+
+async def test_a_member_that_takes_no_clock_only_heartbeats(
+    world: World, sqlite_connect: Callable[[], Store]
+) -> None:
+    web = world.member("web", role="web", takes_clock=False)
+    for seconds in (0, 10, 20, 100):
+        await beat_at(world, seconds, web)
+    assert not web.holds_clock
+    assert world.events == []
+    store = sqlite_connect()
+    assert [row["role"] for row in processes.live(store, world.now(), STALE)] == ["web"]
+    assert processes.holder(store, "clock", world.now()) is None
+
+
+async def test_a_clock_that_fails_to_start_is_let_go_for_another_to_take(
+    world: World, sqlite_connect: Callable[[], Store], caplog: pytest.LogCaptureFixture
+) -> None:
+    starts: list[float] = []
+
+    async def broken() -> None:
+        starts.append(world.at)
+        raise RuntimeError("scheduler would not start")
+
+    a, b = world.member("a", on_gain=broken), world.member("b")
+    with caplog.at_level(logging.ERROR, logger="bot.cluster"):
+        await beat_at(world, 0, a)
+    assert not a.holds_clock
+    assert "starting the clock failed on a" in caplog.text
+    store = sqlite_connect()
+    assert processes.holder(store, "clock", world.now()) is None
+    await beat_at(world, 1, b)
+    assert b.holds_clock
+    assert starts == [0]
+
+
+async def test_run_beats_every_interval_until_stopped_even_while_the_database_fails(
+    world: World,
+) -> None:
+    a = world.member("a", interval=5.0)
+    world.switch.down = True
+    task = asyncio.create_task(a.run())
+    while world.at < 100:
+        await asyncio.sleep(0.001)
+    await a.stop()
+    await asyncio.wait_for(task, 5)
+
+    assert a.failures >= 20
+    assert a.beats == 0
+    assert set(world.time.sleeps) == {5.0}
+    assert task.exception() is None
+
+
+async def test_a_database_call_that_hangs_lets_the_clock_go_by_its_deadline(
+    sqlite_connect: Callable[[], Store],
+) -> None:
+    # Real time, short: the fake clock cannot make a blocked thread answer late.
+    world = World(sqlite_connect)
+    lost = asyncio.Event()
+
+    async def lose() -> None:
+        lost.set()
+
+    a = world.member(
+        "a",
+        interval=0.05,
+        ttl=0.3,
+        on_lose=lose,
+        clock=processes.database_now,
+        monotonic=asyncio.get_running_loop().time,
+        sleep=asyncio.sleep,
+    )
+    await a.beat()
+    assert a.holds_clock
+    deadline = a.clock_deadline
+    assert deadline is not None
+    world.switch.hung = True
+    task = asyncio.create_task(a.run())
+    try:
+        await asyncio.wait_for(lost.wait(), 5)
+        assert asyncio.get_running_loop().time() >= deadline
+        assert not a.holds_clock
+        assert a.failures >= 1
+    finally:
+        world.switch.hung = False
+        world.switch.resume.set()
+        await a.stop()
+        await asyncio.wait_for(task, 5)
+
+
+def test_a_member_refuses_an_unknown_role_or_an_interval_past_its_ttl(world: World) -> None:
+    with pytest.raises(ValueError, match="role"):
+        world.member("a", role="leader")
+    with pytest.raises(ValueError, match="interval"):
+        world.member("a", interval=30.0, ttl=30.0)
