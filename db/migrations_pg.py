@@ -83,7 +83,8 @@ def apply(store: Store) -> list[str]:
 @migration
 def m001_papers(db: Store) -> None:
     # SQLite's INTEGER is 64 bits: bigint. An `integer primary key` there numbers new rows
-    # by itself: an identity here, which still takes an id given explicitly.
+    # by itself: an identity here, which still takes an id given explicitly (a copy that
+    # gives ids must then move it past them: setval).
     db.execute(
         "create table papers ("
         f"id {TEXT} primary key, venue {TEXT}, year bigint, title {TEXT} not null, "
@@ -299,8 +300,8 @@ def m013_feedback_and_saved(db: Store) -> None:
 
 @migration
 def m014_subscription_history(db: Store) -> None:
-    # The same cleanup as on SQLite (strpos for instr), for a database that holds rows
-    # from before it, such as one copied from SQLite before migrating.
+    # The same cleanup as on SQLite (strpos for instr): a database that holds rows from
+    # before it, however they came, keeps the rows SQLite keeps.
     db.execute(
         "create index if not exists subscriptions_history on subscriptions (channel, topic_id, id)"
     )
