@@ -132,7 +132,7 @@ class Member:
         self._store: Store | None = None
         self._registered = False
         self._renewed = 0.0  # `monotonic` when the last successful renewal began
-        self._pending: asyncio.Future[bool] | None = None
+        self._pending: tuple[asyncio.Future[bool], float] | None = None
         self._lock = asyncio.Lock()
         self._stopping = asyncio.Event()
         self._stopped = False
@@ -158,11 +158,11 @@ class Member:
         async with self._lock:
             if self._stopped:
                 return
-            started = self.monotonic()
-            if self.holds_clock and started >= self._renewed + self.ttl:
+            # Paused or cut off past the deadline: another may hold the clock by now.
+            if self.holds_clock and self.monotonic() >= self._renewed + self.ttl:
                 await self._let_go()
             try:
-                acquired = await self._call_once()
+                acquired, began = await self._call_once()
             except (StorageError, TimeoutError) as exc:
                 self.failures += 1
                 log.warning(
@@ -171,13 +171,13 @@ class Member:
                     self.failures,
                     str(exc) or type(exc).__name__,
                 )
-                expired = isinstance(exc, ClockExpired)
-                if self.holds_clock and (expired or self.monotonic() >= self._renewed + self.ttl):
+                # A beat begun after the deadline let the clock go before its call.
+                if self.holds_clock and isinstance(exc, ClockExpired):
                     await self._let_go()
                 return
             self.beats += 1
             if acquired:
-                self._renewed = started
+                self._renewed = began
                 if not self.holds_clock:
                     await self._gain()
             elif self.holds_clock:
@@ -197,30 +197,37 @@ class Member:
             try:
                 await self._in_executor(self._stop_work)
             except (StorageError, TimeoutError) as exc:
-                log.warning("cluster: %s could not mark itself stopped: %s", self.id, exc)
+                log.warning(
+                    "cluster: %s could not mark itself stopped: %s",
+                    self.id,
+                    str(exc) or type(exc).__name__,
+                )
+            except Exception:  # stopping goes on: the row goes stale, the lease expires
+                log.exception("cluster: %s could not mark itself stopped", self.id)
             finally:
                 if self._owns_executor:
                     self.executor.shutdown(wait=False)
 
-    async def _call_once(self) -> bool:
-        # One database call at a time: a beat whose call still hangs fails, not queues another.
-        if self._pending is not None and not self._pending.done():
-            raise TimeoutError("the previous heartbeat's database call is still running")
-        loop = asyncio.get_running_loop()
-        pending = self._pending = asyncio.wrap_future(
-            self.executor.submit(self._beat_work), loop=loop
-        )
-        # Its outcome is read here, or dropped after a timeout: never "not retrieved".
-        pending.add_done_callback(lambda done: done.cancelled() or done.exception())
+    async def _call_once(self) -> tuple[bool, float]:
+        """Whether this member holds the lease, and when (by `monotonic`) the call that
+        says so began. A call still running from an earlier beat is waited for again
+        rather than queued behind: a hung database makes each beat fail by its timeout."""
+        if self._pending is None or self._pending[0].done():
+            began = self.monotonic()
+            future = asyncio.wrap_future(self.executor.submit(self._beat_work))
+            # Its outcome is read here, or dropped after a timeout: never "not retrieved".
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
+            self._pending = future, began
+        future, began = self._pending
         left = self._renewed + self.ttl - self.monotonic() if self.holds_clock else self.interval
         try:
-            return await asyncio.wait_for(asyncio.shield(pending), min(self.interval, left))
+            return await asyncio.wait_for(asyncio.shield(future), min(self.interval, left)), began
         except TimeoutError:
             if left <= self.interval:
                 raise ClockExpired(
                     "the database did not answer before the clock's lease ran out"
                 ) from None
-            raise
+            raise TimeoutError(f"the database did not answer within {self.interval:g} s") from None
 
     def _beat_work(self) -> bool:
         """In the executor: the beat's statements; whether this member holds the lease."""
@@ -281,7 +288,11 @@ class Member:
             try:
                 await self._in_executor(self._release_work)
             except (StorageError, TimeoutError) as exc:
-                log.warning("cluster: %s could not release the clock: %s", self.id, exc)
+                log.warning(
+                    "cluster: %s could not release the clock: %s",
+                    self.id,
+                    str(exc) or type(exc).__name__,
+                )
 
     async def _lose(self) -> None:
         self.holds_clock = False
