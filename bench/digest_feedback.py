@@ -61,7 +61,7 @@ def add_feedback(path: Path, share: float, votes: int, seed: int = 13) -> int:
             for index, paper_id in enumerate(rng.sample(papers, votes)):
                 rows.append((channel, topic, paper_id, "U0BENCH", 1 if index % 2 == 0 else -1))
         db.executemany(
-            "insert into feedback (channel, topic_id, paper_id, user, vote, digest_id, "
+            'insert into feedback (channel, topic_id, paper_id, "user", vote, digest_id, '
             "created_at, updated_at) values (?, ?, ?, ?, ?, null, ?, ?)",
             [(*row, AT, AT) for row in rows],
         )

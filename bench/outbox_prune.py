@@ -125,11 +125,10 @@ class LockTimer:
 
     @contextlib.contextmanager
     def __call__(self, db: Any) -> Iterator[Any]:
-        from db.transactions import write_transaction
 
         start = time.perf_counter()
         try:
-            with write_transaction(db):
+            with db.write():
                 yield db
         finally:
             self.held.append(time.perf_counter() - start)

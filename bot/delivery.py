@@ -11,19 +11,18 @@ import logging
 import os
 import random
 import socket
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlite_utils import Database
-
 from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled, pause_seconds
 from config.settings import Settings
 from db import channels as channel_store
 from db import outbox
+from db.errors import StorageError
+from db.store import Store
 from digests.channels import ChannelRef, parse_channel
 from digests.digest import Digest
 from digests.timestamps import stamp
@@ -160,7 +159,7 @@ def posting_rate(settings: Settings, platform: str) -> float | None:
 
 
 def queue_digest(
-    db: Database, digest: Digest, messages: list[tuple[dict[str, Any], list[str]]], now: datetime
+    db: Store, digest: Digest, messages: list[tuple[dict[str, Any], list[str]]], now: datetime
 ) -> int:
     """Write a recorded digest's messages (payload, paper ids) to the outbox, once."""
     if digest.digest_id is None:
@@ -205,13 +204,13 @@ def sender_alive(sender: str) -> bool:
     return True
 
 
-async def _record_sent(db: Database, message_id: int, platform_id: str, at: str) -> bool:
+async def _record_sent(db: Store, message_id: int, platform_id: str, at: str) -> bool:
     """Record a send; a busy database must not make an accepted message go out again.
     False if our claim was taken over meanwhile: the record is the new holder's."""
     for attempt in range(5):
         try:
             return outbox.mark_sent(db, message_id, platform_id, at, sender=SENDER)
-        except sqlite3.OperationalError:
+        except StorageError:
             if attempt == 4:
                 raise
             await asyncio.sleep(0.5 * 2**attempt)
@@ -219,7 +218,7 @@ async def _record_sent(db: Database, message_id: int, platform_id: str, at: str)
 
 
 async def deliver_channel(
-    db: Database,
+    db: Store,
     poster: Poster,
     channel: str,
     now: datetime,
@@ -368,7 +367,7 @@ async def deliver_channel(
 
 
 async def _send_one(
-    db: Database, poster: Poster, ref: ChannelRef, message: dict[str, Any], send_timeout: float
+    db: Store, poster: Poster, ref: ChannelRef, message: dict[str, Any], send_timeout: float
 ) -> str | PermanentError | RefusedMessage | TransientError:
     """Send one claimed message: the platform's id for it, or the error (an unexpected one
     as a transient error, logged with its traceback). A cancellation (a stop) gives the
@@ -395,7 +394,7 @@ async def _send_one(
 
 
 def _retry_later(
-    db: Database,
+    db: Store,
     channel: str,
     message: dict[str, Any],
     reason: str,
@@ -418,7 +417,7 @@ def _retry_later(
 
 
 def _give_up(
-    db: Database,
+    db: Store,
     channel: str,
     message: dict[str, Any],
     reason: str,

@@ -15,11 +15,10 @@ import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from sqlite_utils import Database
-
 from bot.delivery import TransientError
 from bot.ratelimits import SendLimits, Throttled, pause_seconds
 from db.app_state import get_state, set_state
+from db.store import Store
 from digests.timestamps import stamp
 
 log = logging.getLogger(__name__)
@@ -39,7 +38,7 @@ class DmChannels:
     memory only (one command-line send). A database that fails (busy, read-only) costs
     only a reopen later: the id stays in memory and the send goes on."""
 
-    def __init__(self, db: Callable[[], Database] | None = None) -> None:
+    def __init__(self, db: Callable[[], Store] | None = None) -> None:
         self._db = db
         self._known: dict[str, str] = {}
         self._lock = threading.Lock()

@@ -5,7 +5,6 @@ of several (threads, processes) ingests it (docs/explanation/guarantees.md)."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,12 +13,11 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any
 
-from sqlite_utils import Database
-
 from bot.delivery import SENDER, sender_alive
 from db import inbox as inbox_files
 from db import text_index
-from db.transactions import write_transaction
+from db.errors import StorageError
+from db.store import Store
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.bulk import IngestInterrupted, is_busy
 from digests.ingest.decode import Limits
@@ -52,9 +50,9 @@ class InboxResult:
     waiting: list[str] = field(default_factory=list)  # modified too recently: next run
 
 
-def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) -> bool:
+def _claim(db: Store, path: Path, size: int, mtime_ns: int, now: datetime) -> bool:
     """Take this version of the file for ingesting; False if it was done or is taken."""
-    with write_transaction(db):
+    with db.write():
         row = inbox_files.get_file(db, str(path))
         if row is not None:
             same_version = row["size"] == size and row["mtime_ns"] == mtime_ns
@@ -69,12 +67,12 @@ def _claim(db: Database, path: Path, size: int, mtime_ns: int, now: datetime) ->
 
 
 def _record(
-    db: Database, path: Path, size: int, mtime_ns: int, status: str, detail: str, now: datetime
+    db: Store, path: Path, size: int, mtime_ns: int, status: str, detail: str, now: datetime
 ) -> None:
     inbox_files.record_file(db, str(path), size, mtime_ns, status, detail, stamp(now))
 
 
-def _renewing(db: Database, path: Path, now: datetime) -> Any:
+def _renewing(db: Store, path: Path, now: datetime) -> Any:
     """A progress wrapper for `ingest_files` that renews our claim on `path` every
     RENEW_SECONDS while the papers are stored (between chunks: no transaction is open).
     `now` is the run's clock; the time since is added to it."""
@@ -93,27 +91,27 @@ def _renewing(db: Database, path: Path, now: datetime) -> Any:
     return renew
 
 
-def _renew(db: Database, path: Path, at: datetime) -> None:
+def _renew(db: Store, path: Path, at: datetime) -> None:
     try:
-        with write_transaction(db):
+        with db.write():
             inbox_files.renew_claim(db, str(path), SENDER, stamp(at))
-    except sqlite3.OperationalError as exc:  # busy: the next renewal tries again
+    except StorageError as exc:  # busy: the next renewal tries again
         log.warning("inbox: could not renew the claim on %s (%s)", path.name, exc)
 
 
-def _release(db: Database, path: Path) -> None:
+def _release(db: Store, path: Path) -> None:
     """Drop our claim so the next run tries again (the file was not ingested)."""
     try:
-        with write_transaction(db):
+        with db.write():
             inbox_files.drop_claim(db, str(path), SENDER)
-    except sqlite3.OperationalError:
+    except StorageError:
         log.warning(
             "inbox: could not release %s; it is retried after %d minutes", path.name, CLAIM_MINUTES
         )
 
 
 def ingest_inbox(
-    db: Database,
+    db: Store,
     folder: Path | None,
     now: datetime,
     *,
@@ -164,7 +162,7 @@ def ingest_inbox(
         try:
             if not _claim(db, path, stat.st_size, stat.st_mtime_ns, now):
                 continue
-        except sqlite3.OperationalError as exc:
+        except StorageError as exc:
             result.failed.append(f"{path.name}: database busy ({exc}); will retry next run")
             log.warning("inbox: %s not claimed, database busy (%s); will retry", path.name, exc)
             continue
@@ -182,7 +180,7 @@ def _unsettled(mtime_ns: int, now: datetime, settle_seconds: float) -> bool:
 
 
 def _ingest_one(
-    db: Database,
+    db: Store,
     path: Path,
     size: int,
     mtime_ns: int,
@@ -220,7 +218,7 @@ def _ingest_one(
         status, detail = "error", exc.message
         result.failed.append(f"{path.name}: {exc.message}")
         log.warning("inbox: skipped %s", exc)
-    except sqlite3.OperationalError as exc:
+    except StorageError as exc:
         # Busy, or the disk full or failing: the next run tries again.
         what = f"database busy ({exc})" if is_busy(exc) else str(exc)
         result.failed.append(f"{path.name}: {what}; will retry next run")
@@ -241,8 +239,8 @@ def _ingest_one(
         _release(db, path)
         raise
     try:
-        with write_transaction(db):
+        with db.write():
             _record(db, path, size, mtime_ns, status, detail, now)
-    except sqlite3.OperationalError as exc:
+    except StorageError as exc:
         # The papers are stored; a later run re-reads the file and finds nothing new.
         log.warning("inbox: %s ingested but not recorded (%s)", path.name, exc)

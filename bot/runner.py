@@ -8,12 +8,10 @@ import asyncio
 import contextlib
 import logging
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.delivery import Poster
@@ -21,6 +19,8 @@ from bot.local import LocalPoster
 from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
 from config.settings import SettingsError
+from db.connection import Target
+from db.errors import StorageError
 
 # Slack's libraries and Discord's are imported by the component that uses them, when it
 # starts: a Slack-only install never imports discord.py, nor a Discord-only one slack_bolt.
@@ -49,7 +49,7 @@ INDEX_BUSY_RETRY_SECONDS = 5.0  # another updater holds the search index: look a
 INDEX_BUSY_RETRIES = 120  # ...this many times (10 minutes: a rebuild of 1M papers takes ~1.5)
 
 
-def index_in_background(db_path: Path) -> threading.Thread:
+def index_in_background(db_path: Target) -> threading.Thread:
     """Bring the search index of `db_path` up to date in a daemon thread, started now, so
     the first lookup after an upgrade does not build it inline (10-25 s per 100k papers);
     returns the thread at once. Through `text_index.ready`, as a lookup, so never beside
@@ -60,7 +60,7 @@ def index_in_background(db_path: Path) -> threading.Thread:
     return thread
 
 
-def _index_now(db_path: Path) -> None:
+def _index_now(db_path: Target) -> None:
     from db import text_index
     from db.connection import open_db
 
@@ -82,7 +82,7 @@ def _index_now(db_path: Path) -> None:
         else:
             log.info("search index: still busy elsewhere; the next lookup catches it up")
             return
-        with contextlib.suppress(sqlite3.Error):  # busy writers: the next ingest trims
+        with contextlib.suppress(StorageError):  # busy writers: the next ingest trims
             text_index.trim(db)
         log.info("search index: up to date (%.1f s)", time.monotonic() - started)
     except text_index.IndexUnavailable as exc:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from sqlite_utils import Database
 
 from bot.delivery import (
     ChannelResult,
@@ -31,7 +29,8 @@ from db import channels as channel_store
 from db import digests as digest_store
 from db import outbox
 from db import sources as source_store
-from db.transactions import write_transaction
+from db.errors import StorageError
+from db.store import Store
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digests, schedule_of
 from digests.render.view import batch as render_batch
@@ -66,7 +65,7 @@ def scheduled_channels(services: Services) -> dict[str, Schedule]:
     return {row["id"]: schedule_of(row) for row in rows}
 
 
-def _fetches_under_way(db: Database, since: datetime) -> list[datetime]:
+def _fetches_under_way(db: Store, since: datetime) -> list[datetime]:
     """When the fetches claimed at or after `since`, and not finished, started."""
     started = source_store.fetches_started_since(db, stamp(since))
     return [datetime.fromisoformat(moment) for moment in started]
@@ -236,7 +235,7 @@ class DigestScheduler:
         for moment, group in groups.items():
             self._build_group(db, group, moment)
 
-    def _build_group(self, db: Database, group: list[_Build], moment: datetime) -> None:
+    def _build_group(self, db: Store, group: list[_Build], moment: datetime) -> None:
         """Build the group's digests as of `moment`, together, and queue each.
 
         `build_digests` stops at its first failure without saying whose: the channels not
@@ -250,7 +249,7 @@ class DigestScheduler:
         with render_batch():
             self._build_together(db, group, moment)
 
-    def _build_together(self, db: Database, group: list[_Build], moment: datetime) -> None:
+    def _build_together(self, db: Store, group: list[_Build], moment: datetime) -> None:
         settings, catalog = self.services.settings, self.services.catalog
         by_channel = {build.channel: build for build in group}
         todo = list(group)
@@ -294,16 +293,14 @@ class DigestScheduler:
                     )
                 except Exception as exc:
                     build.outcome = exc
-                    if isinstance(exc, sqlite3.OperationalError) and isinstance(
-                        batch_failure, sqlite3.OperationalError
-                    ):
+                    if isinstance(exc, StorageError) and isinstance(batch_failure, StorageError):
                         for other in todo:
                             other.outcome = exc
                         return
                     break
                 self._queue(db, [(build, digest)])
 
-    def _queue(self, db: Database, built: list[tuple[_Build, Digest]]) -> None:
+    def _queue(self, db: Store, built: list[tuple[_Build, Digest]]) -> None:
         """Queue built digests' messages, in one transaction (a commit waits for the disk);
         each build's `outcome` says how it went: a failure (rendering, its insert: rolled
         back to its own savepoint) is its own."""
@@ -318,10 +315,10 @@ class DigestScheduler:
         if not rendered:
             return
         try:
-            with write_transaction(db):
+            with db.write():
                 for build, digest, parts in rendered:
                     try:
-                        with write_transaction(db):  # nested: a savepoint of its own
+                        with db.write():  # nested: a savepoint of its own
                             build.outcome = queue_digest(db, digest, parts, build.now)
                     except Exception as exc:
                         build.outcome = exc
@@ -412,7 +409,7 @@ class DigestScheduler:
                 db, channel, stamp(built_at), reason, stamp(retry_at), stamp(failed_at)
             )
             self._unrecorded.pop(channel, None)
-        except sqlite3.Error as db_error:
+        except StorageError as db_error:
             # The database that failed the build can fail this write too ("database is
             # locked" again): keep the failure in memory, so it is retried all the same,
             # and recorded when the database lets us.
@@ -441,7 +438,7 @@ class DigestScheduler:
             stamp(retry_at),
             # A busy database passes; anything else may be a bug that fails every retry
             # and every week: its traceback, once, so that someone can fix it.
-            exc_info=exc if attempts == 1 and not isinstance(exc, sqlite3.Error) else None,
+            exc_info=exc if attempts == 1 and not isinstance(exc, StorageError) else None,
         )
         return ChannelResult(channel, state="retrying", reason=reason)
 
@@ -458,15 +455,15 @@ class DigestScheduler:
         built_at = datetime.fromisoformat(str(digest["built_at"]))
         return built_at >= due_at or schedule.key(built_at) == schedule.key(due_at)
 
-    def _record_held_failures(self, db: Database) -> None:
+    def _record_held_failures(self, db: Store) -> None:
         """Write to the database the failures kept in memory (see `_build_failed`)."""
         for channel, row in list(self._unrecorded.items()):
             try:
-                with write_transaction(db):
+                with db.write():
                     recorded = digest_store.failures(db, channel)
                     if not recorded or recorded[0]["due_at"] <= row["due_at"]:
                         digest_store.put_failure(db, row)
-            except sqlite3.Error:
+            except StorageError:
                 return  # still busy: they stay in memory, and are retried from there
             self._unrecorded.pop(channel, None)
 
@@ -650,7 +647,7 @@ class DigestScheduler:
     def _prune_sync(self, before: str) -> int:
         try:
             return outbox.prune_sent(self.services.db(), before, stop=lambda: self.stopping)
-        except sqlite3.OperationalError as exc:  # busy: the batches done stay done
+        except StorageError as exc:  # busy: the batches done stay done
             log.warning("outbox prune: stopped this time (%s); the next one goes on", exc)
             return 0
 
@@ -701,7 +698,7 @@ class DigestScheduler:
         for step in (*steps, self.fetching.maintain):
             try:
                 step()
-            except sqlite3.OperationalError as exc:
+            except StorageError as exc:
                 log.warning("maintenance: %s skipped this time (%s)", step.__name__, exc)
             except Exception:
                 log.exception("maintenance: %s failed", step.__name__)
@@ -752,7 +749,7 @@ class DigestScheduler:
         try:
             self.fetching.sync()
             self.fetching.start_due()  # sources not fetched for 12 h (or never)
-        except sqlite3.Error as exc:
+        except StorageError as exc:
             log.warning("sources not scheduled yet (%s); retried in %d s", exc, MAINTENANCE_SECONDS)
         self._spawn(self._start_up(), "catch-up")
         platforms = ", ".join(sorted(self.configured))

@@ -6,11 +6,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from bot.delivery import ChannelResult, Poster, deliver_channel, posting_rate, queue_digest
 from config.settings import Settings
 from db.outbox import EncodedPayload
+from db.store import Store
 from digests.channels import parse_channel
 from digests.digest import Digest, build_digest
 from digests.render import discord as discord_render
@@ -40,7 +39,7 @@ def platform_messages(
 
 
 async def send_digest(
-    db: Database,
+    db: Store,
     poster: Poster,
     channel: str,
     now: datetime,

@@ -14,13 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
-
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import open_db, transactions
+from db.connection import Target
+from db.store import Store
 from digests.commands import Context
 from digests.topics import Catalog
 
@@ -35,7 +34,7 @@ def utcnow() -> datetime:
 
 @dataclass
 class Services:
-    db_path: Path
+    db_path: Target
     settings: Settings
     catalog: Catalog
     clock: Callable[[], datetime] = utcnow
@@ -50,7 +49,7 @@ class Services:
             except Exception:  # a listener's failure must not fail the user's command
                 log.exception("change listener failed for %s", channel)
 
-    def db(self) -> Database:
+    def db(self) -> Store:
         """This thread's connection (opened, and migrated, on first use)."""
         connection = getattr(self._local, "db", None)
         if connection is None:
@@ -125,7 +124,7 @@ class ChangeWriter(Executor):
     """
 
     def __init__(
-        self, connect: Callable[[], Database], *, max_batch: int = 64, name: str = "writer"
+        self, connect: Callable[[], Store], *, max_batch: int = 64, name: str = "writer"
     ) -> None:
         self._connect = connect
         self.max_batch = max_batch

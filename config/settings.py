@@ -136,6 +136,13 @@ def _hide_userinfo(value: str) -> str:
     return re.sub(r"(?<=://)[^/\s@]*@", "(hidden)@", value)
 
 
+def _postgresql_url(value: str) -> str:
+    value = value.strip()
+    if not re.fullmatch(r"postgres(ql)?://\S*", value):
+        raise ValueError("must be a PostgreSQL URL, postgresql://USER:PASSWORD@HOST:5432/DATABASE")
+    return value
+
+
 def _http_url(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
@@ -213,9 +220,22 @@ def setting(
 class Settings:
     """Every setting, declared once: its field, variable, default, meaning and parser."""
 
+    @property
+    def database(self) -> str | Path:
+        """Where the store is: `database_url` when set, else the SQLite file `db_path`."""
+        return self.database_url or self.db_path
+
     # RUF009: setting() returns a field(), which dataclass does not share between objects.
     db_path: Path = setting(  # noqa: RUF009
         "PAPERBOY_DB", DEFAULT_DB, "SQLite database file.", Path
+    )
+    database_url: str | None = setting(
+        "PAPERBOY_DATABASE_URL",
+        None,
+        "PostgreSQL database to use instead of the SQLite file, "
+        "`postgresql://USER:PASSWORD@HOST:5432/DATABASE` (needs the `postgresql` extra).",
+        _postgresql_url,
+        secret=True,
     )
     demo_db: Path = setting(  # noqa: RUF009
         "PAPERBOY_DEMO_DB",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import logging
 
-from sqlite_utils import Database
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
 
-def get_state(db: Database, key: str) -> str | None:
+def get_state(db: Store, key: str) -> str | None:
     rows = list(db.query("select value from app_state where key = ?", [key]))
     return str(rows[0]["value"]) if rows else None
 
 
-def set_state(db: Database, key: str, value: str, now: str) -> None:
-    db.table("app_state").upsert({"key": key, "value": value, "updated_at": now}, pk="key")
+def set_state(db: Store, key: str, value: str, now: str) -> None:
+    db.upsert("app_state", {"key": key, "value": value, "updated_at": now}, ["key"])

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from sqlite_utils import Database
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +42,19 @@ WINDOW_KEYS = NEW_PAPERS.replace(
 ARCHIVE_COLUMNS = "id, title, names, keywords, abstract, abstract_text, added_at, updated_at"
 
 
-def new_papers(db: Database, since: str, stale: str, now: str) -> Iterator[Row]:
+def new_papers(db: Store, since: str, stale: str, now: str) -> Iterator[Row]:
     """The papers new in the window (stored by `now`; see NEW_PAPERS), by `added_at`."""
-    return db.query(NEW_PAPERS, {"now": now, "since": since, "stale": stale})
+    return db.iterate(NEW_PAPERS, {"now": now, "since": since, "stale": stale})
 
 
-def window_keys(db: Database, since: str, stale: str, now: str) -> tuple[tuple[Any, ...], ...]:
+def window_keys(db: Store, since: str, stale: str, now: str) -> tuple[tuple[Any, ...], ...]:
     """The window's papers' ids and versions (WINDOW_KEYS' columns), in `new_papers`'
     order: equal while the window's papers are unchanged."""
     query = {"now": now, "since": since, "stale": stale}
     return tuple(tuple(row) for row in db.execute(WINDOW_KEYS, query).fetchall())
 
 
-def ranked_matches(db: Database, expression: str, limit: int) -> list[int]:
+def ranked_matches(db: Store, expression: str, limit: int) -> list[int]:
     """The rowids of the first `limit` papers matching the FTS5 `expression`, best rank
     (bm25) first."""
     return [
@@ -66,15 +66,15 @@ def ranked_matches(db: Database, expression: str, limit: int) -> list[int]:
     ]
 
 
-def archive_rows(db: Database, rowids: list[int], built_at: str) -> Iterator[Row]:
+def archive_rows(db: Store, rowids: list[int], built_at: str) -> Iterator[Row]:
     """ARCHIVE_COLUMNS of the papers among `rowids` stored by `built_at`, in no set order."""
-    return db.query(
+    return db.iterate(
         f"select {ARCHIVE_COLUMNS} from papers where rowid in "
         f"({', '.join('?' for _ in rowids)}) and added_at <= ?",
         [*rowids, built_at],
     )
 
 
-def stored_by(db: Database, paper_id: str, at: str) -> Iterator[Row]:
+def stored_by(db: Store, paper_id: str, at: str) -> Iterator[Row]:
     """The paper's row if it was stored by `at` (none otherwise)."""
-    return db.query("select * from papers where id = ? and added_at <= ?", [paper_id, at])
+    return iter(db.query("select * from papers where id = ? and added_at <= ?", [paper_id, at]))

@@ -6,35 +6,34 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlite_utils import Database
-
 from db.home import names_matched_before
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 
 
-def get_channel(db: Database, channel: str) -> Row | None:
+def get_channel(db: Store, channel: str) -> Row | None:
     rows = list(db.query("select * from channels where id = ?", [channel]))
     return rows[0] if rows else None
 
 
-def ensure_channel(db: Database, channel: str, platform: str, defaults: Row, now: str) -> Row:
+def ensure_channel(db: Store, channel: str, platform: str, defaults: Row, now: str) -> Row:
     """The channel's row, created with `defaults` (weekday, time, timezone) if new."""
     existing = get_channel(db, channel)
     if existing:
         return existing
     row = {"id": channel, "platform": platform, "created_at": now, "paused": 0, **defaults}
     # Another thread may create it between the read and this insert: then theirs stands.
-    db.table("channels").insert(row, ignore=True)
+    db.insert("channels", row, ignore=True)
     created = get_channel(db, channel)
     assert created is not None
     return created
 
 
 def set_schedule(
-    db: Database,
+    db: Store,
     channel: str,
     weekday: str | None,
     time: str,
@@ -54,18 +53,19 @@ def set_schedule(
     }
     if weekday is not None:
         values["weekday"] = weekday
-    db.table("channels").update(channel, values)
+    db.update("channels", {"id": channel}, values)
 
 
-def set_backlog(db: Database, channel: str, on: bool) -> None:
+def set_backlog(db: Store, channel: str, on: bool) -> None:
     """Whether older never-sent papers fill a digest's empty slots in this channel."""
-    db.table("channels").update(channel, {"backlog": 1 if on else 0})
+    db.update("channels", {"id": channel}, {"backlog": 1 if on else 0})
 
 
-def set_paused(db: Database, channel: str, reason: str | None, now: str) -> None:
+def set_paused(db: Store, channel: str, reason: str | None, now: str) -> None:
     """Pause a channel with a reason, or resume it (reason None)."""
-    db.table("channels").update(
-        channel,
+    db.update(
+        "channels",
+        {"id": channel},
         {
             "paused": 1 if reason else 0,
             "paused_reason": reason,
@@ -74,11 +74,11 @@ def set_paused(db: Database, channel: str, reason: str | None, now: str) -> None
     )
 
 
-def all_channels(db: Database) -> list[Row]:
+def all_channels(db: Store) -> list[Row]:
     return list(db.query("select * from channels order by id"))
 
 
-def subscribed_channels(db: Database) -> list[Row]:
+def subscribed_channels(db: Store) -> list[Row]:
     """The channels with at least one subscription, by id."""
     return list(
         db.query(
@@ -88,7 +88,7 @@ def subscribed_channels(db: Database) -> list[Row]:
     )
 
 
-def active_subscriptions(db: Database, channel: str) -> list[Row]:
+def active_subscriptions(db: Store, channel: str) -> list[Row]:
     return list(
         db.query(
             "select * from subscriptions where channel = ? and removed_at is null order by id",
@@ -98,18 +98,19 @@ def active_subscriptions(db: Database, channel: str) -> list[Row]:
 
 
 def add_subscription(
-    db: Database, channel: str, topic_id: str, custom_text: str | None, by: str, now: str
+    db: Store, channel: str, topic_id: str, custom_text: str | None, by: str, now: str
 ) -> Row:
     """Subscribe the channel to the topic (a new row: who and when are this subscription's)
     and keep the topic's history bounded (`_prune_history`); the active row."""
-    db.table("subscriptions").insert(
+    db.insert(
+        "subscriptions",
         {
             "channel": channel,
             "topic_id": topic_id,
             "custom_text": custom_text,
             "created_by": by,
             "created_at": now,
-        }
+        },
     )
     _prune_history(db, channel, topic_id)
     rows = list(
@@ -121,7 +122,7 @@ def add_subscription(
     return rows[0]
 
 
-def _prune_history(db: Database, channel: str, topic_id: str) -> None:
+def _prune_history(db: Store, channel: str, topic_id: str) -> None:
     """Delete the channel's removed rows for the topic but the first (who first subscribed
     it), the latest (who last unsubscribed it), and those a Home still reads managers'
     display names from (`db.home.names_matched_before`): each subscribe after an
@@ -137,7 +138,7 @@ def _prune_history(db: Database, channel: str, topic_id: str) -> None:
     )
 
 
-def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -> None:
+def remove_subscription(db: Store, subscription_id: int, by: str, now: str) -> None:
     """Mark a subscription removed; the row stays, so who did what and when is kept (until
     a later subscribe to the topic prunes the rows between the first and the latest)."""
     db.execute(
@@ -147,7 +148,7 @@ def remove_subscription(db: Database, subscription_id: int, by: str, now: str) -
     )
 
 
-def latest_custom_text(db: Database, channel: str, topic_id: str) -> str | None:
+def latest_custom_text(db: Store, channel: str, topic_id: str) -> str | None:
     """The text of the channel's latest subscription to the free-text topic `topic_id`."""
     found = db.execute(
         "select custom_text from subscriptions where channel = ? and topic_id = ? "
@@ -157,7 +158,7 @@ def latest_custom_text(db: Database, channel: str, topic_id: str) -> str | None:
     return None if found is None else str(found[0])
 
 
-def custom_texts(db: Database, channel: str) -> list[str]:
+def custom_texts(db: Store, channel: str) -> list[str]:
     """Free-text topics this channel has ever followed, most recent first."""
     rows = db.query(
         "select custom_text, max(created_at) as latest from subscriptions "

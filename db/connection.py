@@ -6,35 +6,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sqlite3
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-# sqlite-utils imports numpy (and pandas) at import when they are installed, for type
-# mappings of numpy values Paperboy never stores. The semantic extra installs numpy, whose
-# import would slow every command's start: hidden while sqlite-utils loads;
-# digests/semantic.py imports numpy itself when it needs it.
-_HIDDEN = [name for name in ("numpy", "pandas") if name not in sys.modules]
-for _name in _HIDDEN:
-    sys.modules[_name] = None  # type: ignore[assignment]  # an import of it raises ImportError
-try:
-    from sqlite_utils import Database
-finally:
-    for _name in _HIDDEN:
-        if sys.modules.get(_name, False) is None:
-            del sys.modules[_name]
-
-from db.migrations import migrations  # noqa: E402
+from db import migrations_pg, store
+from db.lite import PLUGINS, Database
+from db.migrations import migrations
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 10_000
-# sqlite-utils looks for its plugins (setuptools entry points, through importlib.metadata)
-# when a process opens its first Database, a noticeable part of a quick command's start,
-# for plugins Paperboy does not use. Paperboy's connections never run them.
-PLUGINS = False
+POSTGRESQL_SCHEMES = ("postgresql://", "postgres://")
+# Where a store is: a SQLite file's path, or a PostgreSQL URL.
+Target = str | Path
 
 
 class NoDatabase(FileNotFoundError):
@@ -50,14 +37,35 @@ class DatabaseUnreadable(sqlite3.OperationalError):
     why and what to do."""
 
 
-def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
+def is_postgresql(target: Target) -> bool:
+    """Whether `target` names a PostgreSQL server (a `postgresql://` URL), not a file."""
+    return isinstance(target, str) and target.startswith(POSTGRESQL_SCHEMES)
+
+
+def hide_password(target: str) -> str:
+    """`target` to show in a message: a URL's password replaced by `***`."""
+    return re.sub(r"(?<=://)([^/@:\s]*):[^/\s]*@", r"\1:***@", target)
+
+
+def open_db(path: Target = ":memory:", *, create: bool = True) -> Store:
     """Open the database at `path` (creating the file and its folder if needed) and bring
     its schema up to date.
 
-    `":memory:"` gives a private in-memory database, as the tests use. With
-    `create=False` a missing file raises `NoDatabase`, and a file this process may not
-    write is opened read-only (`open_read_only`).
+    `":memory:"` gives a private in-memory database, as the tests use; a
+    `postgresql://` URL the PostgreSQL database there (`create` does not apply: the
+    server's database must exist). With `create=False` a missing file raises
+    `NoDatabase`, and a file this process may not write is opened read-only
+    (`open_read_only`).
     """
+    if is_postgresql(path):
+        server = Store.connect(str(path))
+        try:
+            if migrations_pg.pending(server):
+                migrations_pg.apply(server)
+        except BaseException:
+            server.close()
+            raise
+        return server
     if str(path) == ":memory:":
         db = Database(memory=True, execute_plugins=PLUGINS)
     else:
@@ -71,13 +79,13 @@ def open_db(path: str | Path = ":memory:", *, create: bool = True) -> Database:
         file.parent.mkdir(parents=True, exist_ok=True)
         db = Database(file, execute_plugins=PLUGINS)
         db.enable_wal()
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    db.execute(f"PRAGMA busy_timeout = {store.BUSY_TIMEOUT_MS}")
     db.execute("PRAGMA foreign_keys = ON")
     pending = [m.name for m in migrations.pending(db)]
     if pending:
         log.info("applying migrations: %s", ", ".join(pending))
         migrations.apply(db)
-    return db
+    return Store(db)
 
 
 def _refuse_folder(file: Path) -> None:
@@ -103,7 +111,7 @@ def _connect(file: Path, *, immutable: bool) -> sqlite3.Connection:
     uri = f"file:{quote(str(file.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
     connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        connection.execute(f"PRAGMA busy_timeout = {store.BUSY_TIMEOUT_MS}")
         connection.execute("select count(*) from sqlite_master").fetchone()  # reads the header
     except sqlite3.Error:
         connection.close()
@@ -111,7 +119,7 @@ def _connect(file: Path, *, immutable: bool) -> sqlite3.Connection:
     return connection
 
 
-def open_read_only(path: str | Path) -> Database:
+def open_read_only(path: str | Path) -> Store:
     """Open an existing database for reading only; never writes, never migrates, never
     creates a file. With no `-wal`, `-shm` or `-journal` beside it the file is read as
     immutable (a plain open would leave a `-wal` and `-shm` the owner cannot write);
@@ -144,17 +152,19 @@ def open_read_only(path: str | Path) -> Database:
     return _checked(file, connection)
 
 
-def open_reader(path: str) -> Database:
+def open_reader(path: str) -> Store:
     """A plain read-only connection to the database file at `path` (SQLite's `mode=ro`,
     with the busy timeout), for a process that reads while another writes: no
     migration, no check of the schema."""
     connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return Database(connection)
+    connection.execute(f"PRAGMA busy_timeout = {store.BUSY_TIMEOUT_MS}")
+    return Store(Database(connection, execute_plugins=PLUGINS))
 
 
-def database_file(db: Database) -> str | None:
-    """The main database's file, or None for an in-memory database."""
+def database_file(db: Store) -> str | None:
+    """The main database's file, or None for an in-memory database or PostgreSQL."""
+    if db.dialect != "sqlite":
+        return None
     for row in db.execute("PRAGMA database_list").fetchall():
         if row[1] == "main" and row[2]:
             return str(row[2])
@@ -162,10 +172,13 @@ def database_file(db: Database) -> str | None:
 
 
 @contextlib.contextmanager
-def page_cache(db: Database, kib: int) -> Iterator[None]:
+def page_cache(db: Store, kib: int) -> Iterator[None]:
     """At least `kib` KiB of SQLite page cache for this connection while the block runs,
     then the connection's own setting again. It caches only: no data, durability or
-    locking changes."""
+    locking changes. PostgreSQL's cache is the server's: nothing to do."""
+    if db.dialect != "sqlite":
+        yield
+        return
     before = int(db.execute("PRAGMA cache_size").fetchone()[0])  # < 0: KiB; > 0: pages
     page_kib = int(db.execute("PRAGMA page_size").fetchone()[0]) // 1024 or 1
     if (-before if before < 0 else before * page_kib) >= kib:
@@ -178,7 +191,7 @@ def page_cache(db: Database, kib: int) -> Iterator[None]:
         db.execute(f"PRAGMA cache_size = {before}")
 
 
-def _checked(file: Path, connection: sqlite3.Connection) -> Database:
+def _checked(file: Path, connection: sqlite3.Connection) -> Store:
     """The database on `connection`, if its schema is current (it cannot be migrated)."""
     db = Database(connection, execute_plugins=PLUGINS)
     pending = [m.name for m in migrations.pending(db)]
@@ -187,4 +200,4 @@ def _checked(file: Path, connection: sqlite3.Connection) -> Database:
             f"{file} is read-only and needs an upgrade ({', '.join(pending)}); "
             "run any paperboy command on it once with write access"
         )
-    return db
+    return Store(db)

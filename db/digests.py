@@ -8,17 +8,15 @@ import json
 import logging
 from typing import Any
 
-from sqlite_utils import Database
-
 from db.outbox import CLAIMED_STATES
-from db.transactions import write_transaction
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 
 
-def get_digest(db: Database, channel: str, week: str) -> Row | None:
+def get_digest(db: Store, channel: str, week: str) -> Row | None:
     """The digest recorded for a channel and week, with its `items` in rank order."""
     rows = list(db.query("select * from digests where channel = ? and week = ?", [channel, week]))
     if not rows:
@@ -26,7 +24,7 @@ def get_digest(db: Database, channel: str, week: str) -> Row | None:
     return _with_items(db, rows[0])
 
 
-def _with_items(db: Database, digest: Row) -> Row:
+def _with_items(db: Store, digest: Row) -> Row:
     digest = dict(digest)
     digest["topics"] = json.loads(digest["topics"])
     digest["items"] = [
@@ -39,7 +37,7 @@ def _with_items(db: Database, digest: Row) -> Row:
 
 
 def insert_digest(
-    db: Database,
+    db: Store,
     channel: str,
     week: str,
     built_at: str,
@@ -52,7 +50,7 @@ def insert_digest(
     If the channel's digest for that week was recorded meanwhile (another process, such as
     a second `paperboy run` on the same database, won the race), that one stands and is
     returned: losing the race is normal, not an error."""
-    with write_transaction(db):
+    with db.write():
         taken = db.execute(
             "select 1 from digests where channel = ? and week = ?", [channel, week]
         ).fetchone()
@@ -67,7 +65,7 @@ def insert_digest(
 
 
 def _insert(
-    db: Database,
+    db: Store,
     channel: str,
     week: str,
     built_at: str,
@@ -78,12 +76,11 @@ def _insert(
     # Plain SQL: sqlite-utils' insert reads the table's schema on every call, most of the
     # cost of recording a digest when ten thousand are built in one go.
     encoded = json.dumps(topics)
-    cursor = db.execute(
+    digest_id = db.execute(
         "insert into digests (channel, week, built_at, topics, empty, since) "
-        "values (?, ?, ?, ?, ?, ?)",
+        "values (?, ?, ?, ?, ?, ?) returning id",
         [channel, week, built_at, encoded, 0 if items else 1, since],
-    )
-    digest_id = cursor.lastrowid
+    ).fetchone()[0]
     rows = [
         (
             digest_id,
@@ -96,7 +93,7 @@ def _insert(
         )
         for rank, item in enumerate(items, start=1)
     ]
-    db.conn.executemany(
+    db.executemany(
         "insert into digest_items (digest_id, channel, paper_id, rank, topics, score, "
         "from_archive) values (?, ?, ?, ?, ?, ?, ?)",
         rows,
@@ -125,7 +122,7 @@ def _insert(
 
 
 def last_digest(
-    db: Database, channel: str, at_or_before: str | None = None, with_items: bool = True
+    db: Store, channel: str, at_or_before: str | None = None, with_items: bool = True
 ) -> Row | None:
     """The channel's most recently built digest (of those built at or before
     `at_or_before`, when given), with its items (unless `with_items` is False: the
@@ -145,7 +142,7 @@ def last_digest(
     return _with_items(db, rows[0])
 
 
-def last_digest_with(db: Database, channel: str, paper_id: str) -> Row | None:
+def last_digest_with(db: Store, channel: str, paper_id: str) -> Row | None:
     """The channel's latest digest that has the paper among its items, with its items
     (as `get_digest` gives it)."""
     rows = list(
@@ -158,7 +155,7 @@ def last_digest_with(db: Database, channel: str, paper_id: str) -> Row | None:
     return _with_items(db, rows[0]) if rows else None
 
 
-def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row | None:
+def last_received_digest(db: Store, channel: str, at_or_before: str) -> Row | None:
     """The channel's latest digest built at or before `at_or_before` that reached it, or
     is on its way: at least one of its messages is queued, being sent, sent or held while
     paused (a digest only printed, or skipped as empty, or given up, did not)."""
@@ -174,13 +171,13 @@ def last_received_digest(db: Database, channel: str, at_or_before: str) -> Row |
     return dict(rows[0]) if rows else None
 
 
-def digest_channel(db: Database, digest_id: int) -> str | None:
+def digest_channel(db: Store, digest_id: int) -> str | None:
     """The channel the digest was built for, or None for no such digest."""
     found = db.execute("select channel from digests where id = ?", [digest_id]).fetchone()
     return None if found is None else str(found[0])
 
 
-def item_topics(db: Database, digest_id: int, paper_id: str) -> Row | None:
+def item_topics(db: Store, digest_id: int, paper_id: str) -> Row | None:
     """{"topics": the item's topics as stored (JSON text)}, or None when the digest has
     no such item."""
     found = db.execute(
@@ -190,7 +187,7 @@ def item_topics(db: Database, digest_id: int, paper_id: str) -> Row | None:
     return None if found is None else {"topics": found[0]}
 
 
-def item_paper_ids(db: Database, channel: str, digest_id: int) -> list[str]:
+def item_paper_ids(db: Store, channel: str, digest_id: int) -> list[str]:
     """The papers of the channel's digest, in rank order ([] when the digest is not the
     channel's)."""
     rows = db.execute(
@@ -201,7 +198,7 @@ def item_paper_ids(db: Database, channel: str, digest_id: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def picked_paper_ids(db: Database, channel: str, at_or_before: str) -> set[str]:
+def picked_paper_ids(db: Store, channel: str, at_or_before: str) -> set[str]:
     """Papers the channel's digests built at or before `at_or_before` picked (whether or
     not they reached the channel)."""
     rows = db.query(
@@ -213,11 +210,11 @@ def picked_paper_ids(db: Database, channel: str, at_or_before: str) -> set[str]:
 
 
 def record_failure(
-    db: Database, channel: str, due_at: str, error: str, next_attempt_at: str, now: str
+    db: Store, channel: str, due_at: str, error: str, next_attempt_at: str, now: str
 ) -> int:
     """Record that building the channel's digest for `due_at` failed; returns the number
     of failed attempts so far (a failure for another moment starts again at 1)."""
-    with write_transaction(db):
+    with db.write():
         rows = list(db.query("select * from digest_failures where channel = ?", [channel]))
         same = rows[0] if rows and rows[0]["due_at"] == due_at else None
         attempts = int(same["attempts"]) + 1 if same else 1
@@ -235,25 +232,25 @@ def record_failure(
     return attempts
 
 
-def put_failure(db: Database, row: Row) -> None:
+def put_failure(db: Store, row: Row) -> None:
     """Store a failed build's row as it is (`failures` gives them), in place of the
     channel's one."""
-    db.table("digest_failures").upsert(row, pk="channel")
+    db.upsert("digest_failures", row, ["channel"])
 
 
-def clear_failure(db: Database, channel: str, up_to: str) -> None:
+def clear_failure(db: Store, channel: str, up_to: str) -> None:
     """Forget the channel's failed build for a moment at or before `up_to` (it is built)."""
     db.execute("delete from digest_failures where channel = ? and due_at <= ?", [channel, up_to])
 
 
-def failures(db: Database, channel: str | None = None) -> list[Row]:
+def failures(db: Store, channel: str | None = None) -> list[Row]:
     """Failed builds waiting for a retry (one channel's, or all), oldest first."""
     if channel is not None:
         return list(db.query("select * from digest_failures where channel = ?", [channel]))
     return list(db.query("select * from digest_failures order by due_at, channel"))
 
 
-def due_failures(db: Database, now: str) -> list[Row]:
+def due_failures(db: Store, now: str) -> list[Row]:
     return list(
         db.query("select * from digest_failures where next_attempt_at <= ? order by due_at", [now])
     )

@@ -9,9 +9,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlite_utils import Database
-
-from db.transactions import write_transaction
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +17,7 @@ Row = dict[str, Any]
 
 
 def record_vote(
-    db: Database,
+    db: Store,
     channel: str,
     topic_id: str,
     paper_id: str,
@@ -32,20 +30,20 @@ def record_vote(
     anything (False: the same vote was already there)."""
     if vote not in (1, -1):
         raise ValueError(f"a vote is +1 or -1, not {vote!r}")
-    with write_transaction(db):
+    with db.write():
         cursor = db.execute(
-            "insert into feedback (channel, topic_id, paper_id, user, vote, digest_id, "
+            'insert into feedback (channel, topic_id, paper_id, "user", vote, digest_id, '
             "created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?) "
-            "on conflict (channel, topic_id, paper_id, user) do update set "
+            'on conflict (channel, topic_id, paper_id, "user") do update set '
             "vote = excluded.vote, digest_id = excluded.digest_id, "
-            "updated_at = excluded.updated_at where vote != excluded.vote",
+            "updated_at = excluded.updated_at where feedback.vote != excluded.vote",
             [channel, topic_id, paper_id, user, vote, digest_id, at, at],
         )
         changed = cursor.rowcount > 0
     return changed
 
 
-def counts(db: Database, channel: str, paper_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+def counts(db: Store, channel: str, paper_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
     """{paper id: (users who voted 👍, users who voted 👎)} in the channel, over all its
     topics, for each of `paper_ids` ((0, 0) for a paper without votes). A user who voted
     on one paper under two topics is counted once per side."""
@@ -54,8 +52,8 @@ def counts(db: Database, channel: str, paper_ids: Iterable[str]) -> dict[str, tu
     if not wanted:
         return found
     rows = db.query(
-        "select paper_id, count(distinct case when vote > 0 then user end) as up, "
-        "count(distinct case when vote < 0 then user end) as down from feedback "
+        'select paper_id, count(distinct case when vote > 0 then "user" end) as up, '
+        'count(distinct case when vote < 0 then "user" end) as down from feedback '
         "where channel = ? and paper_id in (select value from json_each(?)) group by paper_id",
         [channel, json.dumps(wanted)],
     )
@@ -64,7 +62,7 @@ def counts(db: Database, channel: str, paper_ids: Iterable[str]) -> dict[str, tu
     return found
 
 
-def channel_feedback(db: Database, channel: str, topic_id: str | None = None) -> list[Row]:
+def channel_feedback(db: Store, channel: str, topic_id: str | None = None) -> list[Row]:
     """The channel's feedback rows (of one topic, when given), by topic then most recent
     first, each with the paper's `title` (None if the paper is gone)."""
     bound = "and f.topic_id = ? " if topic_id is not None else ""
@@ -78,13 +76,13 @@ def channel_feedback(db: Database, channel: str, topic_id: str | None = None) ->
     )
 
 
-def net_votes(db: Database, channel: str) -> dict[str, dict[str, int]]:
+def net_votes(db: Store, channel: str) -> dict[str, dict[str, int]]:
     """{topic id: {paper id: sum of votes}} for the channel: > 0 a positive example of
     the topic, < 0 a negative one; papers whose votes cancel out are left out."""
     return net_votes_of(db, [channel]).get(channel, {})
 
 
-def net_votes_of(db: Database, channels: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
+def net_votes_of(db: Store, channels: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
     """`net_votes` of many channels in one query (the digest batch reads them all at once):
     {channel: {topic id: {paper id: net}}}, channels without feedback left out."""
     found: dict[str, dict[str, dict[str, int]]] = {}
@@ -101,9 +99,9 @@ def net_votes_of(db: Database, channels: Sequence[str]) -> dict[str, dict[str, d
     return found
 
 
-def reset(db: Database, channel: str, topic_id: str) -> int:
+def reset(db: Store, channel: str, topic_id: str) -> int:
     """Clear the channel's feedback on a topic; returns the number of rows cleared."""
-    with write_transaction(db):
+    with db.write():
         cursor = db.execute(
             "delete from feedback where channel = ? and topic_id = ?", [channel, topic_id]
         )

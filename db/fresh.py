@@ -9,7 +9,7 @@ import logging
 import os
 from pathlib import Path
 
-from sqlite_utils import Database
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,9 @@ class NewDatabase:
     what did not exist before the open (the file, its folders), but only while it stores
     nothing (another process may have started using the same new path meanwhile)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, target: Path | str) -> None:
+        # A PostgreSQL URL: the server's database exists before any command opens it.
+        path = self.path = Path(":memory:") if isinstance(target, str) else target
         # lexists: a dangling link is someone's, never removed
         self.fresh = str(path) != ":memory:" and not os.path.lexists(path)
         self.made_folders: list[Path] = []  # nearest first
@@ -32,7 +33,7 @@ class NewDatabase:
                 self.made_folders.append(folder)
                 folder = folder.parent
 
-    def discard(self, db: Database) -> None:
+    def discard(self, db: Store) -> None:
         """Close `db` and remove the file and folders that opening it created, if it was
         new and still holds no rows at all (beyond its migrations). Never raises: it runs
         while a failure is being reported."""
@@ -40,8 +41,9 @@ class NewDatabase:
             return
         try:
             # Migrations and full-text index tables get rows from the schema alone.
-            tables = [n for n in db.table_names() if not n.startswith("_") and "_fts" not in n]
-            used = any(db.execute(f"select 1 from [{name}] limit 1").fetchone() for name in tables)
+            names = db.sqlite.table_names()
+            tables = [n for n in names if not n.startswith("_") and "_fts" not in n]
+            used = any(db.execute(f'select 1 from "{name}" limit 1').fetchone() for name in tables)
             db.close()
         except Exception as exc:  # the failure being reported matters more
             log.debug("not removing the new database %s: %s", self.path, exc)

@@ -8,12 +8,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from sqlite_utils import Database
-
 from db.papers import decode
 from db.saved import count_saved as count_saved  # the Home's count, read here too
 from db.saved import saved_papers
-from db.transactions import write_transaction
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +27,13 @@ def _manager_key(user_key: str, channel: str) -> str:
     return f"{MANAGER_PREFIX}{user_key} {channel}"
 
 
-def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
+def record_manager(db: Store, channel: str, user_key: str, at: str) -> None:
     """Remember that the user (`user_key`) changed this channel's topics or schedule at
     `at`, in `app_state`, one row per (user, channel): the tables name who changed them by
     display name, which a user can change and another take later. Idempotent: a later
     change only moves the time. Committed here, or with the caller's transaction when
     there is one (the command's own, in the writer's batch)."""
-    with write_transaction(db):
+    with db.write():
         db.execute(
             "insert into app_state (key, value, updated_at) values (?, ?, ?) "
             "on conflict (key) do update set value = excluded.value, "
@@ -48,7 +46,7 @@ def record_manager(db: Database, channel: str, user_key: str, at: str) -> None:
         )
 
 
-def recorded_channels(db: Database, user_key: str) -> list[str]:
+def recorded_channels(db: Store, user_key: str) -> list[str]:
     """The channels `record_manager` recorded for this user, in reference order."""
     prefix = f"{MANAGER_PREFIX}{user_key} "
     # A range on the primary key: keys start with the prefix iff prefix <= key < end,
@@ -60,7 +58,7 @@ def recorded_channels(db: Database, user_key: str) -> list[str]:
     return [str(key)[len(prefix) :] for (key,) in rows]
 
 
-def names_matched_before(db: Database, channel: str) -> str:
+def names_matched_before(db: Store, channel: str) -> str:
     """The time before which `managed_channels` matches this channel's subscription rows
     by display name: the first recorded manager's, in a Slack channel (before any is
     recorded, every row: "9999"); "" in a personal digest or off Slack, where it never
@@ -72,7 +70,7 @@ def names_matched_before(db: Database, channel: str) -> str:
 
 
 def managed_channels(
-    db: Database,
+    db: Store,
     user_key: str,
     channel_prefix: str,
     legacy_names: Iterable[str] = (),
@@ -127,7 +125,7 @@ def managed_channels(
     return sorted(rows, key=lambda row: str(row["id"]))
 
 
-def last_digest(db: Database, channel: str) -> Row | None:
+def last_digest(db: Store, channel: str) -> Row | None:
     """The channel's most recently built digest, with `items`: its papers in rank order,
     each the paper's row (decoded) with the item's `rank`. None if it never had one.
     Papers no longer in the store are left out."""
@@ -150,12 +148,12 @@ def last_digest(db: Database, channel: str) -> Row | None:
     return {"id": digest_id, "week": week, "built_at": built_at, "empty": empty, "items": items}
 
 
-def saved_page(db: Database, user_key: str, limit: int) -> list[Row]:
+def saved_page(db: Store, user_key: str, limit: int) -> list[Row]:
     """The user's `limit` most recently saved papers (`db.saved.saved_papers`)."""
     return saved_papers(db, user_key, limit)
 
 
-def subscription(db: Database, subscription_id: int) -> Row | None:
+def subscription(db: Store, subscription_id: int) -> Row | None:
     """One subscription row by id (active or removed), or None."""
     rows = list(db.query("select * from subscriptions where id = ?", [subscription_id]))
     return rows[0] if rows else None
@@ -164,7 +162,7 @@ def subscription(db: Database, subscription_id: int) -> Row | None:
 HOME_OPENED_PREFIX = "home opened "  # app_state key: "home opened {user_key}"
 
 
-def record_home_opened(db: Database, user_key: str, at: str) -> bool:
+def record_home_opened(db: Store, user_key: str, at: str) -> bool:
     """Remember that this user has opened the app's Home (first time `at`), so a later
     change to what it shows (a personal digest delivered, a paper saved) re-publishes it:
     `views.publish` for everyone else would only spend Slack's rate limit on Homes nobody
@@ -172,7 +170,7 @@ def record_home_opened(db: Database, user_key: str, at: str) -> bool:
     if has_opened_home(db, user_key):
         return False
     key = f"{HOME_OPENED_PREFIX}{user_key}"
-    with write_transaction(db):
+    with db.write():
         inserted = db.execute(
             "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
             [key, at, at],
@@ -180,7 +178,7 @@ def record_home_opened(db: Database, user_key: str, at: str) -> bool:
     return bool(inserted)
 
 
-def has_opened_home(db: Database, user_key: str) -> bool:
+def has_opened_home(db: Store, user_key: str) -> bool:
     """Whether `record_home_opened` was called for this user."""
     key = f"{HOME_OPENED_PREFIX}{user_key}"
     return db.execute("select 1 from app_state where key = ?", [key]).fetchone() is not None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
+
+from db.lite import Database
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sqlite_utils import Database
-
-from db.transactions import write_transaction
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +43,7 @@ def _payload_text(payload: dict[str, Any]) -> str:
 
 
 def enqueue(
-    db: Database,
+    db: Store,
     channel: str,
     digest_id: int,
     messages: list[tuple[dict[str, Any], list[str]]],
@@ -55,13 +53,11 @@ def enqueue(
     A payload is stored as its JSON text (an `EncodedPayload`'s own). Returns how many
     messages the digest has in the outbox (counted, not read back: decoding the payloads
     just written would be a large part of the cost)."""
-    with write_transaction(db):
+    with db.write():
         existing = _parts(db, digest_id)
         if existing:
             return existing
-        # Plain SQL: sqlite-utils' insert_all works out the columns on every call (dear, for
-        # a few rows each).
-        db.conn.executemany(
+        db.executemany(
             "insert into outbox (channel, digest_id, part, payload, paper_ids, state, "
             "attempts, created_at) values (?, ?, ?, ?, ?, 'pending', 0, ?)",
             [
@@ -72,7 +68,7 @@ def enqueue(
     return len(messages)
 
 
-def _parts(db: Database, digest_id: int) -> int:
+def _parts(db: Store, digest_id: int) -> int:
     row = db.execute("select count(*) from outbox where digest_id = ?", [digest_id]).fetchone()
     return int(row[0])
 
@@ -85,7 +81,7 @@ def _decode(row: Row) -> Row:
     }
 
 
-def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
+def messages_for_digest(db: Store, digest_id: int) -> list[Row]:
     return [
         _decode(row)
         for row in db.query("select * from outbox where digest_id = ? order by part", [digest_id])
@@ -93,7 +89,7 @@ def messages_for_digest(db: Database, digest_id: int) -> list[Row]:
 
 
 def due(
-    db: Database, channel: str, now: str, sender_alive: Callable[[str], bool] = lambda _: True
+    db: Store, channel: str, now: str, sender_alive: Callable[[str], bool] = lambda _: True
 ) -> list[Row]:
     """The channel's messages that may be sent now, in sending order (oldest digest
     first, parts in order). A message waiting to retry, or being sent by a live sender
@@ -115,7 +111,7 @@ def due(
     return ready
 
 
-def claim(db: Database, message: Row, sender: str, until: str) -> bool:
+def claim(db: Store, message: Row, sender: str, until: str) -> bool:
     """Take a message for sending; False if another sender took it first.
 
     The attempt is counted here, before the send, not once its outcome is known: a send
@@ -139,7 +135,7 @@ def claim(db: Database, message: Row, sender: str, until: str) -> bool:
     return cursor.rowcount == 1
 
 
-def channels_with_due(db: Database, now: str) -> list[str]:
+def channels_with_due(db: Store, now: str) -> list[str]:
     return [
         str(row["channel"])
         for row in db.query(
@@ -152,7 +148,7 @@ def channels_with_due(db: Database, now: str) -> list[str]:
     ]
 
 
-def claimed_paper_ids(db: Database, channel: str) -> set[str]:
+def claimed_paper_ids(db: Store, channel: str) -> set[str]:
     """Papers delivered to the channel, or queued to be: a new digest never repeats them."""
     placeholders = ", ".join("?" for _ in CLAIMED_STATES)
     rows = db.query(
@@ -163,7 +159,7 @@ def claimed_paper_ids(db: Database, channel: str) -> set[str]:
     return {str(row["paper_id"]) for row in rows}
 
 
-def digest_parts(db: Database, digest_id: int) -> tuple[str | None, int]:
+def digest_parts(db: Store, digest_id: int) -> tuple[str | None, int]:
     """The digest's week and how many parts (messages) it has, for log lines."""
     row = db.execute(
         "select (select week from digests where id = ?), "
@@ -173,7 +169,7 @@ def digest_parts(db: Database, digest_id: int) -> tuple[str | None, int]:
     return (str(row[0]) if row[0] is not None else None), int(row[1])
 
 
-def thread_root(db: Database, row: Row) -> str | None:
+def thread_root(db: Store, row: Row) -> str | None:
     """The platform id of part 1 of the same digest, if it has been sent."""
     rows = list(
         db.query(
@@ -193,7 +189,7 @@ def _message(message_id: int, sender: str | None) -> tuple[str, list[Any]]:
 
 
 def mark_sent(
-    db: Database, message_id: int, platform_id: str, now: str, *, sender: str | None = None
+    db: Store, message_id: int, platform_id: str, now: str, *, sender: str | None = None
 ) -> bool:
     """Record a send. With `sender`, only while that sender's claim holds the message.
     A sender whose claim was taken over (it ran out: a clock step, a stalled process)
@@ -211,7 +207,7 @@ def mark_sent(
 
 
 def release(
-    db: Database,
+    db: Store,
     message_id: int,
     refund: bool = False,
     *,
@@ -240,7 +236,7 @@ def release(
     return cursor.rowcount == 1
 
 
-def defer(db: Database, message_id: int, next_attempt_at: str) -> None:
+def defer(db: Store, message_id: int, next_attempt_at: str) -> None:
     """Hold a pending message (not claimed) until `next_attempt_at`: a rate limit asked us
     to wait that long before sending anything."""
     db.execute(
@@ -250,7 +246,7 @@ def defer(db: Database, message_id: int, next_attempt_at: str) -> None:
 
 
 def mark_retry(
-    db: Database, message_id: int, error: str, next_attempt_at: str, *, sender: str | None = None
+    db: Store, message_id: int, error: str, next_attempt_at: str, *, sender: str | None = None
 ) -> bool:
     """A transient error: stay pending, try again from `next_attempt_at`. With `sender`,
     only while that sender's claim holds the message (see `release`); False if not."""
@@ -263,9 +259,7 @@ def mark_retry(
     return cursor.rowcount == 1
 
 
-def mark_failed(
-    db: Database, message_id: int, error: str, *, sender: str | None = None
-) -> int | None:
+def mark_failed(db: Store, message_id: int, error: str, *, sender: str | None = None) -> int | None:
     """Given up: the message will not be sent, and its papers count as undelivered.
 
     The digest's later parts are given up with it: a part must never go out without the
@@ -275,7 +269,7 @@ def mark_failed(
     give up a message another is sending, nor turn its `sent` into `failed`); None, and
     nothing changed, if not."""
     where, values = _message(message_id, sender)
-    with write_transaction(db):
+    with db.write():
         given_up = db.execute(
             "update outbox set state = 'failed', last_error = ?, "
             f"next_attempt_at = null, claimed_by = null, claimed_until = null where {where}",
@@ -295,7 +289,7 @@ def mark_failed(
     return int(cursor.rowcount)
 
 
-def pause_channel(db: Database, channel: str, error: str) -> None:
+def pause_channel(db: Store, channel: str, error: str) -> None:
     db.execute(
         "update outbox set state = 'paused', last_error = ?, claimed_by = null, "
         "claimed_until = null where channel = ? and state in ('pending', 'sending')",
@@ -303,7 +297,7 @@ def pause_channel(db: Database, channel: str, error: str) -> None:
     )
 
 
-def resume_channel(db: Database, channel: str) -> None:
+def resume_channel(db: Store, channel: str) -> None:
     db.execute(
         "update outbox set state = 'pending', next_attempt_at = null "
         "where channel = ? and state = 'paused'",
@@ -311,7 +305,7 @@ def resume_channel(db: Database, channel: str) -> None:
     )
 
 
-def count_paused(db: Database, channel: str) -> int:
+def count_paused(db: Store, channel: str) -> int:
     """How many of the channel's messages are held while it is paused."""
     return int(
         db.execute(
@@ -320,7 +314,7 @@ def count_paused(db: Database, channel: str) -> int:
     )
 
 
-def last_delivery(db: Database, channel: str) -> Row | None:
+def last_delivery(db: Store, channel: str) -> Row | None:
     """The channel's most recent message that was sent, given up or paused."""
     rows = list(
         db.query(
@@ -345,7 +339,7 @@ PRUNE_BATCH = 1000
 _PRUNABLE = "state = 'sent' and sent_at < ? and payload != '" + PRUNED_PAYLOAD + "'"
 
 
-def prunable(db: Database, before: str) -> tuple[int, int]:
+def prunable(db: Store, before: str) -> tuple[int, int]:
     """How many sent messages `prune_sent(db, before)` would empty, and how many bytes of
     payload they hold (UTF-8)."""
     row = db.execute(
@@ -357,7 +351,7 @@ def prunable(db: Database, before: str) -> tuple[int, int]:
 
 
 def prune_sent(
-    db: Database,
+    db: Store,
     before: str,
     *,
     batch: int = PRUNE_BATCH,
@@ -398,7 +392,7 @@ def prune_sent(
             db.execute("PRAGMA secure_delete = ON")
 
 
-def working_table(db: Database) -> tuple[str, str]:
+def working_table(db: Store) -> tuple[str, str]:
     """Make `temp.outbox_pruning`, where a batch's rows are as they will be, apart (a
     temporary table: this connection's), from the outbox's columns now: one left by an
     earlier prune on this connection may have fewer (a migration since), and every batch
@@ -412,7 +406,7 @@ def working_table(db: Database) -> tuple[str, str]:
 
 
 def prune_batches(
-    db: Database,
+    db: Store,
     before: str,
     batch: int,
     stop: Callable[[], bool],
@@ -438,7 +432,7 @@ def prune_batches(
         checks = db.execute("PRAGMA foreign_keys").fetchone()[0]
         db.execute("PRAGMA foreign_keys = OFF")
         try:
-            with write_transaction(db):
+            with db.write():
                 db.execute("delete from temp.outbox_pruning")
                 # The batch as its id range, checked again: not one parameter an id (SQLite
                 # before 3.32 allows 999 a statement). A row of the range prunable now is one

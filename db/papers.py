@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from sqlite_utils import Database
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -34,47 +34,49 @@ def decode(row: Row) -> Row:
     return decoded
 
 
-def get_paper(db: Database, paper_id: str) -> Row | None:
+def get_paper(db: Store, paper_id: str) -> Row | None:
     rows = list(db.query("select * from papers where id = ?", [paper_id]))
     return decode(rows[0]) if rows else None
 
 
-def rows_with_ids(db: Database, paper_ids: list[str]) -> Iterator[Row]:
+def rows_with_ids(db: Store, paper_ids: list[str]) -> Iterator[Row]:
     """The rows of the stored papers among `paper_ids` (one bound parameter each), as
     stored (`decode` them), in no set order."""
     marks = ", ".join("?" for _ in paper_ids)
-    return db.query(f"select * from papers where id in ({marks})", paper_ids)
+    return iter(db.query(f"select * from papers where id in ({marks})", paper_ids))
 
 
 # What scoring a paper reads, and what tells its version (a cache key): not the whole row.
 TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
 
 
-def text_rows(db: Database, paper_ids: list[str]) -> Iterator[Row]:
+def text_rows(db: Store, paper_ids: list[str]) -> Iterator[Row]:
     """TEXT_COLUMNS of the stored papers among `paper_ids`, in one query whatever their
     number (one JSON array parameter), in no set order."""
-    return db.query(
-        f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
-        [json.dumps(paper_ids)],
+    return iter(
+        db.query(
+            f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
+            [json.dumps(paper_ids)],
+        )
     )
 
 
-def all_texts(db: Database) -> Iterator[Row]:
+def all_texts(db: Store) -> Iterator[Row]:
     """The id, title, abstract and abstract_text of every paper, by id."""
-    return db.query("select id, title, abstract, abstract_text from papers order by id")
+    return db.iterate("select id, title, abstract, abstract_text from papers order by id")
 
 
-def all_ids(db: Database) -> Iterator[str]:
+def all_ids(db: Store) -> Iterator[str]:
     """Every paper's id, in no set order."""
     return (row[0] for row in db.execute("select id from papers"))
 
 
-def paper_id_for_alias(db: Database, alias: str) -> str | None:
+def paper_id_for_alias(db: Store, alias: str) -> str | None:
     rows = list(db.query("select paper_id from paper_aliases where alias = ?", [alias]))
     return str(rows[0]["paper_id"]) if rows else None
 
 
-def aliases_of(db: Database, paper_id: str, prefix: str) -> list[str]:
+def aliases_of(db: Store, paper_id: str, prefix: str) -> list[str]:
     """The aliases of `paper_id` that start with `prefix` (e.g. "arXiv:")."""
     return [
         str(row["alias"])
@@ -85,26 +87,27 @@ def aliases_of(db: Database, paper_id: str, prefix: str) -> list[str]:
     ]
 
 
-def insert_paper(db: Database, row: Row) -> None:
+def insert_paper(db: Store, row: Row) -> None:
     """One plain INSERT: sqlite-utils' `insert()` inspects the table on every call, a large
     part of the time ingest holds the write lock."""
     encoded = _encode(row)
-    columns = ", ".join(f"[{name}]" for name in encoded)  # names from our code, not input
+    columns = ", ".join(f'"{name}"' for name in encoded)  # names from our code, not input
     marks = ", ".join("?" for _ in encoded)
     db.execute(f"insert into papers ({columns}) values ({marks})", list(encoded.values()))
 
 
-def update_paper(db: Database, paper_id: str, changes: Row) -> None:
-    db.table("papers").update(paper_id, _encode(changes))
+def update_paper(db: Store, paper_id: str, changes: Row) -> None:
+    db.update("papers", {"id": paper_id}, _encode(changes))
 
 
-def add_alias(db: Database, alias: str, paper_id: str) -> None:
+def add_alias(db: Store, alias: str, paper_id: str) -> None:
     db.execute(
-        "insert or ignore into paper_aliases (alias, paper_id) values (?, ?)", [alias, paper_id]
+        "insert into paper_aliases (alias, paper_id) values (?, ?) on conflict do nothing",
+        [alias, paper_id],
     )
 
 
-def resolve_paper(db: Database, ref: str) -> Row | None:
+def resolve_paper(db: Store, ref: str) -> Row | None:
     """A paper by id, by external id (OpenReview or arXiv id), or by a unique id prefix."""
     ref = ref.strip()
     if not ref:
@@ -125,17 +128,15 @@ def resolve_paper(db: Database, ref: str) -> Row | None:
     return None
 
 
-def count_papers(db: Database) -> int:
+def count_papers(db: Store) -> int:
     return int(db.execute("select count(*) from papers").fetchone()[0])
 
 
-def record_ingest(db: Database, row: Row) -> None:
-    db.table("ingests").insert(
-        _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)}
-    )
+def record_ingest(db: Store, row: Row) -> None:
+    db.insert("ingests", _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)})
 
 
-def last_ingest(db: Database) -> Row | None:
+def last_ingest(db: Store) -> Row | None:
     """The last ingest, with "unfinished": the latest ingest that did not complete and
     that no later complete ingest of the same files (by name) finished, else None. A
     file left half stored stays known after other files are ingested."""
@@ -169,7 +170,7 @@ def _file_names(files: list[str]) -> list[str]:
     return sorted(name.replace("\\", "/").rsplit("/", 1)[-1] for name in files)
 
 
-def papers_with_title_key(db: Database, key: str) -> list[Row]:
+def papers_with_title_key(db: Store, key: str) -> list[Row]:
     """Papers whose real title normalises to `key` (id and authors only)."""
     return [
         {"id": row["id"], "authors": json.loads(row["authors"] or "[]")}
@@ -177,7 +178,7 @@ def papers_with_title_key(db: Database, key: str) -> list[Row]:
     ]
 
 
-def papers_without_title_key(db: Database) -> list[Row]:
+def papers_without_title_key(db: Store) -> list[Row]:
     """Papers stored before titles were keyed (title_key NULL), id and title."""
     return [
         dict(row)
@@ -185,7 +186,7 @@ def papers_without_title_key(db: Database) -> list[Row]:
     ]
 
 
-def set_title_key(db: Database, paper_id: str, key: str) -> None:
+def set_title_key(db: Store, paper_id: str, key: str) -> None:
     db.execute("update papers set title_key = ? where id = ?", [key, paper_id])
 
 
@@ -197,12 +198,12 @@ MAX_PARAMETERS = 900
 
 def _insert_sql(columns: list[str]) -> str:
     """The INSERT of one paper's `columns`, for `executemany`."""
-    names = ", ".join(f"[{name}]" for name in columns)  # names from our code, not input
+    names = ", ".join(f'"{name}"' for name in columns)  # names from our code, not input
     marks = ", ".join("?" for _ in columns)
     return f"insert into papers ({names}) values ({marks})"
 
 
-def insert_papers(db: Database, rows: list[Row]) -> None:
+def insert_papers(db: Store, rows: list[Row]) -> None:
     """Plain INSERTs of many new papers in one `executemany` (their keys must be the same:
     rows built by one function). The FTS5 index is kept by the table's triggers."""
     if not rows:
@@ -215,26 +216,26 @@ def insert_papers(db: Database, rows: list[Row]) -> None:
         ]
         for row in rows
     )
-    db.conn.executemany(_insert_sql(columns), encoded)
+    db.executemany(_insert_sql(columns), encoded)
 
 
-def insert_encoded_papers(db: Database, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def insert_encoded_papers(db: Store, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
     """`insert_papers` for rows encoded already (by the ingest's worker process, which has
     a core to spare): each a tuple of `columns`' values in order, the JSON
     columns as `json.dumps(value, ensure_ascii=False)` text."""
     if not rows:
         return
-    db.conn.executemany(_insert_sql(columns), rows)
+    db.executemany(_insert_sql(columns), rows)
 
 
-def add_aliases(db: Database, pairs: list[tuple[str, str]]) -> None:
+def add_aliases(db: Store, pairs: list[tuple[str, str]]) -> None:
     """Many (alias, paper id) pairs; an alias already taken keeps its paper."""
-    db.conn.executemany(
-        "insert or ignore into paper_aliases (alias, paper_id) values (?, ?)", pairs
+    db.executemany(
+        "insert into paper_aliases (alias, paper_id) values (?, ?) on conflict do nothing", pairs
     )
 
 
-def _present(db: Database, sql: str, values: list[str]) -> set[str]:
+def _present(db: Store, sql: str, values: list[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(values), MAX_PARAMETERS):
         part = values[start : start + MAX_PARAMETERS]
@@ -243,48 +244,43 @@ def _present(db: Database, sql: str, values: list[str]) -> set[str]:
     return found
 
 
-def existing_ids(db: Database, ids: list[str]) -> set[str]:
+def existing_ids(db: Store, ids: list[str]) -> set[str]:
     """Those of `ids` that are stored papers' ids (one query per 900)."""
     return _present(db, "select id from papers where id in ({marks})", ids)
 
 
-def existing_aliases(db: Database, aliases: list[str]) -> set[str]:
+def existing_aliases(db: Store, aliases: list[str]) -> set[str]:
     """Those of `aliases` that are stored aliases."""
     return _present(db, "select alias from paper_aliases where alias in ({marks})", aliases)
 
 
-def existing_title_keys(db: Database, keys: list[str]) -> set[str]:
+def existing_title_keys(db: Store, keys: list[str]) -> set[str]:
     """Those of `keys` that some stored paper's title has (indexed)."""
     return _present(db, "select title_key from papers where title_key in ({marks})", keys)
 
 
-def start_ingest(db: Database, row: Row) -> int:
+def start_ingest(db: Store, row: Row) -> int:
     """Record an ingest that is starting to store papers (`status` "running"); its id."""
     encoded = _encode(row) | {"files": json.dumps(row["files"], ensure_ascii=False)}
-    cursor = db.execute(
-        f"insert into ingests ({', '.join(f'[{k}]' for k in encoded)}) "
-        f"values ({', '.join('?' for _ in encoded)})",
-        list(encoded.values()),
-    )
-    return int(cursor.lastrowid or 0)
+    return int(db.insert("ingests", encoded, returning="id"))
 
 
-def update_ingest(db: Database, ingest_id: int, changes: Row) -> None:
+def update_ingest(db: Store, ingest_id: int, changes: Row) -> None:
     """Progress or the end of an ingest: counts, `done`, `status`, `error`."""
-    db.table("ingests").update(ingest_id, changes)
+    db.update("ingests", {"id": ingest_id}, changes)
 
 
-def mark_ingest_stopped(db: Database, ingest_id: int) -> None:
+def mark_ingest_stopped(db: Store, ingest_id: int) -> None:
     """Set the ingest's status alone to "stopped", in place: the row keeps its size."""
     db.execute("update ingests set status = 'stopped' where id = ?", [ingest_id])
 
 
-def last_ingest_id(db: Database) -> int:
+def last_ingest_id(db: Store) -> int:
     """The id of the last ingest recorded, 0 for none (sqlite3.Error: no `ingests` table)."""
     return int(db.execute("select coalesce(max(id), 0) from ingests").fetchone()[0])
 
 
-def ingests_after(db: Database, ingest_id: int) -> list[Row]:
+def ingests_after(db: Store, ingest_id: int) -> list[Row]:
     """The ingests recorded after `ingest_id`, latest first, as stored (`files` as JSON
     text)."""
     return list(db.query("select * from ingests where id > ? order by id desc", [ingest_id]))

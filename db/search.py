@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
 from tantivy import Occur, Query
 
 from db import text_index
 from db.papers import decode
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +182,7 @@ def exact_tier(paper: dict[str, Any], query: str) -> int:
     return _tier(paper, query_key(query))
 
 
-def search_papers(
-    db: Database, query: str, limit: int = 10, exclude: Sequence[str] = ()
-) -> list[Hit]:
+def search_papers(db: Store, query: str, limit: int = 10, exclude: Sequence[str] = ()) -> list[Hit]:
     """Papers matching `query`, best first, at most `limit`, none that `mentions` a text
     of `exclude` (a word, or words as a phrase). Never raises on odd user input.
 
@@ -257,7 +255,7 @@ def _ranked_query(schema: Any, query: str, excluded: list[list[str]]) -> tuple[A
 
 
 def _search_index(
-    db: Database,
+    db: Store,
     index: text_index.TextIndex,
     query: str,
     limit: int,
@@ -289,7 +287,7 @@ def _search_index(
 
 
 def _read_hits(
-    db: Database, ids: list[str], scores: dict[str, float], phrases: list[list[str]]
+    db: Store, ids: list[str], scores: dict[str, float], phrases: list[list[str]]
 ) -> list[Hit]:
     if not ids:
         return []
@@ -313,9 +311,7 @@ def _collect(searcher: Any, query: Any, limit: int, found: dict[str, float]) -> 
 FTS_DEPTH = 50
 
 
-def _search_fts(
-    db: Database, query: str, limit: int, excluded: Sequence[list[str]] = ()
-) -> list[Hit]:
+def _search_fts(db: Store, query: str, limit: int, excluded: Sequence[list[str]] = ()) -> list[Hit]:
     """The same lookup on FTS5: every match is scored, so it is slow on a large store."""
     expression = match_expression(text_words(query))
     key = query_key(query)
@@ -362,7 +358,7 @@ def _like_pattern(word: str) -> str:
     return f"%{escaped}%"
 
 
-def _by_authors(db: Database, query: str, seen: set[str], limit: int) -> list[Hit]:
+def _by_authors(db: Store, query: str, seen: set[str], limit: int) -> list[Hit]:
     """Papers whose authors match `query` as the index's author clauses do (every word of
     it in one paper's authors, its words run together as one name, or an initial with a
     surname: `initial_keys`), for the FTS5 lookup, which has no authors column: a scan of
@@ -410,13 +406,13 @@ def matched_authors(authors: Sequence[Any], query: str) -> list[int]:
     return found
 
 
-def fts_count(db: Database, expression: str) -> int:
+def fts_count(db: Store, expression: str) -> int:
     """How many papers match the FTS5 `expression`."""
     sql = "select count(*) from papers_fts where papers_fts match ?"
     return int(db.execute(sql, [expression]).fetchone()[0])
 
 
-def fts_ids(db: Database, expression: str, limit: int) -> list[str]:
+def fts_ids(db: Store, expression: str, limit: int) -> list[str]:
     """The ids of the first `limit` papers matching the FTS5 `expression`, by plain
     (unweighted) bm25, best first."""
     sql = """
@@ -426,14 +422,14 @@ def fts_ids(db: Database, expression: str, limit: int) -> list[str]:
     return [row[0] for row in db.execute(sql, [expression, limit])]
 
 
-def papers_with_id_prefix(db: Database, prefix: str, limit: int = 10) -> list[dict[str, Any]]:
+def papers_with_id_prefix(db: Store, prefix: str, limit: int = 10) -> list[dict[str, Any]]:
     """Id and title of the papers whose id starts with `prefix` (case-insensitive), by id."""
     escaped = prefix.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     sql = "select id, title from papers where id like ? escape '\\' order by id limit ?"
     return list(db.query(sql, [escaped + "%", limit]))
 
 
-def papers_with_arxiv_id(db: Database, arxiv_id: str, limit: int = 10) -> list[dict[str, Any]]:
+def papers_with_arxiv_id(db: Store, arxiv_id: str, limit: int = 10) -> list[dict[str, Any]]:
     """Papers whose page or arXiv link is the abstract page of `arxiv_id` (no version)."""
     pages = [f"{scheme}://arxiv.org/abs/{arxiv_id}" for scheme in ("https", "http")]
     sql = "select * from papers where arxiv_url in (?, ?) or url in (?, ?) order by id limit ?"

@@ -7,44 +7,42 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlite_utils import Database
-
-from db.transactions import write_transaction
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 
 
-def list_sources(db: Database) -> list[Row]:
+def list_sources(db: Store) -> list[Row]:
     return [dict(row) for row in db.query("select * from sources order by name")]
 
 
-def get_source(db: Database, name: str) -> Row | None:
+def get_source(db: Store, name: str) -> Row | None:
     rows = list(db.query("select * from sources where name = ?", [name]))
     return dict(rows[0]) if rows else None
 
 
-def add_source(db: Database, row: Row) -> bool:
+def add_source(db: Store, row: Row) -> bool:
     """Add a source; False (and nothing changed) when one of that name exists."""
-    with write_transaction(db):
+    with db.write():
         if get_source(db, row["name"]) is not None:
             return False
-        db.table("sources").insert(row)
+        db.insert("sources", row)
     return True
 
 
-def remove_source(db: Database, name: str) -> bool:
-    with write_transaction(db):
+def remove_source(db: Store, name: str) -> bool:
+    with db.write():
         cursor = db.execute("delete from sources where name = ?", [name])
     return bool(cursor.rowcount)
 
 
-def claim(db: Database, name: str, holder: str, now: str, expected: str | None) -> bool:
+def claim(db: Store, name: str, holder: str, now: str, expected: str | None) -> bool:
     """Take the fetch of `name` for `holder`, if its claim is still `expected` (None: not
     claimed; else the holder the caller found gone or stale). A conditional update: of
     two processes, only one wins."""
-    with write_transaction(db):
+    with db.write():
         cursor = db.execute(
             "update sources set fetching_by = ?, fetch_started_at = ? "
             "where name = ? and fetching_by is ?",
@@ -53,7 +51,7 @@ def claim(db: Database, name: str, holder: str, now: str, expected: str | None) 
     return bool(cursor.rowcount)
 
 
-def fetches_started_since(db: Database, since: str) -> list[str]:
+def fetches_started_since(db: Store, since: str) -> list[str]:
     """When the fetches claimed at or after `since`, and not finished, started."""
     rows = db.query(
         "select fetch_started_at from sources where fetching_by is not null "
@@ -63,8 +61,8 @@ def fetches_started_since(db: Database, since: str) -> list[str]:
     return [str(row["fetch_started_at"]) for row in rows]
 
 
-def release(db: Database, name: str, holder: str) -> None:
-    with write_transaction(db):
+def release(db: Store, name: str, holder: str) -> None:
+    with db.write():
         db.execute(
             "update sources set fetching_by = null, fetch_started_at = null "
             "where name = ? and fetching_by = ?",
@@ -73,7 +71,7 @@ def release(db: Database, name: str, holder: str) -> None:
 
 
 def record_success(
-    db: Database,
+    db: Store,
     name: str,
     *,
     now: str,
@@ -88,7 +86,7 @@ def record_success(
 ) -> None:
     """A fetch that ended without error. The cursor and validators advance only when it
     was `complete` (see `bot.fetching.pages`); its papers are counted either way."""
-    with write_transaction(db):
+    with db.write():
         db.execute(
             "update sources set last_success_at = ?, consecutive_failures = 0, "
             "next_try_at = null, last_read = ?, last_added = ?, last_merged = ?, "
@@ -109,11 +107,11 @@ def record_success(
 
 
 def record_failure(
-    db: Database, name: str, *, now: str, error: str, next_try_at: str, added: int = 0
+    db: Store, name: str, *, now: str, error: str, next_try_at: str, added: int = 0
 ) -> int:
     """A failed fetch: its error, the time of the next try; the papers it stored before
     failing still count. Returns the failures in a row."""
-    with write_transaction(db):
+    with db.write():
         db.execute(
             "update sources set last_error_at = ?, last_error = ?, next_try_at = ?, "
             "consecutive_failures = consecutive_failures + 1, "

@@ -17,8 +17,12 @@ from db.errors import Busy, Conflict, StorageError, Unavailable
 if TYPE_CHECKING:
     import psycopg
 
+    from db.lite import Database
+
 log = logging.getLogger(__name__)
 
+# How long a statement waits for another writer's lock before it is Busy, on both backends.
+BUSY_TIMEOUT_MS = 10_000
 Dialect = Literal["sqlite", "postgresql"]
 Params = Sequence[Any] | Mapping[str, Any]
 Row = dict[str, Any]
@@ -97,6 +101,24 @@ def _scan(sql: str, psycopg: bool) -> str:
     return "".join(out)
 
 
+class Result:
+    """What `Store.execute` ran: its rows as tuples, in order, and the number of rows it
+    changed (-1 when that means nothing)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
+        self.rows = rows
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:  # like sqlite3, so that `.fetchone()[0]` reads as it did
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.rows)
+
+
 class Store:
     """A connection that db/ functions take: `execute` and `query` run one statement,
     `write()` groups statements in one transaction, `dialect` says which SQL a statement
@@ -105,7 +127,14 @@ class Store:
 
     dialect: Dialect
 
-    def __init__(self, conn: sqlite3.Connection | psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: sqlite3.Connection | psycopg.Connection[Any] | Database) -> None:
+        from db.lite import PLUGINS, Database
+
+        self._sqlite: Database | None = None
+        if isinstance(conn, Database):
+            self._sqlite, conn = conn, conn.conn
+        elif isinstance(conn, sqlite3.Connection):
+            self._sqlite = Database(conn, execute_plugins=PLUGINS)
         self.conn = conn
         self.dialect = "sqlite" if isinstance(conn, sqlite3.Connection) else "postgresql"
         self._depth = 0
@@ -121,12 +150,10 @@ class Store:
         wrong password is a plain `StorageError` whose message says what to fix."""
         import psycopg
 
-        from db import connection
-
         try:
             conn = psycopg.connect(url, autocommit=True)
             # A writer waits for a row lock as long as SQLite's waits for its lock, then Busy.
-            conn.execute(f"set lock_timeout = {int(connection.BUSY_TIMEOUT_MS)}")
+            conn.execute(f"set lock_timeout = {int(BUSY_TIMEOUT_MS)}")
             return cls(conn)
         except psycopg.Error as exc:
             refused = _PG_MISCONFIGURED.search(str(exc))
@@ -137,17 +164,135 @@ class Store:
                 ) from exc
             _raise_postgresql(exc)
 
+    @property
+    def sqlite(self) -> Database:
+        """sqlite-utils' Database on this connection: SQLite's migrations and tools use it.
+        A Store on PostgreSQL has none (TypeError)."""
+        if self._sqlite is None:
+            raise TypeError("a Store on PostgreSQL has no sqlite-utils Database")
+        return self._sqlite
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (SQLite may end one by itself: a full disk or an
+        I/O error rolls it back; on PostgreSQL a failed statement leaves it open, spoilt)."""
+        if isinstance(self.conn, sqlite3.Connection):
+            return self.conn.in_transaction
+        from psycopg import pq
+
+        return bool(self.conn.info.transaction_status != pq.TransactionStatus.IDLE)
+
     def close(self) -> None:
         self.conn.close()
 
-    def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; the number of rows it changed (-1 when that means nothing)."""
+    # The steps of write(), one at a time, for a batch of changes in one transaction, each
+    # in its own savepoint (bot/services.py). Names are our code's, never input.
+    def begin(self) -> None:
+        """Open a write transaction (SQLite: BEGIN IMMEDIATE, waiting for the write lock)."""
+        with self._mapped():
+            self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+
+    def savepoint(self, name: str) -> None:
+        with self._mapped():
+            self.conn.execute(f"SAVEPOINT {name}")
+
+    def release(self, name: str) -> None:
+        """Keep what was done since the savepoint `name`, and end it."""
+        with self._mapped():
+            self.conn.execute(f"RELEASE SAVEPOINT {name}")
+
+    def undo(self, name: str) -> None:
+        """Undo what was done since the savepoint `name`, and end it."""
+        with self._mapped():
+            self.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self.conn.execute(f"RELEASE SAVEPOINT {name}")
+
+    def commit(self) -> None:
+        with self._mapped():
+            self.conn.commit()
+
+    def rollback(self) -> None:
+        """Undo the open transaction, if any."""
+        with self._mapped():
+            self.conn.rollback()
+
+    def execute(self, sql: str, params: Params = ()) -> Result:
+        """Run one statement; its rows as tuples and its row count."""
         with self._statement():
-            return self._run(sql, params)[2]
+            _, rows, count = self._run(sql, params)
+        return Result(rows, count)
+
+    # Table and column names below are our code's, never input; values are parameters.
+    def insert(
+        self, table: str, row: Mapping[str, Any], *, ignore: bool = False, returning: str = ""
+    ) -> Any:
+        """Insert `row`; with `ignore`, a row whose unique key is stored already is left
+        out. With `returning`, the value of that column in the new row (None if left out)."""
+        names = ", ".join(_quoted(name) for name in row)
+        marks = ", ".join("?" for _ in row)
+        sql = f"insert into {table} ({names}) values ({marks})"
+        if ignore:
+            sql += " on conflict do nothing"
+        if returning:
+            found = self.execute(f"{sql} returning {_quoted(returning)}", list(row.values()))
+            first = found.fetchone()
+            return None if first is None else first[0]
+        self.execute(sql, list(row.values()))
+        return None
+
+    def update(self, table: str, key: Mapping[str, Any], values: Mapping[str, Any]) -> int:
+        """Set `values` in the rows whose columns equal `key`; how many rows that was."""
+        if not values:
+            return 0
+        sets = ", ".join(f"{_quoted(name)} = ?" for name in values)
+        where = " and ".join(f"{_quoted(name)} = ?" for name in key)
+        params = [*values.values(), *key.values()]
+        return self.execute(f"update {table} set {sets} where {where}", params).rowcount
+
+    def upsert(self, table: str, row: Mapping[str, Any], key: Sequence[str]) -> None:
+        """Insert `row`, or update the stored row with the same `key` columns to it."""
+        names = ", ".join(_quoted(name) for name in row)
+        marks = ", ".join("?" for _ in row)
+        conflict = ", ".join(_quoted(name) for name in key)
+        sets = ", ".join(
+            f"{_quoted(name)} = excluded.{_quoted(name)}" for name in row if name not in key
+        )
+        action = f"do update set {sets}" if sets else "do nothing"
+        self.execute(
+            f"insert into {table} ({names}) values ({marks}) on conflict ({conflict}) {action}",
+            list(row.values()),
+        )
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        """Run one statement; its first row as a dict, or None if it has none."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def iterate(self, sql: str, params: Params = ()) -> Iterator[Row]:
+        """Run one statement and yield its rows as dicts as they come, without holding them
+        all (a scan of every paper). Read the rows before the next statement on this Store."""
+        with self._statement():
+            if isinstance(self.conn, sqlite3.Connection):
+                found = self.conn.execute(check_sqlite(sql), params)
+                columns = [column[0] for column in found.description or ()]
+                for values in found:
+                    yield dict(zip(columns, values, strict=True))
+                return
+            with self.conn.cursor() as cursor:
+                names: list[str] | None = None
+                for row in cursor.stream(to_psycopg(sql), params, size=1000):
+                    if names is None:
+                        names = [column.name for column in cursor.description or ()]
+                    yield dict(zip(names, row, strict=True))
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        """Run one statement once per parameter set in `rows`, in one transaction."""
-        with self.write(), self._statement():
+        """Run one statement once per parameter set in `rows`, in one transaction (the open
+        one, if any)."""
+        if not self.in_transaction:
+            with self.write():
+                self.executemany(sql, rows)
+            return
+        with self._statement():
             if isinstance(self.conn, sqlite3.Connection):
                 self.conn.executemany(check_sqlite(sql), rows)
             else:
@@ -269,6 +414,10 @@ class Store:
                 if isinstance(exc, psycopg.Error):
                     _raise_postgresql(exc)
             raise
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _raise_sqlite(exc: sqlite3.Error) -> NoReturn:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import tantivy
-from sqlite_utils import Database
 
 from db import connection
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ OWN = "own"  # the paper's own acronyms (`own_acronyms`), the next tier of exact
 AUTHORS = "authors"  # each author's name words and run-together name
 INITIALS = "initials"  # each author's first initial + surname, for queries that hold an initial
 SYNC_HEAP = 64_000_000
-REBUILD_BATCH = 5_000
 BUSY_WAIT_S = 2.0  # how long a lookup waits for another process's update of the index
 # A catch-up of more changes than this (about 1 s of indexing, or more) or a rebuild is
 # not waited for by a lookup of this process at all: it answers from FTS5 at once.
@@ -277,7 +276,7 @@ class TextIndex:
 
 
 _open: dict[str, TextIndex] = {}
-_memory: weakref.WeakKeyDictionary[Database, TextIndex] = weakref.WeakKeyDictionary()
+_memory: weakref.WeakKeyDictionary[Store, TextIndex] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -291,13 +290,13 @@ class _Current:
 
 # Per connection: a lookup then skips the whole check (six SQLite statements, two path
 # resolutions, the watermark file read and parsed) while nothing has changed.
-_current: weakref.WeakKeyDictionary[Database, _Current] = weakref.WeakKeyDictionary()
+_current: weakref.WeakKeyDictionary[Store, _Current] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 _failures: dict[str, tuple[int, float]] = {}  # failures in a row, and no retry before
 _clock = time.monotonic  # for the failure pauses (tests replace it)
 
 
-def database_file(db: Database) -> Path | None:
+def database_file(db: Store) -> Path | None:
     """The main database file of `db`, or None when it lives in memory."""
     file = connection.database_file(db)
     return Path(file) if file else None
@@ -351,7 +350,7 @@ def _write_meta(folder: Path, seq: int, last: str | None = None) -> None:
     partial.replace(folder / META)
 
 
-def may_write(db: Database) -> bool:
+def may_write(db: Store) -> bool:
     """Whether this connection may create or update the index: an in-memory database, or
     a file this process may write, in its folder, through a WAL connection as `open_db`
     makes (a read-only open is immutable, or has no WAL to write). A lookup by another
@@ -365,7 +364,7 @@ def may_write(db: Database) -> bool:
     return bool(db.execute("pragma journal_mode").fetchone()[0] == "wal")
 
 
-def _handle(db: Database, writable: bool) -> TextIndex:
+def _handle(db: Store, writable: bool) -> TextIndex:
     file = database_file(db)
     with _registry_lock:
         if file is None:
@@ -412,7 +411,7 @@ def _open_for_reading(folder: Path) -> Any:
         raise IndexUnavailable(f"cannot open {folder}: {exc}") from exc
 
 
-def _last_seq(db: Database) -> int:
+def _last_seq(db: Store) -> int:
     row = db.execute("select max(seq) from search_changes").fetchone()
     if row[0] is not None:
         return int(row[0])
@@ -420,7 +419,7 @@ def _last_seq(db: Database) -> int:
     return int(row[0]) if row else 0
 
 
-def _disk_seq(handle: TextIndex, db: Database | None = None) -> int:
+def _disk_seq(handle: TextIndex, db: Store | None = None) -> int:
     """The last change the index on disk holds; -1 when it must be rebuilt: no or bad
     watermark, or (given `db`) the change logged at the watermark is not the one the
     index applied there (a restored backup that was then written to)."""
@@ -442,12 +441,12 @@ def _disk_seq(handle: TextIndex, db: Database | None = None) -> int:
     return -1
 
 
-def _change_at(db: Database, seq: int) -> str | None:
+def _change_at(db: Store, seq: int) -> str | None:
     row = db.execute("select paper_id from search_changes where seq = ?", [seq]).fetchone()
     return str(row[0]) if row else None
 
 
-def ready(db: Database) -> TextIndex:
+def ready(db: Store) -> TextIndex:
     """The index of `db`, caught up with every committed change to its papers: the change
     log (`search_changes`, filled by migration m012's triggers) applied as idempotent
     upserts, the watermark (`paperboy.json`) written after tantivy commits, so a crash
@@ -467,7 +466,7 @@ def ready(db: Database) -> TextIndex:
     current = _current.get(db)
     # Not inside a transaction: its snapshot holds data_version and the change count
     # still while another thread or process moves the index past it.
-    if current is not None and not db.conn.in_transaction and _unchanged(db, current):
+    if current is not None and not db.in_transaction and _unchanged(db, current):
         return current.handle
     key = _failure_key(db)
     failed = _failures.get(key)
@@ -491,7 +490,7 @@ def ready(db: Database) -> TextIndex:
     return handle
 
 
-def _marks(db: Database, handle: TextIndex) -> tuple[int, int, tuple[int, int, int] | None, int]:
+def _marks(db: Store, handle: TextIndex) -> tuple[int, int, tuple[int, int, int] | None, int]:
     """What moves whenever the index may no longer be current for `db`'s connection:
     SQLite's data_version (another connection committed), this connection's own change
     count, the watermark file's identity (another process updated the index) and the
@@ -502,10 +501,10 @@ def _marks(db: Database, handle: TextIndex) -> tuple[int, int, tuple[int, int, i
     if handle.folder is not None:
         stat = os.stat(handle.folder / META)  # FileNotFoundError: a folder removed
         meta = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    return version, db.conn.total_changes, meta, handle.seq
+    return version, _total_changes(db), meta, handle.seq
 
 
-def _unchanged(db: Database, current: _Current) -> bool:
+def _unchanged(db: Store, current: _Current) -> bool:
     handle = current.handle
     registered = _memory.get(db) if current.key is None else _open.get(current.key)
     if registered is not handle:  # dropped (failed, forgotten) since
@@ -516,18 +515,18 @@ def _unchanged(db: Database, current: _Current) -> bool:
         return False
 
 
-def _failure_key(db: Database) -> str:
+def _failure_key(db: Store) -> str:
     file = database_file(db)
     return str(file.resolve()) if file is not None else f"memory:{id(db)}"
 
 
-def forget(db: Database) -> None:
+def forget(db: Store) -> None:
     """Close this process's handle on the index of `db` (after it failed): the next
     `ready` opens it again, or rebuilds it."""
     _drop(db)
 
 
-def _drop(db: Database) -> None:
+def _drop(db: Store) -> None:
     file = database_file(db)
     with _registry_lock:
         if file is None:
@@ -536,7 +535,7 @@ def _drop(db: Database) -> None:
             _open.pop(str(file.resolve()), None)
 
 
-def _ready(db: Database) -> TextIndex:
+def _ready(db: Store) -> TextIndex:
     writable = may_write(db)
     handle = _handle(db, writable)
     # Read before the checks below: a change made meanwhile moves them, so the next
@@ -551,12 +550,12 @@ def _ready(db: Database) -> TextIndex:
         if disk_seq != handle.seq:  # another process committed: see its changes
             handle.index.reload()
             handle.seq = disk_seq
-        if marks is not None and not db.conn.in_transaction:
+        if marks is not None and not db.in_transaction:
             file = database_file(db)
             key = None if file is None else str(file.resolve())
             _current[db] = _Current(key, handle, marks)
         return handle
-    if db.conn.in_transaction:
+    if db.in_transaction:
         raise IndexUnavailable("inside a transaction")
     if not writable:
         raise IndexUnavailable("the search index is not current, and may not be updated here")
@@ -580,7 +579,7 @@ def _ready(db: Database) -> TextIndex:
         time.sleep(0.05)
 
 
-def _catch_up(db: Database, handle: TextIndex) -> None:
+def _catch_up(db: Store, handle: TextIndex) -> None:
     disk_seq = _disk_seq(handle, db)
     last = _last_seq(db)
     handle.long_update = disk_seq < 0 or disk_seq > last or last - disk_seq > LONG_BACKLOG
@@ -590,7 +589,7 @@ def _catch_up(db: Database, handle: TextIndex) -> None:
         handle.long_update = False
 
 
-def _apply(db: Database, handle: TextIndex, disk_seq: int, last: int) -> None:
+def _apply(db: Store, handle: TextIndex, disk_seq: int, last: int) -> None:
     if disk_seq < 0:
         rebuild(db, handle)
     elif disk_seq > last:
@@ -625,17 +624,23 @@ def _writer(handle: TextIndex, heap: int = SYNC_HEAP) -> Iterator[Any]:
         del writer  # releases tantivy's writer lock
 
 
+def _total_changes(db: Store) -> int:
+    """The rows this connection changed since it opened (SQLite's count; PostgreSQL has none:
+    -1, so every lookup there looks at the change log)."""
+    return db.conn.total_changes if isinstance(db.conn, sqlite3.Connection) else -1
+
+
 @contextlib.contextmanager
-def _read_transaction(db: Database) -> Iterator[None]:
+def _read_transaction(db: Store) -> Iterator[None]:
     # One read transaction, so the watermark and the rows read agree.
-    db.conn.execute("BEGIN")
+    db.conn.execute("BEGIN" if db.dialect == "sqlite" else "BEGIN ISOLATION LEVEL REPEATABLE READ")
     try:
         yield
     finally:
         db.conn.rollback()
 
 
-def _sync(db: Database, handle: TextIndex, since: int) -> int:
+def _sync(db: Store, handle: TextIndex, since: int) -> int:
     """Apply the changes after `since`: each changed paper deleted, then added again as
     it is now (unless it is gone). Streams in chunks, so a big ingest's backlog is never
     all in memory; one tantivy commit at the end."""
@@ -671,7 +676,7 @@ def _committed(handle: TextIndex, seq: int, last: str | None) -> None:
     handle.seq = seq
 
 
-def trim(db: Database) -> int:
+def trim(db: Store) -> int:
     """Delete the change-log rows the index has applied; the number deleted. A write: call
     it where waiting for the write lock is fine (the rebuild command, after an ingest),
     never from a lookup. An untrimmed log costs only disk (about 40 bytes a change).
@@ -680,12 +685,10 @@ def trim(db: Database) -> int:
     seq = _disk_seq(handle, db)
     if seq < 0:
         return 0
-    with db.conn:
-        cursor = db.conn.execute("delete from search_changes where seq < ?", [seq])
-    return int(cursor.rowcount)
+    return db.execute("delete from search_changes where seq < ?", [seq]).rowcount
 
 
-def catch_up(db: Database) -> bool:
+def catch_up(db: Store) -> bool:
     """Bring the index up to date with what `db` committed, then trim the applied log:
     call it after an ingest or a fetch commits, so the next lookup does not pay the
     backlog (150k new papers: about 20 s) and the log does not grow for ever. Never
@@ -693,7 +696,7 @@ def catch_up(db: Database) -> bool:
     a reader that may not write, a full disk) it logs why and the next lookup or
     catch-up does the work. Returns whether the index is current. Must not be called
     inside a transaction (it is then a no-op)."""
-    if db.conn.in_transaction:
+    if db.in_transaction:
         return False
     try:
         if not may_write(db):
@@ -709,7 +712,7 @@ def catch_up(db: Database) -> bool:
     return True
 
 
-def rebuild(db: Database, handle: TextIndex | None = None) -> int:
+def rebuild(db: Store, handle: TextIndex | None = None) -> int:
     """Index every paper again from SQLite (crash-safe: tantivy commits atomically and the
     watermark is written after). Returns the number of papers indexed."""
     if handle is None:
@@ -720,12 +723,9 @@ def rebuild(db: Database, handle: TextIndex | None = None) -> int:
         with _read_transaction(db):
             seq = _last_seq(db)
             last = _change_at(db, seq)
-            cursor = db.conn.execute(f"select {_COLUMNS} from papers")
-            names = [d[0] for d in cursor.description]
-            while batch := cursor.fetchmany(REBUILD_BATCH):
-                for values in batch:
-                    writer.add_document(_document(dict(zip(names, values, strict=True))))
-                count += len(batch)
+            for row in db.iterate(f"select {_COLUMNS} from papers"):
+                writer.add_document(_document(row))
+                count += 1
         writer.commit()
         _committed(handle, seq, last)
     log.info("search index rebuilt: %d papers", count)

@@ -1,66 +1,45 @@
-"""Transaction control: write transactions that take the write lock up front (`BEGIN
-IMMEDIATE` waits for it, where a deferred transaction that reads then writes can fail at
-once with "database is locked" in WAL mode), and the steps of a batch in savepoints."""
+"""Transaction control for code outside db/: a batch of changes in one transaction, each in
+its own savepoint (bot/services.py), on either backend, through the Store's own steps."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 
-from sqlite_utils import Database
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def write_transaction(db: Database) -> Iterator[Database]:
-    """Like `db.atomic()`, but begins with BEGIN IMMEDIATE (nested: a savepoint)."""
-    if db.conn.in_transaction:
-        with db.atomic():
-            yield db
-        return
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.rollback()
-        raise
-    else:
-        db.conn.commit()
+def in_transaction(db: Store) -> bool:
+    """Whether a transaction is open on `db` (SQLite may end one by itself: a full disk or
+    an I/O error rolls it back)."""
+    return db.in_transaction
 
 
-def in_transaction(db: Database) -> bool:
-    """Whether a transaction is open on `db`'s connection (SQLite may end one by itself:
-    a full disk or an I/O error rolls it back)."""
-    return db.conn.in_transaction
+def begin_immediate(db: Store) -> None:
+    """Open a write transaction (SQLite: waiting for the write lock)."""
+    db.begin()
 
 
-def begin_immediate(db: Database) -> None:
-    """Open a write transaction, waiting for the write lock (`write_transaction`)."""
-    db.conn.execute("BEGIN IMMEDIATE")
-
-
-def savepoint(db: Database, name: str) -> None:
+def savepoint(db: Store, name: str) -> None:
     """Open the savepoint `name` (a name from our code, not input)."""
-    db.conn.execute(f"SAVEPOINT {name}")
+    db.savepoint(name)
 
 
-def release(db: Database, name: str) -> None:
+def release(db: Store, name: str) -> None:
     """Keep what was done since the savepoint `name`, and end it."""
-    db.conn.execute(f"RELEASE SAVEPOINT {name}")
+    db.release(name)
 
 
-def undo(db: Database, name: str) -> None:
+def undo(db: Store, name: str) -> None:
     """Undo what was done since the savepoint `name`, and end it."""
-    db.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
-    db.conn.execute(f"RELEASE SAVEPOINT {name}")
+    db.undo(name)
 
 
-def commit(db: Database) -> None:
-    db.conn.commit()
+def commit(db: Store) -> None:
+    db.commit()
 
 
-def rollback(db: Database) -> None:
+def rollback(db: Store) -> None:
     """Undo the open transaction, if any."""
-    db.conn.rollback()
+    db.rollback()

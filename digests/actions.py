@@ -10,12 +10,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlite_utils import Database
-
 from db import channels as channel_store
 from db import digests as digest_store
 from db import feedback, saved
-from db.transactions import write_transaction
+from db.store import Store
 from digests.timestamps import stamp
 from digests.topics import CUSTOM_PREFIX
 
@@ -124,7 +122,7 @@ def _failure(text: str) -> ActionResult:
 
 
 def apply_action(
-    db: Database,
+    db: Store,
     *,
     channel: str,
     user: str,
@@ -158,7 +156,7 @@ def apply_action(
         log.info("button from %s in %s refused: malformed value", user, channel)
         return _failure(str(exc))
     at = stamp(now)
-    with write_transaction(db):
+    with db.write():
         # Checked and written in one transaction: a digest is never deleted, but its
         # channel's subscriptions may change between the read and the write.
         owner = digest_store.digest_channel(db, digest_id)
@@ -193,7 +191,7 @@ def apply_action(
     return ActionResult(text=text, error=False, changed=changed, paper_id=paper_id, counts=counts)
 
 
-def _topic_of(db: Database, channel: str, encoded_topics: object) -> str | None:
+def _topic_of(db: Store, channel: str, encoded_topics: object) -> str | None:
     """The first of an item's topics the channel still follows, else its first topic."""
     try:
         decoded = json.loads(str(encoded_topics))
@@ -208,7 +206,7 @@ def _topic_of(db: Database, channel: str, encoded_topics: object) -> str | None:
     return next((topic for topic in topics if topic in followed), topics[0])
 
 
-def _topic_name(db: Database, channel: str, topic_id: str) -> str:
+def _topic_name(db: Store, channel: str, topic_id: str) -> str:
     """How a click's answer names the topic: a catalog topic by its id (`offline-rl`, as
     typed in `/papers subscribe`), a free-text topic by its text in quotes, read from the
     channel's subscription rows (people typed the text, never its `custom:` slug). The
@@ -220,7 +218,7 @@ def _topic_name(db: Database, channel: str, topic_id: str) -> str:
     return f'"{words[:80]}"' if words else topic_id
 
 
-def digest_counts(db: Database, channel: str, digest_id: int) -> dict[str, tuple[int, int]]:
+def digest_counts(db: Store, channel: str, digest_id: int) -> dict[str, tuple[int, int]]:
     """{paper id: (👍, 👎)} for every item of the channel's digest, to re-render its
     message; {} when the digest is not the channel's (or does not exist)."""
     return feedback.counts(db, channel, digest_store.item_paper_ids(db, channel, digest_id))

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlite_utils import Database
-
 from config.settings import Settings
 from db import candidates as candidate_store
 from db import channels as channel_store
@@ -23,7 +21,7 @@ from db import digests as digest_store
 from db import outbox
 from db.connection import database_file
 from db.papers import decode, get_paper, rows_with_ids
-from db.transactions import write_transaction
+from db.store import Store
 from digests.channels import parse_channel
 from digests.learning import learn
 from digests.matching import Matcher, PaperText, Term, score
@@ -69,7 +67,7 @@ class Digest:
         return period_label(self.week)
 
 
-def channel_schedule(db: Database, channel: str, settings: Settings, now: datetime) -> Schedule:
+def channel_schedule(db: Store, channel: str, settings: Settings, now: datetime) -> Schedule:
     """The channel's schedule, creating the channel with the default one if new."""
     return schedule_of(ensure_channel(db, channel, settings, now))
 
@@ -84,7 +82,7 @@ def schedule_of(row: dict[str, Any]) -> Schedule:
     )
 
 
-def ensure_channel(db: Database, channel: str, settings: Settings, now: datetime) -> dict[str, Any]:
+def ensure_channel(db: Store, channel: str, settings: Settings, now: datetime) -> dict[str, Any]:
     ref = parse_channel(channel)
     defaults = {
         "weekday": settings.default_weekday,
@@ -94,7 +92,7 @@ def ensure_channel(db: Database, channel: str, settings: Settings, now: datetime
     return channel_store.ensure_channel(db, str(ref), ref.platform, defaults, stamp(now))
 
 
-def subscribed_topics(db: Database, channel: str, catalog: Catalog) -> list[Topic]:
+def subscribed_topics(db: Store, channel: str, catalog: Catalog) -> list[Topic]:
     """The channel's topics, catalog and custom, in subscription order."""
     topics = []
     for row in channel_store.active_subscriptions(db, channel):
@@ -185,7 +183,7 @@ def _pick(
 
 
 def _recorded(
-    db: Database,
+    db: Store,
     row: dict[str, Any],
     topics: list[Topic],
     catalog: Catalog,
@@ -224,7 +222,7 @@ def _recorded(
     )
 
 
-def new_since(db: Database, channel: str, now: datetime, settings: Settings) -> tuple[str, str]:
+def new_since(db: Store, channel: str, now: datetime, settings: Settings) -> tuple[str, str]:
     """(since, stale): papers first seen after `since` are new, unless published before
     `stale`. `since` is when the channel's previous digest was built (one that reached
     the channel, or is on its way), or the first-digest lookback."""
@@ -282,7 +280,7 @@ class _Window:
     @classmethod
     def read(
         cls,
-        db: Database,
+        db: Store,
         now: datetime,
         since: str,
         stale: str,
@@ -432,7 +430,7 @@ class _Windows:
 
     def get(
         self,
-        db: Database,
+        db: Store,
         now: datetime,
         since: str,
         stale: str,
@@ -490,7 +488,7 @@ class _Archive:
     origin: Mapping[tuple[Term, ...], Topic] = field(default_factory=dict)
 
     def hits(
-        self, db: Database, topic: Topic, page: int = 0
+        self, db: Store, topic: Topic, page: int = 0
     ) -> tuple[list[tuple[str, float, str]], bool]:
         """(the page's candidates, whether the full-text search has more pages)."""
         key = (topic.terms, page)
@@ -499,7 +497,7 @@ class _Archive:
         return self.found[key]
 
     def _search(
-        self, db: Database, topic: Topic, page: int
+        self, db: Store, topic: Topic, page: int
     ) -> tuple[list[tuple[str, float, str]], bool]:
         # `search_phrases`: a learned topic's hand phrases and its strongest learned terms,
         # not all of them (words common enough to match much of a store made this several
@@ -544,7 +542,7 @@ def _gated_score(
 
 
 def _select(
-    db: Database,
+    db: Store,
     channel: str,
     topics: list[Topic],
     window: _Window,
@@ -654,7 +652,7 @@ def _select(
     return items
 
 
-def _rows(db: Database, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
+def _rows(db: Store, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
     """{id: decoded row} of these papers."""
     if not paper_ids:
         return {}
@@ -685,9 +683,7 @@ class _Union(Mapping[str, dict[str, Any]]):
         return sum(1 for _ in self)
 
 
-def _covering(
-    db: Database, channel: str, schedule: Schedule, now: datetime
-) -> dict[str, Any] | None:
+def _covering(db: Store, channel: str, schedule: Schedule, now: datetime) -> dict[str, Any] | None:
     """The recorded digest that already covers the period of `now`: the one with its key,
     or the channel's latest digest if it was built within that period (after a change of
     cadence or timezone: a daily digest of Wednesday covers that week for a weekly one)."""
@@ -704,7 +700,7 @@ def _covering(
 
 
 def build_digest(
-    db: Database,
+    db: Store,
     channel: str,
     now: datetime,
     *,
@@ -731,7 +727,7 @@ def build_digest(
 
 
 def build_digests(
-    db: Database,
+    db: Store,
     channels: Iterable[str],
     now: datetime,
     *,
@@ -811,7 +807,7 @@ def build_digests(
             # The papers are chosen before it (the write lock is held for the inserts
             # only), and the digests yielded after it (a caller that stops early never
             # rolls one back).
-            with write_transaction(db):
+            with db.write():
                 recorded = [
                     _record(db, str(row["id"]), week, topics, items, window.built_at, since)
                     for row, week, topics, items in chosen
@@ -827,7 +823,7 @@ CHUNK = 200
 
 
 def _record(
-    db: Database,
+    db: Store,
     channel: str,
     week: str,
     topics: list[Topic],

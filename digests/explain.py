@@ -11,10 +11,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from db import digests as digest_store
 from db import feedback as feedback_store
+from db.store import Store
 from digests.digest import subscribed_topics
 from digests.learning import learn
 from digests.matching import PaperText, Term, score
@@ -69,7 +68,7 @@ class Explanation:
     voted_down: bool  # net 👎 here: the channel's digests never pick it again
 
 
-def last_item(db: Database, channel: str, paper_id: str) -> dict[str, Any] | None:
+def last_item(db: Store, channel: str, paper_id: str) -> dict[str, Any] | None:
     """The channel's latest digest item for the paper, with its digest's period, and
     `shown` and `of`: its number in the digest as posted, of how many."""
     digest = digest_store.last_digest_with(db, channel, paper_id)
@@ -94,7 +93,7 @@ def shown_items(digest: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def feedback_topics(
-    db: Database, channel: str, topics: list[Topic]
+    db: Store, channel: str, topics: list[Topic]
 ) -> tuple[dict[str, Topic], dict[str, tuple[int, int]], frozenset[str]]:
     """({topic id: the topic as the channel's next digest scores it}, {topic id: (papers
     liked, papers disliked)}, the papers the channel voted down), from the digest's own
@@ -137,7 +136,7 @@ def term_matches(
     return found
 
 
-def explain(db: Database, channel: str, paper: dict[str, Any], catalog: Catalog) -> Explanation:
+def explain(db: Store, channel: str, paper: dict[str, Any], catalog: Catalog) -> Explanation:
     """Why `paper` is (or is not) in `channel`'s digests; see the module doc."""
     topics = subscribed_topics(db, channel, catalog)
     text = PaperText.of(paper)
@@ -172,7 +171,7 @@ def explain(db: Database, channel: str, paper: dict[str, Any], catalog: Catalog)
     )
 
 
-def _votes(db: Database, channel: str, paper_id: str) -> dict[str, tuple[int, int]]:
+def _votes(db: Store, channel: str, paper_id: str) -> dict[str, tuple[int, int]]:
     """{topic id: (👍, 👎)} of the channel's users on this paper."""
     found: dict[str, tuple[int, int]] = {}
     for row in feedback_store.channel_feedback(db, channel):

@@ -9,10 +9,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from sqlite_utils import Database
-
 from db import feedback
 from db.papers import decode, text_rows
+from db.store import Store
 from digests.matching import PaperText, Term
 from digests.topic_model import features, refine
 from digests.topics import Topic
@@ -35,7 +34,7 @@ class Learned:
     origin: dict[tuple[Term, ...], Topic]
 
 
-def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Learned:
+def learn(db: Store, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Learned:
     """The channels' topics refined by their feedback, in two queries for the batch (its
     channels' votes, the labelled papers' texts). A topic with feedback in a channel is
     replaced by `refine(topic, positives, negatives)` (papers whose net votes there are
@@ -94,13 +93,13 @@ def learn(db: Database, topics_by_channel: Mapping[str, Sequence[Topic]]) -> Lea
     return Learned(refined, disliked, origin)
 
 
-def refined_topic(db: Database, channel: str, topic: Topic) -> Topic:
+def refined_topic(db: Store, channel: str, topic: Topic) -> Topic:
     """One topic as the channel's next digest scores it (the topic itself when the
     channel gave it no feedback): for explaining a pick."""
     return learn(db, {channel: [topic]}).topics.get(channel, [topic])[0]
 
 
-def paper_texts(db: Database, paper_ids: set[str]) -> dict[str, PaperText]:
+def paper_texts(db: Store, paper_ids: set[str]) -> dict[str, PaperText]:
     """{paper id: normalised text} of the stored papers among `paper_ids`, in one query."""
     if not paper_ids:
         return {}

@@ -9,8 +9,6 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlite_utils import Database
-
 from db.papers import MIN_PREFIX, get_paper, paper_id_for_alias, resolve_paper
 from db.search import (
     MAX_EXCLUDED,
@@ -23,6 +21,7 @@ from db.search import (
     papers_with_id_prefix,
     search_papers,
 )
+from db.store import Store
 from digests import semantic
 from digests.matching import Matcher, PaperText, Term
 from digests.safe_text import is_text, strip_unsafe
@@ -61,7 +60,7 @@ def arxiv_id(ref: str) -> str | None:
     return match.group("id")
 
 
-def resolve(db: Database, ref: str) -> Resolution:
+def resolve(db: Store, ref: str) -> Resolution:
     """A paper by id, unique id prefix, source id (OpenReview, arXiv in any usual form)."""
     ref = ref.strip()
     if not is_text(ref):  # a lone surrogate (undecodable bytes in argv): SQLite refuses it
@@ -243,7 +242,7 @@ def parse_find(query: str) -> FindQuery:
     return FindQuery(words, kept, minus=bool(excluded))
 
 
-def find(db: Database, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:
+def find(db: Store, query: str, limit: int = 10, catalog: Catalog | None = None) -> list[Result]:
     """Papers for `query`, best first, at most `limit`; a `-word` or `-"a phrase"` in it
     leaves out the papers that mention it (`parse_find`; the first `MAX_EXCLUDED` only: the
     commands refuse more, `FindQuery.too_many`). A query that names one topic
@@ -318,7 +317,7 @@ def routed(query: str, topic: Topic, hits: list[Hit]) -> list[Hit]:
     return [Hit(hit.paper, round(fused[str(hit.paper["id"])], 5)) for hit in order]
 
 
-def show(db: Database, ref: str) -> Result | None:
+def show(db: Store, ref: str) -> Result | None:
     """The paper `ref` names in full, or None (see `resolve` for the candidates)."""
     paper = resolve(db, ref).paper
     if paper is None:

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlite_utils import Database
-
 from db import text_index
 from db.papers import all_ids, all_texts, count_papers, decode, rows_with_ids
 from db.search import Hit, query_key, search_papers
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -225,11 +224,11 @@ class Vectors:
         return len(gone)
 
 
-_memory: weakref.WeakKeyDictionary[Database, dict[str, Vectors]] = weakref.WeakKeyDictionary()
+_memory: weakref.WeakKeyDictionary[Store, dict[str, Vectors]] = weakref.WeakKeyDictionary()
 _cache: dict[tuple[str, str], tuple[tuple[int, int, int], Vectors]] = {}
 
 
-def vectors_file(db: Database, model: str) -> Path | None:
+def vectors_file(db: Store, model: str) -> Path | None:
     """`<database file>.embeddings-v1` (+ the model's name unless it is MODEL): one vector
     per paper with a hash of its text (derived data, recomputed at will, not a table);
     None for an in-memory database, whose vectors are kept in memory."""
@@ -240,7 +239,7 @@ def vectors_file(db: Database, model: str) -> Path | None:
     return db_file.with_name(f"{db_file.name}.embeddings-v{FORMAT}{suffix}")
 
 
-def load(db: Database, model: str = MODEL, dim: int = 384) -> Vectors:
+def load(db: Store, model: str = MODEL, dim: int = 384) -> Vectors:
     """The stored vectors of `model` (empty when none are stored or the file is unreadable:
     they are derived data, and the next `embed` pass writes them again)."""
     path = vectors_file(db, model)
@@ -297,7 +296,7 @@ def _check_header(header: object, model: str, dim: int, floats: int) -> None:
         raise ValueError(f"{floats} floats for {len(ids)} vectors of {dim}: a torn file")
 
 
-def save(db: Database, vectors: Vectors) -> None:
+def save(db: Store, vectors: Vectors) -> None:
     """Write `vectors` beside the database, atomically (a temporary file, then a rename)."""
     path = vectors_file(db, vectors.model)
     if path is None:
@@ -340,7 +339,7 @@ class EmbedBusy(RuntimeError):
 
 
 @contextlib.contextmanager
-def _embed_lock(db: Database, model: str) -> Iterator[None]:
+def _embed_lock(db: Store, model: str) -> Iterator[None]:
     """One `embed` pass per database and model at a time (an exclusive lock on
     `<vectors file>.lock`, released when the process ends, also by kill -9): two passes
     would encode the same papers twice and the last save would drop the other's work."""
@@ -368,7 +367,7 @@ class EmbedReport:
 
 
 def embed(
-    db: Database,
+    db: Store,
     model: Encoder,
     *,
     limit: int | None = None,
@@ -387,7 +386,7 @@ def embed(
 
 
 def _embed(
-    db: Database,
+    db: Store,
     model: Encoder,
     limit: int | None,
     clock: Callable[[], float] | None,
@@ -431,7 +430,7 @@ def _embed(
     return EmbedReport(len(stored), len(todo), dropped, round(spent, 3))
 
 
-def _stored_ids(db: Database) -> set[str]:
+def _stored_ids(db: Store) -> set[str]:
     """The ids that have a vector of the extra's model (a file's header only is read)."""
     path = vectors_file(db, MODEL)
     if path is None:
@@ -446,7 +445,7 @@ def _stored_ids(db: Database) -> set[str]:
         return set()
 
 
-def coverage(db: Database) -> tuple[int, int]:
+def coverage(db: Store) -> tuple[int, int]:
     """(papers with a vector of the extra's model, papers stored); loads no model."""
     total = count_papers(db)
     stored = _stored_ids(db)
@@ -456,7 +455,7 @@ def coverage(db: Database) -> tuple[int, int]:
     return present, total
 
 
-def status_line(db: Database) -> str:
+def status_line(db: Store) -> str:
     """What `paperboy status` says about meaning-based lookups (terminal text: no Markdown)."""
     if not installed():
         return (
@@ -507,7 +506,7 @@ def nearest(
     return [(paper_id, round(score, 4)) for score, paper_id in scored[:limit]]
 
 
-def _model_and_vectors(db: Database, model: Encoder | None) -> tuple[Encoder | None, Vectors]:
+def _model_and_vectors(db: Store, model: Encoder | None) -> tuple[Encoder | None, Vectors]:
     """`model` (the extra's, lazily, when None) and its stored vectors; the vectors are
     empty without the extra or before `paperboy embed`."""
     if model is not None:
@@ -518,7 +517,7 @@ def _model_and_vectors(db: Database, model: Encoder | None) -> tuple[Encoder | N
 
 
 def similar_ids(
-    db: Database, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
+    db: Store, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
 ) -> list[tuple[str, float]] | None:
     """The papers nearest to `paper` in meaning, or None when that cannot be answered
     (no extra, no stored vectors): the caller stays lexical. A paper not embedded yet is
@@ -552,7 +551,7 @@ def fuse(rankings: Sequence[Sequence[str]], depth: int = FUSE_DEPTH) -> list[str
     return sorted(scores, key=lambda paper_id: -scores[paper_id])
 
 
-def _rows(db: Database, ids: Sequence[str], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def _rows(db: Store, ids: Sequence[str], known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """The papers `ids`, from `known` or read from the store (a deleted one is left out)."""
     missing = [paper_id for paper_id in ids if paper_id not in known]
     rows = dict(known)
@@ -562,7 +561,7 @@ def _rows(db: Database, ids: Sequence[str], known: Mapping[str, dict[str, Any]])
 
 
 def hybrid_hits(
-    db: Database, query: str, limit: int, model: Encoder | None = None
+    db: Store, query: str, limit: int, model: Encoder | None = None
 ) -> list[Hit] | None:
     """`find` with meaning: the lexical ranking (`search_papers`) fused with the papers
     nearest to the query's embedding (`fuse`); None when meaning is not available, and
@@ -603,7 +602,7 @@ def hybrid_hits(
 
 
 def similar_hits(
-    db: Database, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
+    db: Store, paper: Mapping[str, Any], limit: int, model: Encoder | None = None
 ) -> list[Hit] | None:
     """`similar` by meaning (`similar_ids`) as hits; None when not available. Papers
     deleted since `embed` (their vectors stay until the next pass) are skipped, and

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
 from tantivy import Occur, Query
 
 from db import text_index
 from db.papers import count_papers, decode, rows_with_ids
 from db.search import Hit, fts_count, fts_ids
+from db.store import Store
 from digests import semantic
 from digests.semantic import Encoder
 
@@ -106,7 +106,7 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
 
 
 def similar_papers(
-    db: Database, paper: Mapping[str, Any], limit: int = 5, model: Encoder | None = None
+    db: Store, paper: Mapping[str, Any], limit: int = 5, model: Encoder | None = None
 ) -> list[Hit]:
     """Up to `limit` stored papers closest to `paper`, best first, `paper` itself left out.
 
@@ -119,7 +119,7 @@ def similar_papers(
     return lexical_similar(db, paper, limit)
 
 
-def lexical_similar(db: Database, paper: Mapping[str, Any], limit: int = 5) -> list[Hit]:
+def lexical_similar(db: Store, paper: Mapping[str, Any], limit: int = 5) -> list[Hit]:
     """Up to `limit` stored papers closest to `paper` in content words, best first, `paper`
     itself left out. Hit scores are tf-idf cosines in 0..1. Empty when the paper has no
     content words or nothing shares one. The QUERY_TERMS heaviest words (idf from the
@@ -166,7 +166,7 @@ class _IndexSource:
 class _FtsSource:
     """The same from SQLite's FTS5 index (slower on a large store; unweighted OR)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def frequencies(self, wanted: set[str]) -> Frequencies:
@@ -179,7 +179,7 @@ class _FtsSource:
 
 
 def _rank(
-    db: Database,
+    db: Store,
     paper: Mapping[str, Any],
     counts: Counter[str],
     source: _IndexSource | _FtsSource,

@@ -4,17 +4,16 @@ channel's topics, schedule, deliveries and failed digest builds."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import datetime
-
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db.channels import all_channels
 from db.digests import failures
+from db.errors import StorageError
 from db.papers import count_papers, last_ingest
 from db.sources import list_sources
+from db.store import Store
 from digests import semantic
 from digests.channels import parse_channel
 from digests.commands import Context, handle
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def report(
-    db: Database, settings: Settings, now: datetime, context_for: Callable[[str], Context]
+    db: Store, settings: Settings, now: datetime, context_for: Callable[[str], Context]
 ) -> Iterator[str]:
     """The whole report, as the texts to print in turn: the store and the sources, then
     each channel's status (one text, after a blank line). `context_for(channel)` is the
@@ -61,22 +60,22 @@ def operator_status(text: str, channel: str) -> list[str]:
     return lines
 
 
-def source_lines(db: Database, settings: Settings, now: datetime) -> list[str]:
+def source_lines(db: Store, settings: Settings, now: datetime) -> list[str]:
     """Every source's last success and last error."""
     try:
         rows = list_sources(db)
-    except sqlite3.OperationalError:  # a database from before the table existed
+    except StorageError:  # a database from before the table existed
         return []
     if not rows:
         return ["Sources: none (papers come only from files; add one with paperboy sources add)."]
     return ["Sources:", *(f"  {describe(row, now, settings.fetch_cron)}" for row in rows)]
 
 
-def build_failures(db: Database, channel: str) -> list[str]:
+def build_failures(db: Store, channel: str) -> list[str]:
     """A line for each digest of the channel whose build failed and waits to be retried."""
     try:
         rows = failures(db, channel)
-    except sqlite3.OperationalError:  # a database from before the table existed
+    except StorageError:  # a database from before the table existed
         return []
     return [
         f"Digest build for {str(row['due_at'])[:16].replace('T', ' ')} failed "

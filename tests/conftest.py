@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings as hypothesis_settings
-from sqlite_utils import Database
 
 from db import open_db
+from db.store import Store
 
 if TYPE_CHECKING:
     from db.store import Store
@@ -55,7 +55,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fresh_db() -> Database:
+def fresh_db() -> Store:
     return open_db(":memory:")
 
 
@@ -83,7 +83,7 @@ def seed_abstracts() -> list[str]:
 
 
 @pytest.fixture
-def seeded_db(fresh_db: Database, seed_paths: list[Path]) -> Database:
+def seeded_db(fresh_db: Store, seed_paths: list[Path]) -> Store:
     from digests.ingest import ingest_files
 
     ingest_files(fresh_db, seed_paths, now=NOW)
@@ -104,7 +104,7 @@ def settings():  # type: ignore[no-untyped-def]
     return load_settings({}, dotenv=None)
 
 
-def seed_paper_id(db: Database, phrase: str) -> str:
+def seed_paper_id(db: Store, phrase: str) -> str:
     """The id of the one stored paper whose abstract contains `phrase`."""
     rows = [
         row["id"]

@@ -7,15 +7,15 @@ Errors are one line on stderr, never a stack trace (`bot.cli.output`).
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import click
 
 # A command imports what it needs when it runs, so that `paperboy find` does not pay for
 # `paperboy run`; tests/bot/cli/test_startup.py checks that `import bot.cli` stays light.
 from bot.cli import chat, demo, digest, ingest, lookup, prune, run, sources, status
-from bot.cli.options import DB_HELP
+from bot.cli.options import DATABASE, DB_HELP
 from bot.cli.output import PaperboyGroup
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,9 @@ log = logging.getLogger(__name__)
     help="How much to log on stderr [default: info for run, warning otherwise].",
 )
 @click.option("--log-json", is_flag=True, help="Log JSON lines, for log collectors.")
-@click.option(
-    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help=DB_HELP
-)
+@click.option("--db", "db_path", type=DATABASE, default=None, help=DB_HELP)
 @click.pass_context
-def main(ctx: click.Context, log_level: str | None, log_json: bool, db_path: Path | None) -> None:
+def main(ctx: click.Context, log_level: str | None, log_json: bool, db_path: Target | None) -> None:
     """Paperboy: research-paper digests (weekly, daily or on weekdays) and paper lookups for
     Slack and Discord."""
     from bot.logs import configure

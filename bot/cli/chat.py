@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -20,11 +19,11 @@ from bot.cli.options import (
 )
 from bot.cli.output import UserError, echo
 from config.settings import load_settings
-from db.connection import open_db
+from db.connection import Target, open_db
 from digests.safe_text import is_text, strip_unsafe
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 @click.option("--user", default=None, help="Who is acting [default: cli:$USER].")
 @click.argument("text", nargs=-1, required=True)
 @db_option
-def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Path | None) -> None:
+def chat(channel: str, user: str | None, text: tuple[str, ...], db_path: Target | None) -> None:
     """Run a /papers command as if typed in CHANNEL, and print the reply.
 
     Example: paperboy chat --channel local:lab "subscribe offline-rl"
@@ -73,7 +72,7 @@ def verb_of(command: str) -> str | None:
         return None
 
 
-def chat_database(command: str, db_path: Path | None) -> Database:
+def chat_database(command: str, db_path: Target | None) -> Store:
     """A change (`subscribe` …) may create the database, as a new user's first step may be
     to subscribe a channel; `help` (and a command that does not parse) needs none; any
     other command needs an existing one, which it only reads (so a read-only one will
@@ -85,6 +84,8 @@ def chat_database(command: str, db_path: Path | None) -> Database:
         parsed = parse(strip_unsafe(command))
     except ParseError:
         parsed = None
-    if (parsed is None or parsed.verb.name == "help") and not database_path(db_path).is_file():
+    target = database_path(db_path)
+    stored = isinstance(target, str) or target.is_file()  # a URL: the server's database
+    if (parsed is None or parsed.verb.name == "help") and not stored:
         return open_db(":memory:")
     return open_database(db_path, create=parsed is not None and parsed.changes)

@@ -12,6 +12,7 @@ import click
 from bot.cli.options import command_context, database_path, now, open_database
 from bot.cli.output import echo
 from config.settings import load_settings
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ DEMO_TOPICS = ("offline-rl", "rlhf", "llm-reasoning-agents")
     default=None,
     help="SQLite database file [default: $PAPERBOY_DEMO_DB, else db/demo.db].",
 )
-def demo(db_path: Path | None) -> None:
+def demo(db_path: Target | None) -> None:
     """Load the bundled papers, subscribe local:demo to three topics, print its digest. It
     uses a database of its own, not $PAPERBOY_DB, so `paperboy run` never sees them."""
     from db import channels as channel_store

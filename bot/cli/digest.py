@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -14,10 +13,10 @@ import click
 from bot.cli.options import channel_option, database_path, db_option, now, open_database
 from bot.cli.output import UserError, echo, json_text
 from config.settings import Settings, load_settings
+from db.connection import Target
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from db.store import Store
     from digests.digest import Digest
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ log = logging.getLogger(__name__)
     "messages (JSON).",
 )
 @db_option
-def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Path | None) -> None:
+def digest(channel: str, preview: bool, send: bool, fmt: str, db_path: Target | None) -> None:
     """Build CHANNEL's digest for this period (its week, or today for a daily channel)
     and print it, or --send it.
 
@@ -121,7 +120,7 @@ def digest_messages(digest: Digest, fmt: str, empty: str) -> list[Any]:
     return [digest_text(digest)]
 
 
-async def send_now(db: Database, db_path: Path, channel: str, settings: Settings) -> str:
+async def send_now(db: Store, db_path: Target, channel: str, settings: Settings) -> str:
     """Build and deliver the channel's digest now; one line saying what was sent."""
     from bot.send import send_digest
     from digests.channels import parse_channel
@@ -138,7 +137,7 @@ async def send_now(db: Database, db_path: Path, channel: str, settings: Settings
 
 
 @contextlib.asynccontextmanager
-async def poster_for(platform: str, db_path: Path, settings: Settings) -> AsyncIterator[Any]:
+async def poster_for(platform: str, db_path: Target, settings: Settings) -> AsyncIterator[Any]:
     """A poster for one send from the command line (Discord needs a login around it)."""
     if platform == "slack":
         from bot.slack.client import make_client

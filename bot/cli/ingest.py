@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -17,10 +16,11 @@ import click
 from bot.cli.options import database_path, db_option, now, open_database
 from bot.cli.output import INTERRUPTED, echo
 from config.settings import load_settings
+from db.connection import Target
+from db.errors import StorageError
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from db.store import Store
     from digests.records import PaperRecord
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ INTERRUPTED_INDEXING = (
 @click.option("--venue", default=None, help='Venue and year for files without them: "ICLR 2021".')
 @db_option
 def ingest(
-    paths: tuple[Path, ...], fmt: str | None, venue: str | None, db_path: Path | None
+    paths: tuple[Path, ...], fmt: str | None, venue: str | None, db_path: Target | None
 ) -> None:
     """Add the papers in PATHS (seed text, CSV/TSV, JSON Lines, arXiv Atom) to the store.
 
@@ -116,17 +116,17 @@ def ctrl_c_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def last_ingest_id(db: Database) -> int:
+def last_ingest_id(db: Store) -> int:
     """The id of the last row of `ingests` (0 for none), to tell this run's row apart."""
     from db.papers import last_ingest_id as last_id
 
     try:
         return last_id(db)
-    except sqlite3.Error:  # a database without the table yet: the ingest creates it
+    except StorageError:  # a database without the table yet: the ingest creates it
         return 0
 
 
-def interrupted_note(db: Database, before: int) -> str:
+def interrupted_note(db: Store, before: int) -> str:
     """One line for an ingest stopped by Ctrl-C: what its committed chunks stored (the
     `ingests` row it recorded as "stopped"), that the files were not finished, and that
     running the same command again finishes them. A run that committed nothing stored
@@ -136,7 +136,7 @@ def interrupted_note(db: Database, before: int) -> str:
 
     try:
         rows = ingests_after(db, before)
-    except sqlite3.Error:
+    except StorageError:
         rows = []
     if not rows:
         return f"interrupted: nothing was stored; {again}"

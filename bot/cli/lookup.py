@@ -6,12 +6,12 @@ from __future__ import annotations
 import difflib
 import logging
 import sys
-from pathlib import Path
 
 import click
 
 from bot.cli.options import db_option, open_database
 from bot.cli.output import INTERRUPTED, UserError, echo, json_text
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 @db_option
 @click.pass_context
 def find(
-    ctx: click.Context, query: tuple[str, ...], limit: int, as_json: bool, db_path: Path | None
+    ctx: click.Context, query: tuple[str, ...], limit: int, as_json: bool, db_path: Target | None
 ) -> None:
     """Look papers up by words, authors, method names or acronyms, best match first;
     -word leaves out the papers that have it."""
@@ -67,7 +67,7 @@ def _unknown_option(ctx: click.Context, word: str) -> None:
 @click.command()
 @click.option("--limit", default=None, type=click.IntRange(1), help="Encode at most this many.")
 @db_option
-def embed(limit: int | None, db_path: Path | None) -> None:
+def embed(limit: int | None, db_path: Target | None) -> None:
     """Compute embeddings for papers that have none (or whose text changed), for `similar`
     and `find` by meaning. Needs the optional extra: pip install '.[semantic]' in the checkout."""
     from digests import semantic
@@ -102,7 +102,7 @@ def embed(limit: int | None, db_path: Path | None) -> None:
 @click.argument("paper_id")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @db_option
-def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
+def show(paper_id: str, as_json: bool, db_path: Target | None) -> None:
     """Show one paper in full, by id, id prefix, or OpenReview/arXiv id."""
     from digests import lookup
 
@@ -137,7 +137,7 @@ def show(paper_id: str, as_json: bool, db_path: Path | None) -> None:
     help="BibTeX entries, or a JSON list.",
 )
 @db_option
-def saved(key: str, fmt: str, db_path: Path | None) -> None:
+def saved(key: str, fmt: str, db_path: Target | None) -> None:
     """Print a user's saved papers (saved with the digest's Save button), newest first."""
     from db.saved import saved_papers
     from digests.bibtex import bibtex

@@ -15,17 +15,42 @@ import click
 
 from bot.cli.output import READ_ONLY, UserError
 from config.settings import Settings, load_settings
-from db.connection import DatabaseUnreadable, NoDatabase, open_db
+from db.connection import (
+    DatabaseUnreadable,
+    NoDatabase,
+    Target,
+    hide_password,
+    is_postgresql,
+    open_db,
+)
+from db.errors import StorageError, Unavailable
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from db.store import Store
     from digests.commands import Context
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-DB_HELP = "SQLite database file [default: $PAPERBOY_DB, else db/paperboy.db]."
+DB_HELP = (
+    "SQLite database file, or a postgresql:// URL "
+    "[default: $PAPERBOY_DATABASE_URL, else $PAPERBOY_DB, else db/paperboy.db]."
+)
+
+
+class DatabaseParam(click.ParamType):  # type: ignore[type-arg]
+    """`--db`: a SQLite file's path (a Path), or a PostgreSQL URL kept as it is (a str)."""
+
+    name = "FILE|URL"
+    _file = click.Path(dir_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and is_postgresql(value):
+            return value
+        return self._file.convert(value, param, ctx)
+
+
+DATABASE = DatabaseParam()
 
 
 def db_option(func: F) -> F:
@@ -33,7 +58,7 @@ def db_option(func: F) -> F:
     return click.option(
         "--db",
         "db_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=DATABASE,
         default=None,
         help=DB_HELP,
     )(func)
@@ -47,16 +72,21 @@ def channel_option(func: F) -> F:
     )(func)
 
 
-def database_path(db_path: Path | None) -> Path:
-    """The database to use: `--db` after the command, else before it, else the settings."""
+def database_path(db_path: Target | None) -> Target:
+    """The database to use: `--db` after the command, else before it, else the settings
+    (`Settings.database`): a file's Path or a PostgreSQL URL."""
     current = click.get_current_context(silent=True)
     before = current.find_root().params.get("db_path") if current is not None else None
-    if db_path and before and Path(db_path) != Path(before):
-        raise UserError(f"--db is given twice, as {before} and as {db_path}: give it once")
-    return Path(db_path or before or load_settings().db_path)
+    if db_path and before and str(db_path) != str(before):
+        shown = [hide_password(str(given)) for given in (before, db_path)]
+        raise UserError(f"--db is given twice, as {shown[0]} and as {shown[1]}: give it once")
+    given = db_path or before
+    if given is None:
+        return load_settings().database
+    return given if is_postgresql(given) else Path(given)
 
 
-def open_database(db_path: Path | None, *, create: bool = False) -> Database:
+def open_database(db_path: Target | None, *, create: bool = False) -> Store:
     """The database for a command. Only commands that store things (`ingest`, `demo`,
     `run`, changes through `chat`) pass `create=True`; the others say there is no
     database at PATH rather than create an empty one, and read a read-only one."""
@@ -74,10 +104,12 @@ def open_database(db_path: Path | None, *, create: bool = False) -> Database:
         ) from None
     except DatabaseUnreadable as exc:
         raise UserError(str(exc)) from None
-    except sqlite3.Error as exc:
+    except Unavailable as exc:
+        raise UserError(f"database unavailable, try again ({exc})") from None
+    except (sqlite3.Error, StorageError) as exc:
         if "readonly" in str(exc):
             raise UserError(READ_ONLY.format(path=path)) from None
-        raise UserError(f"cannot open database {path}: {exc}") from None
+        raise UserError(f"cannot open database {hide_password(str(path))}: {exc}") from None
 
 
 def now() -> datetime:
@@ -105,7 +137,7 @@ def local_key(user: str) -> str | None:
         return None
 
 
-def command_context(db: Database, channel: str, user: str, settings: Settings) -> Context:
+def command_context(db: Store, channel: str, user: str, settings: Settings) -> Context:
     """The Context of a /papers command typed by `user` in `channel`, now."""
     from digests.channels import parse_channel
     from digests.commands import Context

@@ -7,12 +7,12 @@ import contextlib
 import json
 import logging
 import os
-import sqlite3
 import sys
 from typing import Any
 
 import click
 
+from db.errors import StorageError
 from digests.safe_text import json_safe, strip_unsafe
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class PaperboyGroup(click.Group):
             ctx.exit(1)
         except user_errors() as exc:
             raise UserError(str(exc)) from None
-        except sqlite3.Error as exc:
+        except StorageError as exc:
             log.debug("database error", exc_info=True)
             if "readonly" in str(exc):
                 raise UserError(READ_ONLY.format(path="the database")) from None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import click
 
 from bot.cli.options import db_option, now, open_database
 from bot.cli.output import echo
 from config.settings import load_settings
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 )
 @click.option("--dry-run", is_flag=True, help="Say how many, and how many bytes; change nothing.")
 @db_option
-def prune(days: int | None, dry_run: bool, db_path: Path | None) -> None:
+def prune(days: int | None, dry_run: bool, db_path: Target | None) -> None:
     """Empty the outbox payloads of messages sent long ago (the bot does it once a day)."""
     from datetime import timedelta
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import click
 
 from bot.cli.options import database_path, db_option, open_database
 from config.settings import load_settings
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
     help="The port to serve Slack on, with --slack-http.",
 )
 @db_option
-def run(slack_http: bool, port: int, db_path: Path | None) -> None:
+def run(slack_http: bool, port: int, db_path: Target | None) -> None:
     """Run Paperboy: the Slack app and the Discord bot (those whose tokens are set), the
     digest scheduler, the fetching of sources and local: delivery, until SIGTERM or Ctrl-C."""
     import asyncio

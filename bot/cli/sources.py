@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
 from bot.cli.options import database_path, db_option, now, open_database
 from bot.cli.output import UserError, echo, json_text
 from config.settings import load_settings
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def sources() -> None:
     "--no-check", is_flag=True, help="Add a feed or venue without reading it first (offline)."
 )
 @db_option
-def sources_add(name: str, cron: str | None, no_check: bool, db_path: Path | None) -> None:
+def sources_add(name: str, cron: str | None, no_check: bool, db_path: Target | None) -> None:
     """Add a source: arxiv:CATEGORY, arxiv:"search words", openreview:VENUE_ID, feed:URL.
 
     Examples: arxiv:cs.LG, openreview:ICLR.cc/2025/Conference. A feed or venue is read
@@ -91,7 +91,7 @@ def check_cron(cron: str) -> str:
 @sources.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @db_option
-def sources_list(as_json: bool, db_path: Path | None) -> None:
+def sources_list(as_json: bool, db_path: Target | None) -> None:
     """Each source: last success, last error, papers added, next fetch."""
     from db.sources import list_sources
     from digests.sources.listing import describe, summary
@@ -111,7 +111,7 @@ def sources_list(as_json: bool, db_path: Path | None) -> None:
 @sources.command("remove")
 @click.argument("name")
 @db_option
-def sources_remove(name: str, db_path: Path | None) -> None:
+def sources_remove(name: str, db_path: Target | None) -> None:
     """Stop fetching a source (the papers it brought stay)."""
     from digests.sources import manage
     from digests.sources.listing import shown_name
@@ -129,7 +129,7 @@ def sources_remove(name: str, db_path: Path | None) -> None:
 @click.option("--since", default=None, help="arXiv: fetch back to this date (YYYY-MM-DD).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object a source.")
 @db_option
-def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Path | None) -> None:
+def fetch(names: tuple[str, ...], since: str | None, as_json: bool, db_path: Target | None) -> None:
     """Fetch new papers now from NAMES (all sources without NAMES), one line per source.
 
     Exit status 0 when every source succeeded, 1 when any failed (the papers of the

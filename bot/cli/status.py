@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import click
 
 from bot.cli.options import cli_user, command_context, db_option, now, open_database
 from bot.cli.output import echo
 from config.settings import load_settings
+from db.connection import Target
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 @click.command()
 @click.option("--channel", default=None, help="One channel in detail; all of them otherwise.")
 @db_option
-def status(channel: str | None, db_path: Path | None) -> None:
+def status(channel: str | None, db_path: Target | None) -> None:
     """Show the paper store, and each channel's topics, schedule and deliveries."""
     from digests import status as report
 

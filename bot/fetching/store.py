@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
-
-from sqlite_utils import Database
 
 from bot.delivery import SENDER, sender_alive
 from bot.fetching import (
@@ -27,6 +24,8 @@ from bot.fetching import (
 from bot.fetching.client import Clock, Pacer, Sleep
 from db import sources as source_store
 from db import text_index
+from db.errors import StorageError
+from db.store import Store
 from digests.ingest.decode import Limits
 from digests.ingest.fetched import PreparedPaper, known_unchanged, prepare_page, store_page
 from digests.ingest.pipeline import IngestSummary, counts_text, other_abstracts_text
@@ -169,7 +168,7 @@ class SourceFetcher:
 
     def __init__(
         self,
-        db: Callable[[], Database],
+        db: Callable[[], Store],
         config: FetchConfig,
         *,
         clock: Callable[[], datetime],
@@ -295,7 +294,7 @@ class SourceFetcher:
             raise
         except (FetchError, SourceError) as exc:
             outcome.error = str(exc).removeprefix(f"{shown_source(name)}: ")
-        except sqlite3.Error as exc:
+        except StorageError as exc:
             outcome.error = f"database problem: {exc}"
         except Exception as exc:  # one source's bug must not stop the others
             log.debug("fetch of %s failed", name, exc_info=True)
@@ -303,7 +302,7 @@ class SourceFetcher:
         finally:
             try:
                 await _despite_cancel(self.in_thread(self._finish, name, outcome, now))
-            except sqlite3.Error as exc:
+            except StorageError as exc:
                 log.warning("fetch of %s: not recorded (%s)", shown_source(name), exc)
         if outcome.interrupted:
             log.info("fetch of %s: stopped midway; resumed next time", shown_source(name))

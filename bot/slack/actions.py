@@ -17,7 +17,6 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlite_utils import Database
 
 from bot.services import Services
 from bot.slack.client import error_code
@@ -26,6 +25,7 @@ from bot.slack.lanes import run_in
 from bot.slack.verify import slack_url
 from db import digests as digest_store
 from db.papers import get_paper
+from db.store import Store
 from digests.actions import (
     ACTIONS,
     SAVE,
@@ -301,7 +301,7 @@ def _item_of(block: dict[str, Any]) -> str | None:
 
 
 def conversation_digest(
-    db: Database, value: object, channel_id: str, user: str, ephemeral: bool = False
+    db: Store, value: object, channel_id: str, user: str, ephemeral: bool = False
 ) -> str | None:
     """The reference of the digest a button's `value` names, when that digest is this
     conversation's: a channel digest whose Slack channel id is `channel_id` (which Slack
@@ -370,7 +370,7 @@ def _fresh(
 
 
 def _fresh_buttons(
-    db: Database, channel: str, digest_id: int, papers: list[str]
+    db: Store, channel: str, digest_id: int, papers: list[str]
 ) -> dict[str, dict[str, Any]]:
     """The button blocks of these papers of the channel's digest, from the database (the
     counts now, the links as the paper has them); papers not in the digest are left out."""

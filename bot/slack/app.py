@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import sqlite3
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
@@ -28,6 +27,7 @@ from bot.slack.home import (
 )
 from bot.slack.lanes import run_in
 from db import transactions
+from db.errors import StorageError
 from db.home import record_manager
 from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
@@ -132,7 +132,7 @@ def _record_manager(services: Services, channel: str, key: str) -> None:
     batched = transactions.in_transaction(db)
     try:
         record_manager(db, channel, key, stamp(services.clock()))
-    except sqlite3.Error as exc:
+    except StorageError as exc:
         if batched and not transactions.in_transaction(db):
             raise
         log.warning("could not record %s as a manager of %s: %s", key, channel, exc)

@@ -33,7 +33,6 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlite_utils import Database
 
 from bot.services import Services
 from bot.slack.client import error_code
@@ -42,7 +41,7 @@ from bot.slack.poster import SlackPoster
 from db import home as home_store
 from db.channels import active_subscriptions, get_channel, remove_subscription
 from db.saved import unsave as unsave_paper
-from db.transactions import write_transaction
+from db.store import Store
 from digests.actions import user_key
 from digests.channels import ChannelRef
 from digests.digest import schedule_of
@@ -165,7 +164,7 @@ def _schedule(row: dict[str, Any] | None) -> str:
         return ""
 
 
-def _topic_blocks(db: Database, channel: str, catalog: Catalog) -> list[Block]:
+def _topic_blocks(db: Store, channel: str, catalog: Catalog) -> list[Block]:
     rows = active_subscriptions(db, channel)
     if not rows:
         return [_section(EMPTY_TOPICS)]
@@ -229,7 +228,7 @@ def _paper_line(paper: dict[str, Any]) -> str:
     return f"*{title}*" + (f"\n{' · '.join(details)}" if details else "")
 
 
-def _saved_blocks(db: Database, key: str) -> tuple[int, list[Block]]:
+def _saved_blocks(db: Store, key: str) -> tuple[int, list[Block]]:
     total = home_store.count_saved(db, key)
     if not total:
         return 0, [_section(EMPTY_SAVED)]
@@ -249,7 +248,7 @@ def _saved_blocks(db: Database, key: str) -> tuple[int, list[Block]]:
     return total, blocks
 
 
-def _digest_blocks(db: Database, channel: str) -> list[Block]:
+def _digest_blocks(db: Store, channel: str) -> list[Block]:
     digest = home_store.last_digest(db, channel)
     if digest is None:
         return [_section(EMPTY_DIGEST)]
@@ -266,7 +265,7 @@ def _digest_blocks(db: Database, channel: str) -> list[Block]:
 
 
 def build_home(
-    db: Database,
+    db: Store,
     team: str,
     user_id: str,
     *,
@@ -678,7 +677,7 @@ def _build(
 
 
 def unsubscribe(
-    db: Database,
+    db: Store,
     team: str,
     user_id: str,
     value: str,
@@ -704,7 +703,7 @@ def unsubscribe(
     return Outcome(f"Unsubscribed from {label}: your personal digest no longer has it.", True)
 
 
-def unsave(db: Database, team: str, user_id: str, value: str) -> Outcome:
+def unsave(db: Store, team: str, user_id: str, value: str) -> Outcome:
     """A Home "Unsave" click: `value` must be a paper id in this user's saved list. Only
     the clicker's own list is ever touched, so a forged value can only miss."""
     key = user_key("slack", team, user_id)
@@ -793,11 +792,11 @@ async def handle_home_action(
 
 def _unsubscribe(services: Services, team: str, user_id: str, value: str) -> Outcome:
     db = services.db()
-    with write_transaction(db):  # the check and the change see the same rows
+    with db.write():  # the check and the change see the same rows
         return unsubscribe(db, team, user_id, value, services.clock(), services.catalog)
 
 
 def _unsave(services: Services, team: str, user_id: str, value: str) -> Outcome:
     db = services.db()
-    with write_transaction(db):
+    with db.write():
         return unsave(db, team, user_id, value)

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from config.settings import Settings
 from db import channels as channel_store
+from db.store import Store
 from digests import lookup
 from digests.channels import personal_channel
 from digests.commands.grammar import COMMAND, ME_FLAG, Command
@@ -51,7 +50,7 @@ FUNCTION_WORDS = frozenset(
 class Context:
     """Who asks, where, and when; plus what the handlers need to answer."""
 
-    db: Database
+    db: Store
     channel: str
     user: str
     now: datetime

@@ -12,7 +12,6 @@ import digests.commands.help
 import digests.commands.papers
 import digests.commands.personal
 import digests.commands.saved  # noqa: F401 (all six: used for what importing them does)
-from db.transactions import write_transaction
 from digests.channels import ChannelError, parse_channel
 from digests.commands.context import Context, schedule_suggestion
 from digests.commands.grammar import COMMAND, ME_FLAG, ParseError, parse
@@ -59,7 +58,7 @@ def handle(text: str, ctx: Context) -> Reply:
     if command.changes:
         # Check-then-write (already subscribed? too many topics?) as one transaction, so two
         # people typing at once cannot both pass the check.
-        with write_transaction(ctx.db):
+        with ctx.db.write():
             reply = handler(command, ctx)
     else:
         reply = handler(command, ctx)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlite_utils import Database
-
 from db import saved as saved_store
 from db.papers import aliases_of
+from db.store import Store
 from digests import bibtex
 from digests.commands.context import Context, plural
 from digests.commands.grammar import COMMAND, Command
@@ -27,7 +26,7 @@ NO_USER = (
 )
 
 
-def with_arxiv_id(db: Database, paper: dict[str, Any]) -> dict[str, Any]:
+def with_arxiv_id(db: Store, paper: dict[str, Any]) -> dict[str, Any]:
     """The paper with `arxiv_id` from its `arXiv:` alias, when its links do not carry it
     (a paper from a file keeps its arXiv id only as an alias)."""
     if bibtex.paper_arxiv_id(paper):

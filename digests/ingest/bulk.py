@@ -11,7 +11,6 @@ import multiprocessing
 import os
 import pickle
 import queue as queues
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,12 +20,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
-from sqlite_utils import Database
-from sqlite_utils.db import NotFoundError
-
 from db import papers, transactions
 from db.connection import database_file, open_reader, page_cache
-from db.transactions import write_transaction
+from db.errors import Busy, StorageError
+from db.store import Store
 from digests.enrich.paper import Row
 from digests.identity import fingerprint_hash, legacy_id, own_id
 from digests.ingest.decode import CHANGED, CHANGED_PART, Limits, Stat, check_unchanged
@@ -169,9 +166,7 @@ def check_files(
 LOOKUP_GROUP = 8
 
 
-def _prepare_batch(
-    db: Database, records: list[PaperRecord], path: str, now: datetime
-) -> list[Item]:
+def _prepare_batch(db: Store, records: list[PaperRecord], path: str, now: datetime) -> list[Item]:
     """Each record skipped (stored unchanged), empty or enriched, in order."""
     items: list[Item] = []
     for start in range(0, len(records), LOOKUP_GROUP):
@@ -179,9 +174,7 @@ def _prepare_batch(
     return items
 
 
-def _prepare_group(
-    db: Database, records: list[PaperRecord], path: str, now: datetime
-) -> list[Item]:
+def _prepare_group(db: Store, records: list[PaperRecord], path: str, now: datetime) -> list[Item]:
     """`_prepare_batch` for a few records. `is_absorbed` runs only for a record whose id,
     legacy id or external id is stored (one query for the group): without any of those
     it finds no stored paper, so it could only say no."""
@@ -203,7 +196,7 @@ def _prepare_group(
 
 
 def prepared_items(
-    db: Database,
+    db: Store,
     paths: Sequence[Path],
     fmt: str | None,
     venue: str | None,
@@ -423,7 +416,7 @@ def _claims(row: Row | Encoded, external_ids: Sequence[str]) -> list[str]:
 
 
 def store_chunk(
-    db: Database,
+    db: Store,
     rows: Sequence[tuple[Row | Encoded, str | None]],
     now: datetime,
     summary: IngestSummary,
@@ -480,7 +473,7 @@ def store_chunk(
 class Writer:
     """Stores items a chunk at a time and keeps the `ingests` row up to date."""
 
-    db: Database
+    db: Store
     now: datetime
     total: int
     summary: IngestSummary
@@ -542,11 +535,11 @@ class Writer:
         may leave a transaction open when its commit fails)."""
         outer = transactions.in_transaction(self.db)
         try:
-            with write_transaction(self.db):
+            with self.db.write():
                 yield
         except BaseException:
             if not outer and transactions.in_transaction(self.db):
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(StorageError):
                     transactions.rollback(self.db)
             raise
 
@@ -571,7 +564,7 @@ class Writer:
                     created = papers.start_ingest(self.db, self._start() | counts | stop)
             self.ingest_id = self.ingest_id or created
             return
-        except (sqlite3.Error, NotFoundError) as exc:
+        except StorageError as exc:
             failure: Exception = exc
         if self.ingest_id is not None:
             try:
@@ -579,15 +572,15 @@ class Writer:
                     # "running" and "stopped" are as long: the row keeps its size.
                     papers.mark_ingest_stopped(self.db, self.ingest_id)
                 return
-            except sqlite3.Error as exc:
+            except StorageError as exc:
                 failure = exc
         # A warning, not a traceback: the failure itself is being reported already.
         log.warning("ingest: could not record that ingest %s stopped (%s)", self.ingest_id, failure)
 
 
-def is_busy(exc: sqlite3.Error) -> bool:
+def is_busy(exc: StorageError) -> bool:
     """Whether the database was busy (another writer held it), not full, failing or broken."""
-    return "locked" in str(exc) or "busy" in str(exc)
+    return isinstance(exc, Busy)
 
 
 def partial_note(summary: IngestSummary, done: int, total: int) -> str:
@@ -600,7 +593,7 @@ def partial_note(summary: IngestSummary, done: int, total: int) -> str:
 
 
 def ingest_files(
-    db: Database,
+    db: Store,
     paths: Sequence[Path],
     *,
     now: datetime,
@@ -672,7 +665,7 @@ def _papers_at_least(paths: Sequence[Path], count: int) -> bool:
 
 
 def _ingest(
-    db: Database,
+    db: Store,
     paths: Sequence[Path],
     now: datetime,
     fmt: str | None,
@@ -703,13 +696,13 @@ def _ingest(
         message = CHANGED_PART if isinstance(exc, FileChanged) else exc.message
         note = partial_note(summary, writer.done, total)
         raise type(exc)(exc.path, exc.line, message + note) from None
-    except (WorkerFailed, sqlite3.Error) as exc:
+    except (WorkerFailed, StorageError) as exc:
         # One line for the user that says what was stored (a full disk, a busy or broken
         # database, a worker killed for memory), of the same kind for sqlite errors, so
         # that callers treat them as any sqlite error (the inbox retries those files).
         # Even with nothing stored, the status then says it stopped (a full disk), unless
         # the database was only busy: the same wait again would be for nothing.
-        busy = isinstance(exc, sqlite3.Error) and is_busy(exc)
+        busy = isinstance(exc, StorageError) and is_busy(exc)
         writer.stopped(f"{type(exc).__name__}: {exc}", unrecorded=not busy)
         note = partial_note(summary, writer.done, total)
         if isinstance(exc, WorkerFailed):

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlite_utils import Database
-
 from db import papers as paper_store
-from db.transactions import write_transaction
+from db.store import Store
 from digests.enrich.paper import Row
 from digests.identity import title_key
 from digests.ingest.decode import Limits
@@ -50,7 +48,7 @@ def content_key(paper: FetchedPaper) -> str:
     return "seen:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-def known_unchanged(db: Database, paper: FetchedPaper) -> bool:
+def known_unchanged(db: Store, paper: FetchedPaper) -> bool:
     """Whether this very content was stored already, into the paper its external id
     names (a read; no enrichment needed to tell)."""
     ids = paper.external_ids()
@@ -125,10 +123,10 @@ def prepare_page(
     return prepared, skipped
 
 
-def store_page(db: Database, prepared: Sequence[PreparedPaper], now: datetime) -> IngestSummary:
+def store_page(db: Store, prepared: Sequence[PreparedPaper], now: datetime) -> IngestSummary:
     """Store one page's prepared papers in one write transaction (all or nothing)."""
     summary = IngestSummary()
-    with write_transaction(db):
+    with db.write():
         backfill_title_keys(db)
         for item in prepared:
             paper = store_row(db, item.row, item.external_ids, now, summary)

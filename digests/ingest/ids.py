@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from sqlite_utils import Database
-
 from db import papers
+from db.store import Store
 from digests.enrich.paper import Row
 from digests.identity import LEGACY_HEX_DIGITS, fingerprint_hash, legacy_id, probe_ids, surnames
 from digests.ingest.errors import IngestError
@@ -44,7 +43,7 @@ def _plausible(stored: Row, authors: list[str]) -> bool:
     return not ours or not theirs or bool(ours & theirs)
 
 
-def locate(db: Database, fingerprint: str) -> Row | None:
+def locate(db: Store, fingerprint: str) -> Row | None:
     """The paper stored with `fingerprint` on its probe sequence, walked up to the first
     free id (reads only)."""
     for candidate in probe_ids(fingerprint):
@@ -57,7 +56,7 @@ def locate(db: Database, fingerprint: str) -> Row | None:
 
 
 def stored_under_id(
-    db: Database, fingerprint: str, authors: list[str], *, warn: bool = True
+    db: Store, fingerprint: str, authors: list[str], *, warn: bool = True
 ) -> Row | None:
     """The paper stored under an id of this fingerprint: its probe sequence, then its
     legacy 10-digit id (reads only). `authors`: the incoming record's, for legacy rows
@@ -96,7 +95,7 @@ def _legacy_match(
     return None
 
 
-def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> Row | None:
+def find_by_fingerprint(db: Store, fingerprint: str, authors: list[str]) -> Row | None:
     """The stored paper with this fingerprint: under its probe sequence or its legacy id
     when the fingerprint confirms it, else the paper it was merged into (its `fp:` alias,
     128 bits), else what only the author rule accepts: a legacy row whose abstract was
@@ -135,7 +134,7 @@ def find_by_fingerprint(db: Database, fingerprint: str, authors: list[str]) -> R
     return None
 
 
-def new_id(db: Database, fingerprint: str, source: str) -> str:
+def new_id(db: Store, fingerprint: str, source: str) -> str:
     """The id a new paper with this fingerprint is stored under: its own, or the first
     free one of its probe sequence when another paper holds it (one warning naming both):
     a collision, or a paper with the same abstract that `find_paper` ruled is another

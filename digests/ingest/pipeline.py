@@ -14,9 +14,8 @@ from datetime import datetime
 from itertools import chain
 from pathlib import Path
 
-from sqlite_utils import Database
-
 from db import papers
+from db.store import Store
 from digests.enrich.paper import Row, abstract_set_aside, brings_news, build_row, merge_rows
 from digests.identity import fingerprint_hash, same_authors_enough, surnames, title_key
 from digests.ingest.arxiv import parse_arxiv
@@ -234,7 +233,7 @@ def _corroborated(found: Row, row: Row) -> bool:
     return bool(surnames(row["authors"]) & surnames(list(found.get("authors") or [])))
 
 
-def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | None:
+def find_paper(db: Store, row: Row, external_ids: Sequence[str]) -> Row | None:
     """The stored paper that `row` is, if any: by external id first (arXiv id, OpenReview
     id, DOI; a file's own id only when the abstract, real title or an author agrees too,
     since files number their rows alike), then by its normalised real title and one
@@ -290,7 +289,7 @@ def find_paper(db: Database, row: Row, external_ids: Sequence[str]) -> Row | Non
 
 
 def store_row(
-    db: Database,
+    db: Store,
     row: Row,
     external_id: str | Sequence[str] | None,
     now: datetime,
@@ -331,7 +330,7 @@ def store_row(
     return paper
 
 
-def backfill_title_keys(db: Database) -> int:
+def backfill_title_keys(db: Store) -> int:
     """Key the real titles of papers stored before titles were keyed (a write: call it
     inside the write transaction). Cheap when there are none (an indexed lookup)."""
     rows = papers.papers_without_title_key(db)

@@ -7,13 +7,12 @@ Kept apart from `bulk` so that the status commands import nothing heavy.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
+from db.errors import StorageError
 from db.sources import list_sources
+from db.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +21,7 @@ def _minute(value: Any) -> str:
     return str(value)[:16].replace("T", " ")
 
 
-def arrivals(db: Database, ingest: dict[str, Any] | None) -> str:
+def arrivals(db: Store, ingest: dict[str, Any] | None) -> str:
     """Where the stored papers came from, for the status commands: "last ingest
     2026-11-30 09:00 UTC, 38 added; 20 papers fetched from 1 source, last fetch
     2026-12-01 05:02 UTC" (no final stop), or "...; 1 source, not fetched yet". `ingest` is
@@ -35,7 +34,7 @@ def arrivals(db: Database, ingest: dict[str, Any] | None) -> str:
     )
     try:
         sources = list_sources(db)
-    except sqlite3.OperationalError:  # a database from before the table existed
+    except StorageError:  # a database from before the table existed
         return line
     if not sources:
         return line

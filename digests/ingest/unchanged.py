@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlite_utils import Database
-
 from db import papers
+from db.store import Store
 from digests.enrich.links import classify
 from digests.enrich.paper import clean_title, other_page
 from digests.identity import fingerprint_hash
@@ -28,7 +27,7 @@ def _empty(value: Any) -> bool:
     return value in (None, "")
 
 
-def is_absorbed(db: Database, record: PaperRecord, fingerprint: str | None = None) -> bool:
+def is_absorbed(db: Store, record: PaperRecord, fingerprint: str | None = None) -> bool:
     """True when the store already holds everything `record` would bring (reads only).
     `fingerprint`: the abstract's `fingerprint_hash`, if the caller has it already."""
     target = papers.paper_id_for_alias(db, record.external_id) if record.external_id else None

@@ -7,9 +7,8 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlite_utils import Database
-
 from db.sources import Row, add_source, get_source, list_sources, remove_source
+from db.store import Store
 from digests.sources.errors import SourceError
 from digests.sources.listing import shown_name
 from digests.sources.spec import SourceSpec, parse_source
@@ -39,7 +38,7 @@ def stored_name(text: str, known: Iterable[str]) -> str:
     return parse_source(typed).name
 
 
-def add(db: Database, spec: SourceSpec, cron: str | None, now: datetime) -> Row | None:
+def add(db: Store, spec: SourceSpec, cron: str | None, now: datetime) -> Row | None:
     """Store `spec` as a source, on its own schedule `cron` (None: the default one). None
     when it was added; else the source already stored under its name (nothing changed)."""
     row = {
@@ -54,7 +53,7 @@ def add(db: Database, spec: SourceSpec, cron: str | None, now: datetime) -> Row 
     return get_source(db, spec.name) or {}
 
 
-def remove(db: Database, text: str) -> tuple[str, bool]:
+def remove(db: Store, text: str) -> tuple[str, bool]:
     """Stop fetching the source `text` stands for (its papers stay): its stored name, and
     whether there was one to remove."""
     try:

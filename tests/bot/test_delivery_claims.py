@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from bot.delivery import TransientError, deliver_channel
 from bot.ratelimits import SendLimits
 from db import open_db
+from db.store import Store
 from digests.channels import ChannelRef
 from tests.conftest import NOW
 from tests.fakes.delivery import Poster, VirtualTime, queue, slack_payload
@@ -21,7 +21,7 @@ CHANNEL = "slack:T0001/C0001"
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
+def db(tmp_path: Path) -> Store:
     return open_db(tmp_path / "outbox.db")
 
 
@@ -29,7 +29,7 @@ class OvertakenPoster(Poster):
     """While the first send is under way, another sender takes its message over and has
     it `sending` (still sending it) or `sent` (done, with its own platform id)."""
 
-    def __init__(self, time: VirtualTime, db: Database, theirs: str, fails: bool) -> None:
+    def __init__(self, time: VirtualTime, db: Store, theirs: str, fails: bool) -> None:
         error = TransientError("HTTP 500: error")
         super().__init__(SendLimits(5.0, monotonic=time.monotonic, sleep=time.sleep))
         self.answers = [error] if fails else []
@@ -50,7 +50,7 @@ class OvertakenPoster(Poster):
 @pytest.mark.parametrize("theirs", ["sending", "sent"])
 @pytest.mark.parametrize("fails", [False, True], ids=["our send posts", "ours is given up"])
 async def test_a_sender_whose_claim_was_taken_over_records_nothing(
-    db: Database, theirs: str, fails: bool
+    db: Store, theirs: str, fails: bool
 ) -> None:
     """Our send posted, or failed with its last attempt (given up, with the parts after
     it): either way part 1 stays as the other sender left it, and part 2, which must go
@@ -78,7 +78,7 @@ async def test_a_sender_whose_claim_was_taken_over_records_nothing(
     assert poster.posted == ([] if fails else [f"{CHANNEL} part 1"])
 
 
-async def test_the_claims_holder_records_its_outcome(db: Database) -> None:
+async def test_the_claims_holder_records_its_outcome(db: Store) -> None:
     """The same sends with no takeover: sent, and given up with the parts after it."""
     time = VirtualTime()
     queue(db, [CHANNEL], 2, slack_payload)

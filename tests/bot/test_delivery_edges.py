@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from slack_sdk.errors import SlackApiError
-from sqlite_utils import Database
 
 from bot.delivery import deliver_channel
 from bot.discordbot.client import PaperboyClient
@@ -29,6 +28,7 @@ from bot.slack.poster import SlackPoster
 from db import open_db
 from db.app_state import get_state
 from db.channels import get_channel
+from db.store import Store
 from digests.actions import VOTE_UP, custom_id
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
@@ -150,7 +150,7 @@ PERSONAL = [f"slack:T0001/@{user}" for user in USERS]
 TIER_3 = 50 / 60  # conversations.open, a second
 
 
-def slack_dm_poster(fake: FakeSlack, time: VirtualTime, db: Database) -> SlackPoster:
+def slack_dm_poster(fake: FakeSlack, time: VirtualTime, db: Store) -> SlackPoster:
     client = make_client(BOT_TOKEN, fake.api_url, sleep=time.sleep)
     return SlackPoster(
         client, rate=5.0, monotonic=time.monotonic, sleep=time.sleep, dms=DmChannels(lambda: db)
@@ -162,7 +162,7 @@ def opens(fake: FakeSlack) -> list[Call]:
 
 
 async def test_first_slack_deliveries_open_dms_no_faster_than_tier_3(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """8 users' first personal digests at once: 8 DMs opened, 1.2 s apart (Tier 3), none
     refused, each digest posted once to its DM; the ids are remembered for the next
@@ -197,7 +197,7 @@ def rate_limit_opens(fake: FakeSlack, times: int, retry_after: int) -> None:
 
 
 async def test_a_429_on_opening_is_waited_out_and_is_no_blocked_dm(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Four 429s in a row (the poster's own three retries of an open, then the delivery's;
     Slack's client leaves them to the poster): the open is tried again after Retry-After,
@@ -217,7 +217,7 @@ async def test_a_429_on_opening_is_waited_out_and_is_no_blocked_dm(
 
 
 async def test_a_long_429_on_opening_waits_in_the_outbox_and_others_post_on(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """A Retry-After of 2 minutes on conversations.open: that digest waits in the outbox
     (no attempt counted, not paused, not a blocked DM); a channel's digest delivered at
@@ -237,7 +237,7 @@ async def test_a_long_429_on_opening_waits_in_the_outbox_and_others_post_on(
 
 
 async def test_discord_opens_take_a_turn_of_the_global_limit(
-    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Database, time: VirtualTime
+    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Store, time: VirtualTime
 ) -> None:
     """8 first personal digests on Discord: 8 DM opens and 8 posts, 16 requests against
     the bot's global limit (here 10 a second, a burst of 2): none refused. (One turn a
@@ -330,7 +330,7 @@ async def test_the_slack_client_leaves_a_429_on_conversations_open_to_its_caller
 
 
 async def test_a_429_on_one_open_holds_every_open_for_its_retry_after(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Two users' first personal digests; Slack answers the first open 429 with a
     Retry-After of 30 s. No open goes out during those 30 s (the second user's turn comes
@@ -350,7 +350,7 @@ async def test_a_429_on_one_open_holds_every_open_for_its_retry_after(
 
 
 async def test_opens_further_off_than_a_minute_wait_in_the_outbox_not_in_the_send(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """70 users' first personal digests at once: Tier 3 opens (1.2 s apart) for all of
     them take 84 s. No send waits more than a minute for its open (the wait is inside the
@@ -396,7 +396,7 @@ class Timed(SlackPoster):
 
 
 async def test_a_send_waits_for_its_dm_open_a_minute_at_most_in_all(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Three 429s in a row on conversations.open, each with a Retry-After of 50 s: no send
     waits more than a minute for its open, in all (waiting out each 429 in turn, up to
@@ -420,7 +420,7 @@ async def test_a_send_waits_for_its_dm_open_a_minute_at_most_in_all(
 
 
 async def test_personal_digests_waiting_for_their_opens_hold_no_channel_back(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Opens paused for 2 minutes (a 429 on the first): 25 more first personal digests
     due, then a channel's. The personal ones wait in the outbox at once, no posting turn
@@ -450,7 +450,7 @@ async def test_personal_digests_waiting_for_their_opens_hold_no_channel_back(
 # --- a digest discord.py refused: its papers go in the next digest, once ------------------
 
 
-def _paper_ids(db: Database, state: str) -> list[str]:
+def _paper_ids(db: Store, state: str) -> list[str]:
     rows = db.query(
         "select paper_ids from outbox where channel = ? and state = ?", [CHANNEL, state]
     )
@@ -494,7 +494,7 @@ async def test_a_refused_discord_digests_papers_go_out_in_the_next_digest_once(
     [("soon", 0, 60), ("1e12", 3500, 3700), ("-5", 0, 60)],
 )
 async def test_an_opens_429_with_a_strange_retry_after_is_bounded(
-    db: Database,
+    db: Store,
     fake_slack: FakeSlack,
     time: VirtualTime,
     retry_after: str,
@@ -523,7 +523,7 @@ async def test_an_opens_429_with_a_strange_retry_after_is_bounded(
 
 
 async def test_a_dm_opened_whose_post_failed_is_not_opened_again_after_a_restart(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """conversations.open answered, then chat.postMessage failed (500): the DM's id is
     kept, and the next process posts to it without opening it again, once."""
@@ -539,7 +539,7 @@ async def test_a_dm_opened_whose_post_failed_is_not_opened_again_after_a_restart
 
 
 async def test_discord_personal_digests_waiting_for_opens_hold_no_channel_back(
-    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Database, time: VirtualTime
+    tmp_path: Path, catalog: Any, fake_discord: FakeDiscord, db: Store, time: VirtualTime
 ) -> None:
     """Discord answers a DM open 429 for 2 minutes (beyond discord.py's 30 s: the opens
     pause): 10 more first personal digests, then a channel's, at 1 post a second. The

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from bot.delivery import BACKOFF_MAX_SECONDS, ChannelResult, TransientError, deliver_channel
 from bot.discordbot.client import PaperboyClient
@@ -27,6 +26,7 @@ from bot.slack.client import make_client
 from bot.slack.poster import SlackPoster
 from config.settings import SettingsError, load_settings
 from db import open_db, outbox
+from db.store import Store
 from digests.channels import ChannelRef
 from digests.timestamps import stamp
 from tests.conftest import NOW
@@ -55,7 +55,7 @@ def slack_poster(fake: FakeSlack, time: VirtualTime, rate: float) -> SlackPoster
 
 
 async def test_sixty_slack_channels_at_once_keep_within_the_limits(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """60 channels of 3 messages, all at once, against 1 message/s per channel (burst 3) and
     20/s for the workspace (burst 5): each message posted once, no 429 at all, and within
@@ -74,7 +74,7 @@ async def test_sixty_slack_channels_at_once_keep_within_the_limits(
 
 
 async def test_a_configured_rate_above_the_platforms_costs_few_429s_and_loses_nothing(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Told 40/s where the workspace allows 20/s: the 429s pause every channel and lower
     the rate, so no channel gets more than one, and every message goes out exactly once."""
@@ -89,7 +89,7 @@ async def test_a_configured_rate_above_the_platforms_costs_few_429s_and_loses_no
 
 
 async def test_a_global_429_pauses_every_channel_for_its_retry_after(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     posts: list[tuple[str, float]] = []
 
@@ -113,7 +113,7 @@ async def test_a_global_429_pauses_every_channel_for_its_retry_after(
 
 
 async def test_429s_are_not_attempts_and_never_give_a_message_up(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """A 429 means Slack posted nothing: with 2 attempts allowed, ten 429s in a row still
     end with the message posted once (counted as attempts, they would give it up)."""
@@ -137,7 +137,7 @@ async def test_429s_are_not_attempts_and_never_give_a_message_up(
 
 
 async def test_a_long_platform_wide_pause_leaves_other_channels_queued_unsent(
-    db: Database, fake_slack: FakeSlack, time: VirtualTime
+    db: Store, fake_slack: FakeSlack, time: VirtualTime
 ) -> None:
     """Retry-After of an hour: the channel that got it, and every other one after it,
     wait in the outbox (no slot held, nothing posted into the limit again)."""
@@ -157,7 +157,7 @@ async def test_a_long_platform_wide_pause_leaves_other_channels_queued_unsent(
 
 
 async def test_fifty_discord_channels_at_once_keep_within_the_global_limit(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """discord.py keeps each channel within its bucket from the X-RateLimit headers; the
     poster's limiter keeps the bot within the global limit: no 429, each message once."""
@@ -245,7 +245,7 @@ async def test_the_slack_client_leaves_post_429s_to_the_limiter_and_retries_the_
 
 
 async def test_a_discord_global_429_pauses_every_channel(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """discord.py retries a 429 itself up to 5 times; when those run out, the error says it
     was the global limit, and the poster's limiter pauses every channel, not just that one:
@@ -261,7 +261,7 @@ async def test_a_discord_global_429_pauses_every_channel(
 
 
 async def deliver_two_discord_channels(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> tuple[float, list[float]]:
     """One message in each of two Discord channels, delivered through a logged-in client
     and a DiscordPoster (20/s) against `fake_discord` (with whatever answers the caller
@@ -294,7 +294,7 @@ async def deliver_two_discord_channels(
 
 
 async def _discord_run(
-    fake: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any, db: Database, parts: int
+    fake: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any, db: Store, parts: int
 ) -> tuple[list[ChannelResult], list[tuple[str, float]], DiscordPoster]:
     """Three channels at 20/s through a logged-in bot, each post the fake admits recorded
     with its channel and (virtual) time."""
@@ -320,7 +320,7 @@ async def _discord_run(
 
 
 async def test_a_global_429_discord_py_retries_itself_pauses_every_channel_and_slows_down(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """discord.py waits out a 429 of up to 30 s and sends again by itself; the limiter
     hears of it, pauses every channel for the body's retry_after (0.2 s: discord.py sleeps
@@ -341,7 +341,7 @@ async def test_a_global_429_discord_py_retries_itself_pauses_every_channel_and_s
 
 
 async def test_a_channel_429_discord_py_retries_itself_pauses_only_that_channel(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     fake_discord.queue_rate_limit("/messages", retry_after=0.2)  # X-RateLimit-Scope: user
     start = time.now
@@ -357,7 +357,7 @@ async def test_a_channel_429_discord_py_retries_itself_pauses_only_that_channel(
 
 
 async def test_a_long_global_429_discord_py_raises_pauses_every_channel(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """A 429 longer than discord.py waits (30 s) comes back as `discord.RateLimited`, which
     does not say whether it was global: it paused only its own channel."""
@@ -411,7 +411,7 @@ async def test_turns_handed_out_before_a_global_429_are_spaced_at_the_lowered_ra
 
 
 async def test_discord_told_twice_its_global_rate_learns_it_one_429_per_channel_at_most(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """Told 40/s where the bot's global limit is 20/s (burst 20), 120 channels of 3
     messages all at once: the first global 429 halves the rate, the next (a second or more
@@ -507,7 +507,7 @@ async def test_a_measured_rate_holds_ten_minutes_after_the_last_global_429_then_
 
 
 async def test_the_discord_poster_passes_a_channel_429s_bucket_headers(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """A channel's 429 says its bucket's size (X-RateLimit-Limit 5) and when it is full
     again (X-RateLimit-Reset-After 0.2 s): the poster hands both to the limiter, which
@@ -520,7 +520,7 @@ async def test_the_discord_poster_passes_a_channel_429s_bucket_headers(
 
 
 async def test_a_429_with_garbage_rate_limit_headers_pauses_and_delivers(
-    db: Database, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, time: VirtualTime, tmp_path: Path, catalog: Any
 ) -> None:
     """Headers that are not numbers (or are 0, negative, infinite) space nothing, crash
     nothing, and every message is delivered once."""
@@ -549,7 +549,7 @@ async def test_a_429_with_garbage_rate_limit_headers_pauses_and_delivers(
 
 
 async def test_a_claim_taken_after_a_long_wait_for_a_turn_is_not_already_expired(
-    db: Database,
+    db: Store,
 ) -> None:
     """70 channels at 0.1 message a second: the last ones wait about 700 s for their turn.
     Their claim must run from when it is taken, not from when the delivery began (600 s
@@ -578,7 +578,7 @@ def limited(seconds: float) -> TransientError:
 
 @pytest.mark.parametrize("seconds", [math.inf, math.nan, 1e12, -5.0])
 async def test_an_absurd_retry_after_is_bounded_and_breaks_nothing(
-    db: Database, seconds: float
+    db: Store, seconds: float
 ) -> None:
     """Retry-After infinite, not a number, 30,000 years or negative: the message waits at
     most an hour (an infinite one raised OverflowError from every later delivery, a NaN
@@ -633,7 +633,7 @@ def test_a_bad_posting_rate_is_one_clear_line_naming_the_setting(name: str, valu
 
 
 async def test_a_discord_cloudflare_429_pauses_every_channel(
-    db: Database, fake_discord: FakeDiscord, tmp_path: Path, catalog: Any
+    db: Store, fake_discord: FakeDiscord, tmp_path: Path, catalog: Any
 ) -> None:
     """A 429 without Discord's `Via` header (a text body: "error code: 1015") is Cloudflare
     refusing the bot's address, every request alike; discord.py raises it at once. Every
@@ -713,7 +713,7 @@ async def test_a_stop_cuts_off_deliveries_waiting_for_their_turn_and_loses_nothi
 
 
 async def test_without_a_clock_a_claim_still_runs_from_when_it_is_taken(
-    db: Database, monkeypatch: pytest.MonkeyPatch
+    db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`paperboy digest --send` delivers with no clock, only the `now` it started at: a
     claim taken after the time spent meanwhile (turns, earlier parts' sends) counted from
@@ -735,7 +735,7 @@ async def test_without_a_clock_a_claim_still_runs_from_when_it_is_taken(
 
 
 async def test_slacks_rate_limited_error_is_a_rate_limit_not_an_attempt(
-    db: Database, fake_slack: FakeSlack
+    db: Store, fake_slack: FakeSlack
 ) -> None:
     """chat.postMessage's own `rate_limited` error ("Application has posted too many
     messages", an HTTP 200 answer) refuses the message like a 429's `ratelimited`: it is
@@ -758,7 +758,7 @@ class TakenOverPoster(Poster):
     """While this send is under way, another sender takes the message over (its claim
     had run out: a clock stepped forward, a stalled process), then the send fails."""
 
-    def __init__(self, limits: SendLimits, db: Database, error: Exception) -> None:
+    def __init__(self, limits: SendLimits, db: Store, error: Exception) -> None:
         super().__init__(limits, [error])
         self.db = db
 
@@ -782,7 +782,7 @@ class TakenOverPoster(Poster):
     ids=["429", "long 429", "server error"],
 )
 async def test_a_failed_send_leaves_a_claim_another_sender_took_alone(
-    db: Database, error: TransientError
+    db: Store, error: TransientError
 ) -> None:
     """The failure of our send must not hand back the other sender's claim: made pending
     again (with an attempt taken off, for a 429), a third sender could send the message

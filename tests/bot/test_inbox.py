@@ -11,13 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from bot.inbox import ingest_inbox
 from db import open_db
 from db.app_state import set_state
 from db.papers import count_papers
-from db.transactions import write_transaction
+from db.store import Store
 from digests.enrich import paper as enrich_paper
 from digests.ingest import ingest_files, pipeline
 from tests.conftest import NOW
@@ -27,7 +26,7 @@ SHORT_BUSY_MS = 1500  # shorter than the default, so a held lock shows up as an 
 CRAFTED = "We propose X e.g. " * 2500
 
 
-def connect(path: Path) -> Database:
+def connect(path: Path) -> Store:
     db = open_db(path)
     db.execute(f"PRAGMA busy_timeout = {SHORT_BUSY_MS}")
     return db
@@ -77,9 +76,9 @@ def paused(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paused]:
     pause.release.set()
 
 
-def write_something(db: Database, value: str) -> None:
+def write_something(db: Store, value: str) -> None:
     """A short write, as a command or a digest build does."""
-    with write_transaction(db):
+    with db.write():
         set_state(db, "probe", value, NOW.isoformat())
 
 
@@ -174,7 +173,7 @@ def test_six_channels_and_writers_at_once_none_locked_out(db_path: Path, inbox: 
 def test_a_dead_claim_is_taken_over(db_path: Path, inbox: Path) -> None:
     db = connect(db_path)
     stat = (inbox / "crafted.tsv").stat()
-    db.table("inbox_files").insert(
+    db.sqlite.table("inbox_files").insert(
         {
             "path": str(inbox / "crafted.tsv"),
             "size": stat.st_size,

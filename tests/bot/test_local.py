@@ -9,13 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 import bot.local as local
 from bot.delivery import deliver_channel, queue_digest
 from bot.local import LocalPoster
 from db import open_db
 from db.channels import add_subscription, get_channel
+from db.store import Store
 from digests.channels import parse_channel
 from digests.digest import build_digest, ensure_channel
 from digests.ingest import ingest_files
@@ -47,7 +47,7 @@ def half_then_enospc(fd: int, data: bytes) -> int:
 
 
 async def test_a_full_disk_mid_write_leaves_no_partial_line(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     poster = LocalPoster(tmp_path / "out", lambda: NOW)
     path = tmp_path / "out" / "lab.jsonl"
@@ -120,7 +120,7 @@ async def test_a_line_torn_by_a_crash_is_cut_before_the_next_append(
     ],
 )
 async def test_only_errors_that_need_a_person_pause_the_channel(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, paused: bool
+    db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, paused: bool
 ) -> None:
     def failing_open(*args: object, **kwargs: object) -> int:
         raise OSError(code, os.strerror(code))

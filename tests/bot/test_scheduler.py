@@ -17,6 +17,7 @@ from bot.scheduler import DigestScheduler
 from bot.services import Services
 from db import open_db
 from db.channels import get_channel, set_schedule
+from db.errors import Busy
 from db.outbox import messages_for_digest
 from digests.channels import ChannelRef
 from digests.commands import handle
@@ -783,7 +784,6 @@ async def test_builds_run_a_few_at_a_time(
 async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     services: Services, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sqlite3
 
     from click.testing import CliRunner
 
@@ -798,7 +798,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     def build_once_broken(*args: Any, **kwargs: Any) -> Any:
         if broken:
             broken.clear()
-            raise sqlite3.OperationalError("database is locked")
+            raise Busy("database is locked")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(scheduler_module, "build_digests", build_once_broken)
@@ -815,7 +815,7 @@ async def test_a_failed_build_is_retried_with_backoff_and_shown_in_status(
     status = CliRunner().invoke(main, ["status", "--db", str(services.db_path)])
     assert (
         "Digest build for 2026-12-07 09:00 failed once "
-        "(OperationalError: database is locked); retrying after" in status.output
+        "(Busy: database is locked); retrying after" in status.output
     )
     assert scheduler.retry_failed_builds() == []  # not before its time
     # a restart: the failure is in the database, so a new scheduler retries it
@@ -836,7 +836,6 @@ async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
 ) -> None:
     """The lock that failed the build can fail the write of its failure too: that failure
     must not escape unrecorded, losing the digest until a restart's catch-up."""
-    import sqlite3
 
     import bot.scheduler as scheduler_module
     from db.digests import failures
@@ -852,7 +851,7 @@ async def test_a_failed_build_whose_failure_cannot_be_recorded_is_still_retried(
         def call(*args: Any, **kwargs: Any) -> Any:
             if locked[what]:
                 locked[what] -= 1
-                raise sqlite3.OperationalError("database is locked")
+                raise Busy("database is locked")
             return real(*args, **kwargs)
 
         return call
@@ -913,7 +912,7 @@ async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
         services.db(),
         "local:lab",
         "2026-11-30T09:00:00+00:00",
-        "OperationalError: database is locked",
+        "Busy: database is locked",
         "2026-11-30T09:01:00+00:00",
         "2026-11-30T09:00:30+00:00",
     )
@@ -923,7 +922,7 @@ async def test_a_failed_build_overtaken_by_next_weeks_digest_is_dropped(
     )
     assert scheduler.retry_failed_builds() == []
     assert failures(services.db()) == []
-    assert "was never built (OperationalError: database is locked); dropped" in caplog.text
+    assert "was never built (Busy: database is locked); dropped" in caplog.text
 
 
 async def test_a_broken_inbox_does_not_fail_every_digest(
@@ -965,7 +964,7 @@ async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothi
         services.db(),
         "local:lab",
         "2026-11-30T09:00:00+00:00",
-        "OperationalError: database is locked",
+        "Busy: database is locked",
         "2026-11-30T09:01:00+00:00",
         "2026-11-30T09:00:30+00:00",
     )
@@ -996,14 +995,13 @@ async def test_a_retry_that_a_later_digest_overtook_while_it_waited_builds_nothi
 async def test_a_busy_database_skips_one_maintenance_step_not_the_rest(
     services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import sqlite3
 
     import bot.scheduler as scheduler_module
 
     four_part_digest(services, "slack:T1/C1")
 
     def locked(db: Any, now: str) -> Any:
-        raise sqlite3.OperationalError("database is locked")
+        raise Busy("database is locked")
 
     monkeypatch.setattr(scheduler_module.digest_store, "due_failures", locked)
     poster = RecordingPoster()

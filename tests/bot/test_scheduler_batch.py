@@ -20,6 +20,7 @@ from bot.scheduler import DigestScheduler
 from bot.services import Services
 from db import open_db
 from db.digests import failures
+from db.errors import Busy
 from digests.digest import build_digest
 from tests.fakes.clock import Clock
 from tests.fakes.scheduler_batch import CHANNELS, DUE, clock, fire_all, services  # noqa: F401
@@ -171,14 +172,13 @@ async def test_a_database_failure_of_the_batch_fails_each_channel_for_a_retry(
     """A locked database fails the batch and the channel tried alone after it: no
     channel's doing, so every channel is recorded as failed (each retried with backoff,
     together again), not tried one by one, each waiting out the lock."""
-    import sqlite3
 
     clock.now = DUE
     calls: list[int] = []
 
     def locked(db: Any, channels: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(len(list(channels)))
-        raise sqlite3.OperationalError("database is locked")
+        raise Busy("database is locked")
 
     monkeypatch.setattr(scheduler_module, "build_digests", locked)
     scheduler = DigestScheduler(

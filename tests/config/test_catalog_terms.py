@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlite_utils import Database
-
 from db.papers import decode
+from db.store import Store
 from digests.matching import PaperText
 from digests.relevance import load_labels
 from digests.topics import Catalog, load_catalog
@@ -64,7 +63,7 @@ def test_rl_theory_needs_rl_not_just_theory_words() -> None:
     assert theory.score(rl) >= catalog.threshold
 
 
-def test_rl_theory_still_selects_its_seeds(seeded_db: Database, catalog: Catalog) -> None:
+def test_rl_theory_still_selects_its_seeds(seeded_db: Store, catalog: Catalog) -> None:
     """The RL words are what keep the RL-theory seeds over the line now that bare theory
     words count 1.0: without them 2 of the 5 it selected fall under (the federated and the
     diffusion RL-theory papers), with the theory words at 0.5 4 do. The sixth, the

@@ -9,6 +9,7 @@ import pytest
 
 from db import open_db
 from db.connection import DatabaseUnreadable, NoDatabase, open_read_only
+from db.errors import StorageError
 from db.search import search_papers
 from digests.ingest import ingest_files
 from tests.conftest import NOW
@@ -37,7 +38,7 @@ def test_a_missing_database_is_not_created_unless_asked(tmp_path: Path) -> None:
 def test_read_only_open_reads_and_never_writes(stored: Path) -> None:
     db = open_read_only(stored)
     assert search_papers(db, "alphadpo", 1)[0].paper["method"] == "AlphaDPO"
-    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+    with pytest.raises(StorageError, match="readonly"):
         db.execute("delete from papers")
     db.close()
     assert open_db(stored).execute("select count(*) from papers").fetchone()[0] == 38

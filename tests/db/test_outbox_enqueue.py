@@ -6,9 +6,8 @@ after its commit, must neither add nor change a row."""
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-
 from db import outbox
+from db.store import Store
 from digests.timestamps import stamp
 from tests.conftest import NOW
 from tests.fakes.digest_rows import digest_row
@@ -16,12 +15,12 @@ from tests.fakes.digest_rows import digest_row
 CHANNEL = "slack:T0001/C0001"
 
 
-def stored(db: Database) -> list[tuple[int, int, str, str, str]]:
+def stored(db: Store) -> list[tuple[int, int, str, str, str]]:
     query = "select digest_id, part, payload, paper_ids, state from outbox order by id"
     return [tuple(row) for row in db.execute(query).fetchall()]
 
 
-def test_enqueue_returns_the_digests_messages_and_queues_them_once(fresh_db: Database) -> None:
+def test_enqueue_returns_the_digests_messages_and_queues_them_once(fresh_db: Store) -> None:
     digest_id = digest_row(fresh_db, CHANNEL)
     messages = [({"text": "part 1"}, ["p1", "p2"]), ({"text": "part 2"}, ["p3"])]
     assert outbox.enqueue(fresh_db, CHANNEL, digest_id, messages, stamp(NOW)) == 2
@@ -40,7 +39,7 @@ def test_enqueue_returns_the_digests_messages_and_queues_them_once(fresh_db: Dat
     ]
 
 
-def test_a_digest_with_no_messages_queues_nothing(fresh_db: Database) -> None:
+def test_a_digest_with_no_messages_queues_nothing(fresh_db: Store) -> None:
     """An empty digest skipped (`PAPERBOY_EMPTY_DIGEST=skip`): 0, no row."""
     digest_id = digest_row(fresh_db, CHANNEL)
     assert outbox.enqueue(fresh_db, CHANNEL, digest_id, [], stamp(NOW)) == 0

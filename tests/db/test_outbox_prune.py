@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from sqlite_utils import Database
 
 from bot.delivery import deliver_channel
 from bot.local import LocalPoster
@@ -23,6 +22,7 @@ from bot.services import Services
 from config.settings import SettingsError, load_settings
 from db import digests as digest_store
 from db import open_db, outbox
+from db.store import Store
 from digests.channels import ChannelRef
 from digests.commands import handle
 from digests.digest import ensure_channel
@@ -40,11 +40,11 @@ CUT = stamp(NOW - timedelta(days=30))
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
+def db(tmp_path: Path) -> Store:
     return open_db(tmp_path / "paperboy.db")
 
 
-def queue(db: Database, week: str, parts: int, at: datetime, channel: str = CHANNEL) -> int:
+def queue(db: Store, week: str, parts: int, at: datetime, channel: str = CHANNEL) -> int:
     """A digest of `parts` messages queued at `at`, each carrying one paper id; its id."""
     ensure_channel(db, channel, load_settings({}, dotenv=None), at)
     row = digest_store.insert_digest(db, channel, week, stamp(at), [], [])
@@ -56,7 +56,7 @@ def queue(db: Database, week: str, parts: int, at: datetime, channel: str = CHAN
     return int(row["id"])
 
 
-def rows(db: Database) -> dict[tuple[str, int], dict[str, Any]]:
+def rows(db: Store) -> dict[tuple[str, int], dict[str, Any]]:
     """Every outbox row by (its digest's week, part)."""
     return {
         (str(row["week"]), int(row["part"])): dict(row)
@@ -64,7 +64,7 @@ def rows(db: Database) -> dict[tuple[str, int], dict[str, Any]]:
     }
 
 
-def part_id(db: Database, digest_id: int, part: int) -> int:
+def part_id(db: Store, digest_id: int, part: int) -> int:
     return int(
         db.execute(
             "select id from outbox where digest_id = ? and part = ?", [digest_id, part]
@@ -72,11 +72,11 @@ def part_id(db: Database, digest_id: int, part: int) -> int:
     )
 
 
-def send(db: Database, digest_id: int, part: int, at: datetime) -> None:
+def send(db: Store, digest_id: int, part: int, at: datetime) -> None:
     assert outbox.mark_sent(db, part_id(db, digest_id, part), f"ts-{digest_id}-{part}", stamp(at))
 
 
-def every_state(db: Database) -> None:
+def every_state(db: Store) -> None:
     """Old messages in every state, a recent sent one, and an old one already emptied."""
     send(db, queue(db, "2026-W40", 2, OLD), 1, OLD)  # part 2 stays pending
     send(db, queue(db, "2026-W41", 1, OLD), 1, OLD)
@@ -90,7 +90,7 @@ def every_state(db: Database) -> None:
     send(db, queue(db, "2026-W48", 1, RECENT), 1, RECENT)
 
 
-def test_only_sent_messages_older_than_the_cut_lose_their_payloads(db: Database) -> None:
+def test_only_sent_messages_older_than_the_cut_lose_their_payloads(db: Store) -> None:
     every_state(db)
     before = rows(db)
     assert outbox.prunable(db, CUT)[0] == 2
@@ -116,7 +116,7 @@ def test_only_sent_messages_older_than_the_cut_lose_their_payloads(db: Database)
 
 
 def test_readers_of_a_sent_message_still_work_after_its_payload_is_emptied(
-    db: Database,
+    db: Store,
 ) -> None:
     """Status's last delivery and the catch-up's "queued already" decode the payload."""
     digest = queue(db, "2026-W40", 1, OLD)
@@ -130,7 +130,7 @@ def test_readers_of_a_sent_message_still_work_after_its_payload_is_emptied(
 
 
 def test_a_prune_goes_in_batches_and_a_stop_ends_it_between_them(
-    db: Database, monkeypatch: pytest.MonkeyPatch
+    db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """8 old sent messages (a pending one among them) in batches of 3: three write
     transactions of at most 3 updates each; a stop after the first leaves the rest."""
@@ -138,30 +138,30 @@ def test_a_prune_goes_in_batches_and_a_stop_ends_it_between_them(
         send(db, queue(db, f"2026-W{week}", 1, OLD), 1, OLD)
         if week == 33:
             queue(db, "2026-W33b", 1, OLD)  # pending, between them
-    real = outbox.write_transaction
+    real = db.write
     changed: list[int] = []  # payloads emptied by each write transaction
 
-    def emptied(database: Database) -> int:
+    def emptied(database: Store) -> int:
         return int(
             database.execute("select count(*) from outbox where payload = '{}'").fetchone()[0]
         )
 
-    def counted(database: Database) -> Any:
-        before = emptied(database)
-        context = real(database)
+    def counted() -> Any:
+        before = emptied(db)
+        context = real()
 
         class Spy:
-            def __enter__(self) -> Database:
+            def __enter__(self) -> Store:
                 return context.__enter__()
 
             def __exit__(self, *exc: Any) -> Any:
                 done = context.__exit__(*exc)
-                changed.append(emptied(database) - before)
+                changed.append(emptied(db) - before)
                 return done
 
         return Spy()
 
-    monkeypatch.setattr(outbox, "write_transaction", counted)
+    monkeypatch.setattr(db, "write", counted)
     assert outbox.prune_sent(db, CUT, batch=3, stop=lambda: len(changed) == 1) == 3
     assert sum(r["payload"] == "{}" for r in rows(db).values()) == 3
     assert outbox.prune_sent(db, CUT, batch=3) == 5
@@ -170,7 +170,7 @@ def test_a_prune_goes_in_batches_and_a_stop_ends_it_between_them(
     assert all(row["payload"] == "{}" for row in rows(db).values() if row["state"] == "sent")
 
 
-def test_a_prune_gives_back_the_pages_not_only_the_bytes(db: Database) -> None:
+def test_a_prune_gives_back_the_pages_not_only_the_bytes(db: Store) -> None:
     """A digest message (a few KB) fills most of a page: emptied in place, each row would
     keep its page, nearly empty, for good (new rows go at the end of the table). Pruned,
     the rows share pages again, and the pages freed are reused by later writes."""
@@ -195,7 +195,7 @@ def test_a_prune_gives_back_the_pages_not_only_the_bytes(db: Database) -> None:
     assert outbox.claimed_paper_ids(db, CHANNEL) == {f"p{week}" for week in range(1, 61)}
 
 
-def test_a_row_whose_digest_is_missing_is_pruned_too(db: Database) -> None:
+def test_a_row_whose_digest_is_missing_is_pruned_too(db: Store) -> None:
     """A row the foreign keys would refuse today (its digest gone, written with the checks
     off) is rewritten as it was: the prune neither stops at it nor drops it."""
     send(db, queue(db, "2026-W40", 1, OLD), 1, OLD)
@@ -208,7 +208,7 @@ def test_a_row_whose_digest_is_missing_is_pruned_too(db: Database) -> None:
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
-async def test_a_later_part_still_threads_under_a_pruned_part_one(db: Database) -> None:
+async def test_a_later_part_still_threads_under_a_pruned_part_one(db: Store) -> None:
     """Part 1 went out 40 days ago, then the channel was paused (its part 2 held) and is
     resumed today: part 2 goes out under part 1's platform id, part 1's payload pruned."""
     digest = queue(db, "2026-W40", 2, OLD)
@@ -330,7 +330,7 @@ async def test_a_stop_ends_the_schedulers_prune_between_batches(
     scheduler = DigestScheduler(services, {})
     real = outbox.prune_sent
 
-    def one_a_batch(database: Database, before: str, **kwargs: Any) -> int:
+    def one_a_batch(database: Store, before: str, **kwargs: Any) -> int:
         stop = kwargs["stop"]
 
         def halting() -> bool:  # the stop comes after the first batch
@@ -373,7 +373,7 @@ async def test_the_running_scheduler_prunes_once_a_day(
 # --- the command and the setting --------------------------------------------------------
 
 
-def old_sent_database(path: Path) -> Database:
+def old_sent_database(path: Path) -> Store:
     database = open_db(path)
     send(database, queue(database, "2026-W40", 1, OLD), 1, OLD)
     send(database, queue(database, "2026-W48", 1, RECENT), 1, RECENT)
@@ -450,7 +450,7 @@ def test_the_keep_days_setting() -> None:
 # would set off.
 
 
-def test_a_column_added_after_a_prune_on_the_same_connection_is_kept(db: Database) -> None:
+def test_a_column_added_after_a_prune_on_the_same_connection_is_kept(db: Store) -> None:
     """The rows go through a working table made from the outbox's columns. Made once per
     connection, it kept the columns of the first prune: after a migration added one, every
     later prune on that connection failed ("has 15 columns but 16 values were supplied")."""
@@ -465,7 +465,7 @@ def test_a_column_added_after_a_prune_on_the_same_connection_is_kept(db: Databas
     assert row == {"payload": outbox.PRUNED_PAYLOAD, "note": "kept"}
 
 
-def test_platform_ids_and_numeric_looking_text_come_back_byte_for_byte(db: Database) -> None:
+def test_platform_ids_and_numeric_looking_text_come_back_byte_for_byte(db: Store) -> None:
     """Every column goes through the working table and back. A column of numeric affinity
     on the way would turn a Slack ts "1700000000.123450" into 1700000000.12345 (a part 2
     then threads under a ts Slack does not know) and a text "0012" into 12."""
@@ -500,7 +500,7 @@ def test_platform_ids_and_numeric_looking_text_come_back_byte_for_byte(db: Datab
 
 
 def test_a_row_another_prune_emptied_meanwhile_is_counted_once(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ids are read outside the write lock; `paperboy prune` may empty the same rows
     before this batch takes the lock (the bot's daily run). The batch checks them again
@@ -508,22 +508,22 @@ def test_a_row_another_prune_emptied_meanwhile_is_counted_once(
     for week in (40, 41):
         send(db, queue(db, f"2026-W{week}", 1, OLD), 1, OLD)
     other = open_db(tmp_path / "paperboy.db")
-    real = outbox.write_transaction
+    real = db.write
     meanwhile: list[int] = []
 
-    def late(database: Database) -> object:
-        if database is db and not meanwhile:  # the other prune goes first
+    def late() -> object:
+        if not meanwhile:  # the other prune goes first
             meanwhile.append(outbox.prune_sent(other, CUT))
-        return real(database)
+        return real()
 
-    monkeypatch.setattr(outbox, "write_transaction", late)
+    monkeypatch.setattr(db, "write", late)
     assert outbox.prune_sent(db, CUT) == 0
     assert meanwhile == [2]
     payloads = [row["payload"] for row in db.query("select payload from outbox")]
     assert payloads == [outbox.PRUNED_PAYLOAD] * 2
 
 
-def test_foreign_keys_are_back_on_after_a_batch_that_failed(db: Database, tmp_path: Path) -> None:
+def test_foreign_keys_are_back_on_after_a_batch_that_failed(db: Store, tmp_path: Path) -> None:
     """The checks are off for each batch's transaction only: a batch that cannot take
     the write lock (another writer holds it past the busy timeout) leaves them on, so the
     connection's next writes are checked again."""
@@ -544,7 +544,7 @@ def test_foreign_keys_are_back_on_after_a_batch_that_failed(db: Database, tmp_pa
 # --- nothing may hang off an outbox row ---------------------------------------------------
 
 
-def hanging_off_outbox(db: Database) -> list[str]:
+def hanging_off_outbox(db: Store) -> list[str]:
     """What a delete of an outbox row would set off: triggers on the table, foreign keys
     pointing at it (a cascade, when the checks are on), an index kept from its content."""
     found = [
@@ -553,7 +553,7 @@ def hanging_off_outbox(db: Database) -> list[str]:
             "select name from sqlite_master where type = 'trigger' and tbl_name = 'outbox'"
         )
     ]
-    for table in db.table_names():
+    for table in db.sqlite.table_names():
         for key in db.execute(f'PRAGMA foreign_key_list("{table}")'):
             if str(key[2]).lower() == "outbox":
                 found.append(f"foreign key {table}.{key[3]} -> outbox")
@@ -573,7 +573,7 @@ def test_nothing_hangs_off_an_outbox_row() -> None:
     assert hanging_off_outbox(open_db(":memory:")) == []
 
 
-def test_the_check_above_finds_what_it_looks_for(db: Database) -> None:
+def test_the_check_above_finds_what_it_looks_for(db: Store) -> None:
     db.execute("create table clicks (message_id integer references outbox(id) on delete cascade)")
     db.execute(
         "create trigger outbox_gone after delete on outbox begin "
@@ -609,7 +609,7 @@ async def test_a_busy_database_stops_the_daily_prune_with_one_warning(
     services = services_for(tmp_path, seed_paths, catalog, Clock(NOW))
     db = services.db()
     send(db, queue(db, "2026-W40", 1, OLD), 1, OLD)
-    monkeypatch.setattr("db.connection.BUSY_TIMEOUT_MS", 50)  # the prune thread's connection
+    monkeypatch.setattr("db.store.BUSY_TIMEOUT_MS", 50)  # the prune thread's connection
     scheduler = DigestScheduler(services, {})
     holder = open_db(tmp_path / "paperboy.db")
     holder.conn.execute("BEGIN IMMEDIATE")
@@ -665,7 +665,7 @@ def test_a_prune_writes_its_rows_not_zeros_over_every_freed_payload_page(
     assert db.execute("PRAGMA secure_delete").fetchone()[0] == setting
 
 
-def test_a_batch_binds_few_parameters_as_sqlite_before_3_32_allows(db: Database) -> None:
+def test_a_batch_binds_few_parameters_as_sqlite_before_3_32_allows(db: Store) -> None:
     """SQLite before 3.32 (Ubuntu 20.04 has 3.31) allows 999 bound parameters per
     statement (db/papers.py keeps to 900). A batch named its 1,000 ids one parameter each:
     there, every batch failed with "too many SQL variables", and the daily run logged a

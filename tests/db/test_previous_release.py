@@ -13,15 +13,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from config.settings import Settings
 from db import connection, open_db
 from db.channels import active_subscriptions
 from db.feedback import counts
+from db.lite import Database
 from db.migrations import migrations
 from db.saved import saved_papers
+from db.store import Store
 from digests.digest import build_digest
 from digests.ingest import ingest_files
 from digests.lookup import find, show
@@ -116,14 +117,14 @@ def old_columns(store: Path) -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def upgraded(store: Path) -> Iterator[Database]:
+def upgraded(store: Path) -> Iterator[Store]:
     db = open_db(store, create=False)
     yield db
     forget(db)
     db.close()
 
 
-def built_at(db: Database, channel: str) -> datetime:
+def built_at(db: Store, channel: str) -> datetime:
     """When the previous release built `channel`'s digest."""
     row = db.execute("select max(built_at) from digests where channel = ?", [channel]).fetchone()
     return datetime.fromisoformat(row[0])
@@ -147,7 +148,7 @@ def test_every_row_of_the_previous_release_is_kept(
         assert old[name], name  # the dump really has rows there
     assert old["saved"] and old["sources"] and old["paper_aliases"] and old["ingests"]
     db = open_db(store, create=False)
-    assert not migrations.pending(db)
+    assert not migrations.pending(db.sqlite)
     db.close()
     assert_rows_kept(old, rows(store, old_columns))
 
@@ -162,7 +163,7 @@ def test_a_migration_that_loses_a_row_is_caught(
 
     @lossy(name="m999_lossy")
     def _lose(db: Database) -> None:
-        db.execute("delete from saved where user = 'local:carol'")
+        db.execute("delete from saved where \"user\" = 'local:carol'")
 
     monkeypatch.setattr(connection, "migrations", lossy)
     old = rows(store, old_columns)
@@ -171,7 +172,7 @@ def test_a_migration_that_loses_a_row_is_caught(
         assert_rows_kept(old, rows(store, old_columns))
 
 
-def test_lookups_find_the_old_papers(upgraded: Database) -> None:
+def test_lookups_find_the_old_papers(upgraded: Store) -> None:
     tidal = "Tidal Offline Reinforcement Learning for Harbour Cranes"
     assert find(upgraded, "TidalQ")[0]["title"] == tidal
     assert find(upgraded, "alpha dpo")[0]["title"].startswith("AlphaDPO")
@@ -181,7 +182,7 @@ def test_lookups_find_the_old_papers(upgraded: Database) -> None:
     assert by_openreview is not None and by_openreview["title"] == tidal
 
 
-def test_authors_a_later_record_brings_are_found(upgraded: Database, tmp_path: Path) -> None:
+def test_authors_a_later_record_brings_are_found(upgraded: Store, tmp_path: Path) -> None:
     """Today's migrations make a change of authors reach the search index (the previous
     release's trigger did not watch them), so a paper it stored is found by its authors
     once a later record names them."""
@@ -200,7 +201,7 @@ def test_authors_a_later_record_brings_are_found(upgraded: Database, tmp_path: P
     assert [paper["title"] for paper in find(upgraded, "Bram Okonkwo")] == [tidal]
 
 
-def test_subscriptions_votes_and_saved_papers_are_the_same(upgraded: Database, run) -> None:  # type: ignore[no-untyped-def]
+def test_subscriptions_votes_and_saved_papers_are_the_same(upgraded: Store, run) -> None:  # type: ignore[no-untyped-def]
     lab = [
         (row["topic_id"], row["custom_text"]) for row in active_subscriptions(upgraded, "local:lab")
     ]
@@ -246,7 +247,7 @@ NEW_PAPERS = [
 
 
 def test_digests_of_the_old_channels_build(
-    upgraded: Database, catalog: Catalog, settings: Settings, tmp_path: Path
+    upgraded: Store, catalog: Catalog, settings: Settings, tmp_path: Path
 ) -> None:
     """The digest the previous release recorded is this period's still; the next ones
     bring a paper stored since, and repeat none the previous release sent."""
@@ -273,7 +274,7 @@ def test_digests_of_the_old_channels_build(
         assert not {item.paper["id"] for item in digest.items} & set(sent(upgraded, digest_id))
 
 
-def sent(db: Database, digest_id: int) -> list[str]:
+def sent(db: Store, digest_id: int) -> list[str]:
     """The papers of the digest `digest_id`."""
     query = "select paper_id from digest_items where digest_id = ?"
     return [row[0] for row in db.execute(query, [digest_id])]
@@ -283,6 +284,6 @@ def test_a_second_open_changes_nothing(store: Path) -> None:
     open_db(store, create=False).close()
     first = dump(store)
     db = open_db(store, create=False)
-    assert not migrations.pending(db)
+    assert not migrations.pending(db.sqlite)
     db.close()
     assert dump(store) == first

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-
 from db import saved
+from db.store import Store
 
 USER = "slack:T1/U1"
 
 
-def two_papers(db: Database) -> tuple[str, str]:
+def two_papers(db: Store) -> tuple[str, str]:
     first, second = (row[0] for row in db.execute("select id from papers order by id limit 2"))
     return str(first), str(second)
 
 
-def test_save_twice_keeps_the_first_and_lists_newest_first(seeded_db: Database) -> None:
+def test_save_twice_keeps_the_first_and_lists_newest_first(seeded_db: Store) -> None:
     first, second = two_papers(seeded_db)
     assert saved.save(seeded_db, USER, first, "2026-11-30T09:00:00+00:00", "slack:T1/C1")
     assert not saved.save(seeded_db, USER, first, "2026-11-30T11:00:00+00:00")
@@ -28,7 +27,7 @@ def test_save_twice_keeps_the_first_and_lists_newest_first(seeded_db: Database) 
     assert saved.saved_papers(seeded_db, "discord:123456") == []
 
 
-def test_unsave(seeded_db: Database) -> None:
+def test_unsave(seeded_db: Store) -> None:
     first, second = two_papers(seeded_db)
     saved.save(seeded_db, USER, first, "2026-11-30T09:00:00+00:00")
     saved.save(seeded_db, "local:other", first, "2026-11-30T09:00:00+00:00")

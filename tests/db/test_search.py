@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlite_utils import Database
 
 from db import open_db
 from db.search import match_expression, search_papers, tokens
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import ICLR2021, NOW, SAMPLES
 
@@ -18,14 +18,14 @@ SEEDS = [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"]
 
 
 @pytest.fixture(scope="module")
-def seeded() -> Database:
+def seeded() -> Store:
     db = open_db(":memory:")
     ingest_files(db, SEEDS, now=NOW)
     return db
 
 
 @pytest.fixture(scope="module")
-def big() -> Database:
+def big() -> Store:
     if not ICLR2021.is_file():
         pytest.skip("../shared/corpora/iclr2021-openreview.tsv is not here")
     db = open_db(":memory:")
@@ -48,25 +48,25 @@ def big() -> Database:
         ("UCB-TQL", "UCB-TQL"),
     ],
 )
-def test_method_names_find_their_paper_first(seeded: Database, query: str, method: str) -> None:
+def test_method_names_find_their_paper_first(seeded: Store, query: str, method: str) -> None:
     hits = search_papers(seeded, query, 5)
     assert hits and hits[0].paper["method"] == method
 
 
 @pytest.mark.parametrize("query", ["AlphaDPO", "alpha dpo", "LoMAP", "ResDex"])
-def test_method_names_win_among_3000_papers(big: Database, query: str) -> None:
+def test_method_names_win_among_3000_papers(big: Store, query: str) -> None:
     hits = search_papers(big, query, 5)
     assert hits[0].paper["method"].lower().replace("-", "") == query.replace(" ", "").lower()
 
 
-def test_topic_words_rank_relevant_papers(seeded: Database) -> None:
+def test_topic_words_rank_relevant_papers(seeded: Store) -> None:
     titles = [hit.paper["method"] for hit in search_papers(seeded, "multi-agent communication", 3)]
     assert "ExpoComm" in titles
     scores = [hit.score for hit in search_papers(seeded, "diffusion", 10)]
     assert scores == sorted(scores, reverse=True)
 
 
-def test_limit_is_respected(seeded: Database) -> None:
+def test_limit_is_respected(seeded: Store) -> None:
     assert len(search_papers(seeded, "reinforcement learning", 4)) == 4
     assert search_papers(seeded, "reinforcement learning", 0) == []
 
@@ -94,7 +94,7 @@ def test_limit_is_respected(seeded: Database) -> None:
         "\x00\x01",
     ],
 )
-def test_hostile_queries_never_raise(seeded: Database, query: str) -> None:
+def test_hostile_queries_never_raise(seeded: Store, query: str) -> None:
     assert isinstance(search_papers(seeded, query, 5), list)
 
 
@@ -102,7 +102,7 @@ def test_hostile_queries_never_raise(seeded: Database, query: str) -> None:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.one_of(st.text(), st.text(alphabet="\"*:-^(){}[]+,.ANDORTE \\'")))
-def test_any_text_is_a_safe_query(seeded: Database, query: str) -> None:
+def test_any_text_is_a_safe_query(seeded: Store, query: str) -> None:
     hits = search_papers(seeded, query, 3)
     assert len(hits) <= 3
     if not tokens(query):

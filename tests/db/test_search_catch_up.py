@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
+from db.store import Store
 from tests.conftest import NOW
 
 
@@ -40,7 +40,7 @@ def papers_file(folder: Path, name: str, count: int) -> Path:
     return path
 
 
-def caught_up(db: Database) -> bool:
+def caught_up(db: Store) -> bool:
     """The index on disk holds every change, and the log only the row at its watermark."""
     folder = text_index.index_folder(text_index.database_file(db))  # type: ignore[arg-type]
     meta = text_index._read_meta(folder)

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 from tantivy import Query
 
 from db import open_db, text_index
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW, ROOT, SAMPLES
 
@@ -54,7 +54,7 @@ search_papers(db, "anything at all", 1)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Database]:
+def store(tmp_path: Path) -> Iterator[Store]:
     text_index._open.clear()
     db = open_db(tmp_path / "p.db")
     ingest_files(db, [SAMPLES / "icml2025.txt"], now=NOW)
@@ -63,7 +63,7 @@ def store(tmp_path: Path) -> Iterator[Database]:
     text_index._open.clear()
 
 
-def change_papers(db: Database) -> tuple[str, str]:
+def change_papers(db: Store) -> tuple[str, str]:
     """A backlog: 400 new papers, one retitled, one deleted. Returns (retitled, deleted)."""
     retitled, deleted = (
         row[0] for row in db.execute("select id from papers order by id limit 2").fetchall()
@@ -80,7 +80,7 @@ def change_papers(db: Database) -> tuple[str, str]:
     return retitled, deleted
 
 
-def kill_mid_update(db: Database, stage: str, tmp_path: Path) -> None:
+def kill_mid_update(db: Store, stage: str, tmp_path: Path) -> None:
     marker = tmp_path / f"{stage}.reached"
     path = text_index.database_file(db)
     child = subprocess.Popen(
@@ -100,14 +100,14 @@ def kill_mid_update(db: Database, stage: str, tmp_path: Path) -> None:
         child.wait()
 
 
-def indexed_ids(db: Database) -> list[str]:
+def indexed_ids(db: Store) -> list[str]:
     handle = text_index.ready(db)
     searcher = handle.searcher()
     hits = searcher.search(Query.all_query(), 100_000).hits
     return sorted(searcher.doc(address).get_first("id") for _, address in hits)
 
 
-def assert_same_as_sqlite(db: Database, retitled: str, deleted: str) -> None:
+def assert_same_as_sqlite(db: Store, retitled: str, deleted: str) -> None:
     text_index._open.clear()  # what the next process sees
     stored = sorted(row[0] for row in db.execute("select id from papers").fetchall())
     assert indexed_ids(db) == stored  # nothing lost, nothing twice, nothing deleted left
@@ -119,14 +119,14 @@ def assert_same_as_sqlite(db: Database, retitled: str, deleted: str) -> None:
 
 @pytest.mark.parametrize("stage", ["adding", "committed"])
 def test_a_sync_killed_part_way_leaves_lookups_exact(
-    store: Database, tmp_path: Path, stage: str
+    store: Store, tmp_path: Path, stage: str
 ) -> None:
     retitled, deleted = change_papers(store)
     kill_mid_update(store, stage, tmp_path)
     assert_same_as_sqlite(store, retitled, deleted)
 
 
-def test_a_rebuild_killed_part_way_leaves_lookups_exact(store: Database, tmp_path: Path) -> None:
+def test_a_rebuild_killed_part_way_leaves_lookups_exact(store: Store, tmp_path: Path) -> None:
     retitled, deleted = change_papers(store)
     (text_index.index_folder(tmp_path / "p.db") / text_index.META).unlink()  # needs a rebuild
     kill_mid_update(store, "rebuilding", tmp_path)
@@ -163,7 +163,7 @@ for _ in range(60):
 
 
 def test_a_writer_and_lookups_in_other_processes_at_once_stay_exact(
-    store: Database, tmp_path: Path
+    store: Store, tmp_path: Path
 ) -> None:
     """paperboy run (ingest, then catch up) and paperboy find (lookups that sync) at once:
     neither fails, and the index ends equal to SQLite."""

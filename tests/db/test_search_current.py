@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 from tests.fakes.search import settle
@@ -18,14 +18,14 @@ from tests.fakes.search_store import SEEDS, db_path, forget, titles, write_paper
 
 
 @pytest.fixture
-def file_db(tmp_path: Path) -> Iterator[Database]:
+def file_db(tmp_path: Path) -> Iterator[Store]:
     db = open_db(tmp_path / "p.db")
     ingest_files(db, SEEDS, now=NOW)
     yield db
     forget(db)
 
 
-def statements(db: Database) -> list[str]:
+def statements(db: Store) -> list[str]:
     """Every SQL statement `db` runs from now on."""
     seen: list[str] = []
     db.conn.set_trace_callback(seen.append)
@@ -33,7 +33,7 @@ def statements(db: Database) -> list[str]:
 
 
 def test_an_unchanged_store_is_not_checked_again(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settle(file_db)
     reads = []
@@ -46,9 +46,7 @@ def test_an_unchanged_store_is_not_checked_again(
     assert not [s for s in seen if "search_changes" in s or "database_list" in s]
 
 
-def test_a_change_committed_by_another_connection_is_seen(
-    file_db: Database, tmp_path: Path
-) -> None:
+def test_a_change_committed_by_another_connection_is_seen(file_db: Store, tmp_path: Path) -> None:
     """Another process's ingest moves neither this connection's change count nor the
     index's watermark file (it does not touch the index): SQLite's data_version does."""
     settle(file_db)
@@ -60,7 +58,7 @@ def test_a_change_committed_by_another_connection_is_seen(
     other.close()
 
 
-def test_a_change_on_the_same_connection_is_seen(file_db: Database, tmp_path: Path) -> None:
+def test_a_change_on_the_same_connection_is_seen(file_db: Store, tmp_path: Path) -> None:
     settle(file_db)
     assert titles(file_db, "okapi") == []
     with file_db.conn:
@@ -69,7 +67,7 @@ def test_a_change_on_the_same_connection_is_seen(file_db: Database, tmp_path: Pa
 
 
 def test_an_index_folder_removed_with_no_change_to_the_store_is_made_again(
-    file_db: Database,
+    file_db: Store,
 ) -> None:
     """The watermark file's identity is part of what is remembered: its folder removed
     (or the index rebuilt by another process) is noticed at the next lookup."""
@@ -83,7 +81,7 @@ def test_an_index_folder_removed_with_no_change_to_the_store_is_made_again(
     assert (folder / text_index.META).is_file()
 
 
-def test_a_dropped_handle_is_not_used_again(file_db: Database) -> None:
+def test_a_dropped_handle_is_not_used_again(file_db: Store) -> None:
     settle(file_db)
     handle = text_index.ready(file_db)
     text_index.forget(file_db)
@@ -91,7 +89,7 @@ def test_a_dropped_handle_is_not_used_again(file_db: Database) -> None:
 
 
 def test_inside_a_transaction_a_change_is_not_served_from_the_index(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     settle(file_db)
     file_db.conn.execute("BEGIN")

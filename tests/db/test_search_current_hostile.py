@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 from tests.fakes.search import settle
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def file_db(tmp_path: Path) -> Iterator[Database]:
+def file_db(tmp_path: Path) -> Iterator[Store]:
     db = open_db(tmp_path / "p.db")
     ingest_files(db, SEEDS, now=NOW)
     settle(db)
@@ -86,7 +86,7 @@ def back_up(path: Path, backup: Path) -> Path:
     return backup
 
 
-def test_a_same_size_change_by_another_process_at_once_is_seen(file_db: Database) -> None:
+def test_a_same_size_change_by_another_process_at_once_is_seen(file_db: Store) -> None:
     """A write of the same size, in the same second, by another process: no file size or
     mtime is relied on, SQLite's data_version moves."""
     path = db_path(file_db)
@@ -100,7 +100,7 @@ def test_a_same_size_change_by_another_process_at_once_is_seen(file_db: Database
 
 
 def test_a_backup_restored_over_the_live_store_by_another_process_is_seen(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     """`sqlite3 p.db ".restore backup.db"` (the backup API writing the live file): the
     store goes back to the backup's papers; the index, ahead of it, is rebuilt."""
@@ -128,7 +128,7 @@ def test_a_backup_restored_over_the_live_store_by_another_process_is_seen(
 
 
 def test_a_backup_copied_over_the_file_is_seen_by_a_new_connection(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     """A backup moved over the database file (a new inode): a connection opened after
     it (this process's index handle still open) gets the backup's papers, not the
@@ -149,7 +149,7 @@ def test_a_backup_copied_over_the_file_is_seen_by_a_new_connection(
 
 
 def test_writes_rolled_back_or_released_in_savepoints_are_never_served(
-    file_db: Database,
+    file_db: Store,
 ) -> None:
     for rollback in (
         lambda: file_db.conn.rollback(),
@@ -171,7 +171,7 @@ def test_writes_rolled_back_or_released_in_savepoints_are_never_served(
     assert titles(file_db, "tapir") == ["Tapir snouts"]
 
 
-def test_a_checkpoint_then_a_change_by_other_processes_is_seen(file_db: Database) -> None:
+def test_a_checkpoint_then_a_change_by_other_processes_is_seen(file_db: Store) -> None:
     """A TRUNCATE checkpoint restarts the WAL: the next writer's frames land where old
     ones were. data_version still moves."""
     path = db_path(file_db)
@@ -189,7 +189,7 @@ def test_a_checkpoint_then_a_change_by_other_processes_is_seen(file_db: Database
 
 
 def test_the_index_rebuilt_by_another_process_then_a_change_is_seen(
-    file_db: Database,
+    file_db: Store,
 ) -> None:
     path = db_path(file_db)
     in_another_process(
@@ -206,7 +206,7 @@ def test_the_index_rebuilt_by_another_process_then_a_change_is_seen(
 
 
 def test_a_connection_with_an_attached_store_sees_changes_to_its_own(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     """Writes to an attached database move this connection's change count (a check more,
     harmless); another process's commit to the main one is still seen."""
@@ -223,7 +223,7 @@ def test_a_connection_with_an_attached_store_sees_changes_to_its_own(
 
 
 def test_a_reader_threads_connection_sees_a_writer_threads_commits(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     """As in bot/services.py: each thread its own connection (and its own remembered
     marks); the writer thread's ingest is seen by the reader thread's next lookup.
@@ -262,7 +262,7 @@ def test_a_reader_threads_connection_sees_a_writer_threads_commits(
 
 
 def test_inside_a_read_transaction_an_index_moved_by_another_thread_is_not_served(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A read transaction sees its snapshot: data_version and the change count stand
     still in it. Another thread's ingest and catch-up move the process's shared index
@@ -287,7 +287,7 @@ def test_inside_a_read_transaction_an_index_moved_by_another_thread_is_not_serve
 
 
 def test_a_snapshot_held_by_an_unfinished_statement_gets_no_newer_hits(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A statement not read to its end holds its read snapshot with no transaction open
     (`in_transaction` is false): the same as above, through the handle's watermark."""
@@ -306,7 +306,7 @@ def test_a_snapshot_held_by_an_unfinished_statement_gets_no_newer_hits(
 
 
 def test_inside_a_read_transaction_an_index_moved_by_another_process_is_not_served(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As above, the index moved by another process: this process's handle keeps its
     watermark, but tantivy's reader reloads by itself when the index's files change on
@@ -330,7 +330,7 @@ def test_inside_a_read_transaction_an_index_moved_by_another_process_is_not_serv
 
 
 def test_a_lookup_does_not_wait_for_another_threads_long_catch_up(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backlog of more than LONG_BACKLOG changes (another process's big ingest) is
     caught up by one thread; the lookups of the others answer from FTS5 at once instead
@@ -340,7 +340,7 @@ def test_a_lookup_does_not_wait_for_another_threads_long_catch_up(
     go, syncing = threading.Event(), threading.Event()
     real_sync = text_index._sync
 
-    def slow_sync(db: Database, handle: text_index.TextIndex, since: int) -> int:
+    def slow_sync(db: Store, handle: text_index.TextIndex, since: int) -> int:
         syncing.set()
         assert go.wait(30)
         return real_sync(db, handle, since)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlite_utils import Database
 
 from db import open_db, search, text_index
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW, SAMPLES
 
@@ -20,7 +20,7 @@ SEEDS = [SAMPLES / "icml2025.txt"]
 
 
 @pytest.fixture
-def file_db(tmp_path: Path) -> Iterator[Database]:
+def file_db(tmp_path: Path) -> Iterator[Store]:
     text_index._open.clear()
     db = open_db(tmp_path / "p.db")
     ingest_files(db, SEEDS, now=NOW)
@@ -28,13 +28,13 @@ def file_db(tmp_path: Path) -> Iterator[Database]:
     text_index._open.clear()
 
 
-def folder_of(db: Database) -> Path:
+def folder_of(db: Store) -> Path:
     file = text_index.database_file(db)
     assert file is not None
     return text_index.index_folder(file)
 
 
-def add_paper(db: Database, pid: str, title: str, abstract: str = "Plain words here.") -> None:
+def add_paper(db: Store, pid: str, title: str, abstract: str = "Plain words here.") -> None:
     with db.conn:
         db.execute(
             "insert into papers (id, title, abstract, abstract_text, added_at) "
@@ -44,7 +44,7 @@ def add_paper(db: Database, pid: str, title: str, abstract: str = "Plain words h
 
 
 def test_a_corrupt_index_is_made_again_not_left_to_fts5_for_ever(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     search_papers(file_db, "learning", 1)
     (folder_of(file_db) / "meta.json").write_text("garbage{")  # tantivy's own metadata
@@ -58,7 +58,7 @@ def test_a_corrupt_index_is_made_again_not_left_to_fts5_for_ever(
 
 
 def test_an_index_failing_while_searching_answers_from_fts5_and_is_reopened(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     search_papers(file_db, "learning", 1)
 
@@ -73,7 +73,7 @@ def test_an_index_failing_while_searching_answers_from_fts5_and_is_reopened(
 
 
 def test_a_restored_backup_written_past_the_watermark_gets_its_index_rebuilt(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     """The watermark alone missed it: the restored store's log had gone past the index's
     watermark by the first lookup, so only its newest changes were applied, and the
@@ -109,14 +109,14 @@ def write_jsonl(path: Path, *records: dict[str, object]) -> Path:
     return path
 
 
-def same_as_fts5(db: Database, *queries: str) -> None:
+def same_as_fts5(db: Store, *queries: str) -> None:
     for query in queries:
         index = [h.paper["id"] for h in search_papers(db, query, 20)]
         fts = [h.paper["id"] for h in search._search_fts(db, query, 20)]
         assert sorted(index) == sorted(fts), query
 
 
-def test_a_merged_paper_is_found_by_its_new_text_only(file_db: Database) -> None:
+def test_a_merged_paper_is_found_by_its_new_text_only(file_db: Store) -> None:
     """arXiv v2 replaces v1's title and abstract: the index drops v1's words."""
     from tests.fakes.fetched import arxiv_paper, store
 
@@ -135,7 +135,7 @@ def test_a_merged_paper_is_found_by_its_new_text_only(file_db: Database) -> None
 
 
 @pytest.fixture(scope="module")
-def seeded() -> Database:
+def seeded() -> Store:
     db = open_db(":memory:")
     ingest_files(db, [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"], now=NOW)
     return db
@@ -158,7 +158,7 @@ ODD = [
 
 
 @pytest.mark.parametrize("query", ODD)
-def test_odd_text_on_both_engines(seeded: Database, query: str) -> None:
+def test_odd_text_on_both_engines(seeded: Store, query: str) -> None:
     """The index path (as search_papers runs it here) and the FTS5 fallback both answer
     odd text; no query language reaches either. FTS5 stems (Porter) and the index does
     not, so the index's matches are among FTS5's, not always all of them."""
@@ -168,7 +168,7 @@ def test_odd_text_on_both_engines(seeded: Database, query: str) -> None:
     assert index <= fts
 
 
-def test_full_width_method_name_on_the_index(seeded: Database) -> None:
+def test_full_width_method_name_on_the_index(seeded: Store) -> None:
     assert search_papers(seeded, "ＬｏＭＡＰ", 1)[0].paper["method"] == "LoMAP"
 
 
@@ -176,12 +176,12 @@ def test_full_width_method_name_on_the_index(seeded: Database) -> None:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.one_of(st.text(), st.text(alphabet="\"*:-^(){}[]+,.ANDORTE \\'")))
-def test_any_text_is_a_safe_query_on_the_fts5_fallback(seeded: Database, query: str) -> None:
+def test_any_text_is_a_safe_query_on_the_fts5_fallback(seeded: Store, query: str) -> None:
     """test_search.py's property test runs the index path; this one the fallback."""
     assert len(search._search_fts(seeded, query, 3)) <= 3
 
 
-def test_a_read_only_open_may_not_write_the_index_for_real(file_db: Database) -> None:
+def test_a_read_only_open_may_not_write_the_index_for_real(file_db: Store) -> None:
     """No monkeypatch: the connection `paperboy find` opens for a reader (open_read_only)
     neither builds nor updates the index, and answers from FTS5."""
     from db.connection import open_read_only

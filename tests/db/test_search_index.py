@@ -8,35 +8,35 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
 from db.search import index_terms, search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 from tests.fakes.search_store import SEEDS, db_path, forget, titles, write_papers
 
 
 @pytest.fixture
-def file_db(tmp_path: Path) -> Iterator[Database]:
+def file_db(tmp_path: Path) -> Iterator[Store]:
     db = open_db(tmp_path / "p.db")
     ingest_files(db, SEEDS, now=NOW)
     yield db
     forget(db)
 
 
-def paper_id(db: Database, title: str) -> str:
+def paper_id(db: Store, title: str) -> str:
     return str(db.execute("select id from papers where title = ?", [title]).fetchone()[0])
 
 
-def delete_paper(db: Database, pid: str) -> None:
+def delete_paper(db: Store, pid: str) -> None:
     with db.conn:
         db.execute("delete from paper_aliases where paper_id = ?", [pid])
         db.execute("delete from papers where id = ?", [pid])
 
 
 def test_the_index_is_built_beside_the_file_and_trim_drops_applied_changes(
-    file_db: Database,
+    file_db: Store,
 ) -> None:
     changes = file_db.execute("select count(*) from search_changes").fetchone()[0]
     assert changes > 0
@@ -51,7 +51,7 @@ def test_the_index_is_built_beside_the_file_and_trim_drops_applied_changes(
     assert search_papers(file_db, "ResDex", 1)[0].paper["method"] == "ResDex"
 
 
-def test_new_changed_and_deleted_papers_are_followed(file_db: Database, tmp_path: Path) -> None:
+def test_new_changed_and_deleted_papers_are_followed(file_db: Store, tmp_path: Path) -> None:
     assert titles(file_db, "zanzibar") == []
     ingest_files(
         file_db,
@@ -68,9 +68,7 @@ def test_new_changed_and_deleted_papers_are_followed(file_db: Database, tmp_path
     assert titles(file_db, "pemba") == []
 
 
-def behind_by_one(
-    db: Database, tmp_path: Path, paper: tuple[str, str, str]
-) -> text_index.TextIndex:
+def behind_by_one(db: Store, tmp_path: Path, paper: tuple[str, str, str]) -> text_index.TextIndex:
     """Index `db`, then ingest `paper` (id, title, abstract) that the index has not yet
     seen; returns the index's writable handle."""
     search_papers(db, "LoMAP", 1)
@@ -79,7 +77,7 @@ def behind_by_one(
 
 
 def test_a_crash_before_the_watermark_is_written_replays_the_changes(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     behind_by_one(file_db, tmp_path, ("q1", "Quokka habitats", "Quokkas live. " * 5))
 
@@ -98,7 +96,7 @@ def test_a_crash_before_the_watermark_is_written_replays_the_changes(
 
 
 def test_a_crash_before_tantivy_commits_loses_nothing(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     behind_by_one(file_db, tmp_path, ("w1", "Wombat burrows", "Wombats dig. " * 5))
     real = text_index._document
@@ -114,7 +112,7 @@ def test_a_crash_before_tantivy_commits_loses_nothing(
     assert titles(file_db, "wombat") == ["Wombat burrows"]
 
 
-def test_a_missing_index_is_rebuilt_from_the_store(file_db: Database) -> None:
+def test_a_missing_index_is_rebuilt_from_the_store(file_db: Store) -> None:
     search_papers(file_db, "LoMAP", 1)
     folder = text_index.index_folder(db_path(file_db))
     (folder / text_index.META).unlink()
@@ -123,7 +121,7 @@ def test_a_missing_index_is_rebuilt_from_the_store(file_db: Database) -> None:
 
 
 def test_an_index_folder_removed_under_a_running_process_is_made_again(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     import shutil
 
@@ -139,7 +137,7 @@ def test_an_index_folder_removed_under_a_running_process_is_made_again(
     assert text_index._disk_seq(handle) == text_index._last_seq(file_db)
 
 
-def test_a_copied_database_gets_its_own_full_index(file_db: Database, tmp_path: Path) -> None:
+def test_a_copied_database_gets_its_own_full_index(file_db: Store, tmp_path: Path) -> None:
     search_papers(file_db, "LoMAP", 1)
     text_index.trim(file_db)
     from bench.corpus import copy_db
@@ -151,7 +149,7 @@ def test_a_copied_database_gets_its_own_full_index(file_db: Database, tmp_path: 
 
 
 def test_a_store_restored_from_a_backup_gets_its_index_rebuilt(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     from bench.corpus import copy_db
 
@@ -187,7 +185,7 @@ def test_inside_a_transaction_the_lookup_uses_fts5_and_indexes_nothing_uncommitt
 
 
 def test_a_busy_index_writer_falls_back_to_fts5(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
     handle = behind_by_one(file_db, tmp_path, ("o1", "Okapi stripes", "Okapis hide. " * 5))
@@ -202,7 +200,7 @@ def test_a_busy_index_writer_falls_back_to_fts5(
 
 
 def test_a_lookup_waits_briefly_for_another_writer_of_the_index(
-    file_db: Database, tmp_path: Path
+    file_db: Store, tmp_path: Path
 ) -> None:
     import threading
 
@@ -215,7 +213,7 @@ def test_a_lookup_waits_briefly_for_another_writer_of_the_index(
 
 
 def test_a_lookup_does_not_wait_for_a_whole_rebuild_in_another_thread(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(text_index, "BUSY_WAIT_S", 0.2)
     handle = behind_by_one(file_db, tmp_path, ("t1", "Tapir snouts", "Tapirs browse. " * 5))
@@ -273,7 +271,7 @@ def test_index_terms_match_the_index_tokens() -> None:
 
 
 def test_a_reader_that_may_not_write_reads_the_index_or_falls_back(
-    file_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another user's lookup: it never builds or updates the owner's index."""
     from db.connection import open_read_only

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
 from db.connection import open_read_only
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 from tests.fakes.search_store import SEEDS, db_path, forget
@@ -63,7 +63,7 @@ def test_a_read_only_store_and_index_answer_without_a_trace(
         before = listing(folder)
         with caplog.at_level(logging.WARNING):
             for opener in (open_read_only, lambda p: open_db(p, create=False)):
-                reader: Database = opener(indexed)  # open_db: no WAL on a read-only folder
+                reader: Store = opener(indexed)  # open_db: no WAL on a read-only folder
                 assert not text_index.may_write(reader)
                 for _ in range(2):
                     assert search_papers(reader, "LoMAP", 1)[0].paper["method"] == "LoMAP"

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from db import open_db
+from db import store as store_module
 from db.errors import Busy, Conflict, StorageError, Unavailable
 from db.store import ReservedName, Store, to_psycopg
 
@@ -93,12 +94,12 @@ def test_casts_reach_postgresql(postgres_store: Store) -> None:
 
 
 def test_rows_are_dicts_and_execute_counts_changed_rows(store: Store) -> None:
-    assert store.execute(INSERT, PAPER) == 1
+    assert store.execute(INSERT, PAPER).rowcount == 1
     assert store.query("select id, year, title_derived from papers") == [
         {"id": PAPER["id"], "year": None, "title_derived": 0}
     ]
-    assert store.execute("update papers set year = ? where id like ?", [2020, "pa%"]) == 1
-    assert store.execute("update papers set year = ? where id = ?", [2020, "none"]) == 0
+    assert store.execute("update papers set year = ? where id like ?", [2020, "pa%"]).rowcount == 1
+    assert store.execute("update papers set year = ? where id = ?", [2020, "none"]).rowcount == 0
     assert store.query("select * from papers where id = ?", ["none"]) == []
 
 
@@ -211,21 +212,20 @@ def test_a_held_write_lock_is_busy_on_sqlite(tmp_path: Path) -> None:
 def test_a_held_row_lock_is_busy_on_postgresql_after_sqlites_busy_timeout(
     postgres_store: Store, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from db import connection
 
     assert postgres_store.query("select setting from pg_settings where name = 'lock_timeout'") == [
-        {"setting": str(connection.BUSY_TIMEOUT_MS)}
+        {"setting": str(store_module.BUSY_TIMEOUT_MS)}
     ]
     postgres_store.execute(INSERT, PAPER)
     database = postgres_store.query("select current_database() as d")[0]["d"]
-    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 50)  # the test need not wait 10 s
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)  # the test need not wait 10 s
     waiter = Store.connect(postgres_server.url(database))
     try:
         with postgres_store.write():
             postgres_store.execute("update papers set year = 2020")
             with pytest.raises(Busy):
                 waiter.execute("update papers set year = 2021")
-        assert waiter.execute("update papers set year = 2021") == 1
+        assert waiter.execute("update papers set year = 2021").rowcount == 1
     finally:
         waiter.close()
 

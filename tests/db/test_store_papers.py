@@ -88,7 +88,7 @@ def test_a_user_column_is_found_when_quoted_and_a_bare_user_is_refused(store: St
         {"user": "U1", "vote": 1}
     ]
     assert store.query("select v.user from votes v where v.user = ?", ["U1"]) == [{"user": "U1"}]
-    assert store.execute('delete from votes where "user" = :u', {"u": "U1"}) == 1
+    assert store.execute('delete from votes where "user" = :u', {"u": "U1"}).rowcount == 1
     with pytest.raises(ReservedName):
         store.query("select vote from votes where user = ?", ["U1"])
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 from tests.fakes.search_papers import search_store
@@ -20,18 +20,18 @@ from tests.fakes.search_store import db_path, forget
 
 
 @pytest.fixture
-def file_db(tmp_path: Path) -> Iterator[Database]:
+def file_db(tmp_path: Path) -> Iterator[Store]:
     db = search_store(open_db(tmp_path / "p.db"))
     yield db
     forget(db)
 
 
-def _by_levine(db: Database) -> list[str]:
+def _by_levine(db: Store) -> list[str]:
     return [hit.paper["title"] for hit in search_papers(db, "Sergey Levine", 10)]
 
 
 def test_an_index_of_the_previous_format_is_rebuilt_with_the_authors(
-    file_db: Database, monkeypatch: pytest.MonkeyPatch
+    file_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What an older release left beside the store: a current index, in search-v1, of
     documents without authors. Used as it is, "Sergey Levine" would find nothing; kept, it
@@ -117,7 +117,7 @@ def test_author_text_holds_names_run_together_and_initials_apart() -> None:
     assert text_index.author_initials(names).split() == ["slevine", "jhunt", "kan"]
 
 
-def test_a_merge_that_brings_authors_reindexes_the_paper(file_db: Database) -> None:
+def test_a_merge_that_brings_authors_reindexes_the_paper(file_db: Store) -> None:
     """A later record of a stored paper fills in its authors; the index must see them."""
     row = file_db.execute("select id, abstract from papers where title like 'KTO%'").fetchone()
     with file_db.conn:

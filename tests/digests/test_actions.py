@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import channels as store
 from db import digests as digest_store
 from db import feedback, saved
+from db.store import Store
 from digests import actions
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, apply_action, custom_id, item_ref
 from tests.conftest import NOW
@@ -20,7 +20,7 @@ OTHER = "slack:T1/C2"
 KEY = "slack:T1/U0AAA1"
 
 
-def record(db: Database, channel: str, papers: list[str], topics: list[list[str]]) -> int:
+def record(db: Store, channel: str, papers: list[str], topics: list[list[str]]) -> int:
     store.ensure_channel(db, channel, channel.split(":")[0], {}, NOW.isoformat())
     items = [
         {"paper_id": p, "topics": t, "score": 1.0} for p, t in zip(papers, topics, strict=True)
@@ -30,7 +30,7 @@ def record(db: Database, channel: str, papers: list[str], topics: list[list[str]
 
 
 @pytest.fixture
-def setup(seeded_db: Database) -> tuple[Database, int, int, list[str]]:
+def setup(seeded_db: Store) -> tuple[Store, int, int, list[str]]:
     papers = [str(r[0]) for r in seeded_db.execute("select id from papers order by id limit 4")]
     store.ensure_channel(seeded_db, CHANNEL, "slack", {}, NOW.isoformat())
     store.add_subscription(seeded_db, CHANNEL, "b", None, "U9", NOW.isoformat())
@@ -39,13 +39,13 @@ def setup(seeded_db: Database) -> tuple[Database, int, int, list[str]]:
     return seeded_db, mine, theirs, papers
 
 
-def click(db: Database, action: str, value: Any, **kwargs: Any) -> actions.ActionResult:
+def click(db: Store, action: str, value: Any, **kwargs: Any) -> actions.ActionResult:
     args: dict[str, Any] = {"channel": CHANNEL, "user": "U1", "user_key": KEY}
     args.update(kwargs)
     return apply_action(db, action=action, value=value, now=NOW, **args)
 
 
-def tables(db: Database) -> tuple[list[Any], list[Any]]:
+def tables(db: Store) -> tuple[list[Any], list[Any]]:
     return (
         db.execute("select * from feedback order by id").fetchall(),
         db.execute("select * from saved order by rowid").fetchall(),
@@ -175,7 +175,7 @@ def test_hostile_clicks_change_nothing(
     assert tables(db) == before
 
 
-def test_a_vote_names_a_free_text_topic_by_its_text_not_its_slug(seeded_db: Database) -> None:
+def test_a_vote_names_a_free_text_topic_by_its_text_not_its_slug(seeded_db: Store) -> None:
     """The clicker typed "diffusion policy", never `custom:diffusion-policy`; the answer
     keeps only the text's words (it is sent unescaped: no markup or mention gets in)."""
     paper = str(seeded_db.execute("select id from papers order by id limit 1").fetchone()[0])

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sqlite_utils import Database
 
 from bot.cli import main
 from bot.local import LocalPoster
@@ -25,6 +24,7 @@ from bot.services import Services
 from config.settings import Settings, load_settings
 from db import channels as store
 from db import open_db
+from db.store import Store
 from digests.commands import Context, handle
 from digests.commands.grammar import VERBS_BY_NAME
 from digests.digest import Digest, DigestItem, build_digest, ensure_channel
@@ -100,7 +100,7 @@ def test_parse_when() -> None:
 
 
 @pytest.fixture
-def world(fresh_db: Database, seed_paths: list[Path], settings: Settings) -> Database:
+def world(fresh_db: Store, seed_paths: list[Path], settings: Settings) -> Store:
     """The 38 seed papers, all stored long ago."""
     ingest_files(fresh_db, seed_paths, now=LONG_AGO)
     return fresh_db
@@ -111,13 +111,13 @@ def big(settings: Settings) -> Settings:
     return replace(settings, digest_size=50)
 
 
-def subscribe_all(db: Database, settings: Settings, catalog: Catalog, at: datetime = NOW) -> None:
+def subscribe_all(db: Store, settings: Settings, catalog: Catalog, at: datetime = NOW) -> None:
     ensure_channel(db, CHANNEL, settings, at)
     for topic in catalog.ids:
         store.add_subscription(db, CHANNEL, topic, None, "tester", stamp(at))
 
 
-def matching_ids(db: Database, catalog: Catalog, settings: Settings) -> list[str]:
+def matching_ids(db: Store, catalog: Catalog, settings: Settings) -> list[str]:
     """Seed papers that some catalog topic picks, in a stable order."""
     from db.papers import decode
     from digests.digest import select_items
@@ -127,9 +127,7 @@ def matching_ids(db: Database, catalog: Catalog, settings: Settings) -> list[str
     return sorted(str(item.paper["id"]) for item in items)
 
 
-def set_times(
-    db: Database, paper_id: str, added: datetime, published: datetime | None = None
-) -> None:
+def set_times(db: Store, paper_id: str, added: datetime, published: datetime | None = None) -> None:
     db.execute(
         "update papers set added_at = ?, published_at = ? where id = ?",
         [stamp(added), stamp(published) if published else None, paper_id],
@@ -141,7 +139,7 @@ def ids(digest: Digest) -> set[str]:
 
 
 def test_the_first_digest_looks_back_seven_days(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     six, eight = matching_ids(world, catalog, big)[:2]
     set_times(world, six, NOW - timedelta(days=6))
@@ -164,7 +162,7 @@ def test_the_first_digest_looks_back_seven_days(
 
 
 def test_new_since_the_previous_digest_stored_or_published(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     previous_at = NOW - timedelta(days=7)
     ensure_channel(world, CHANNEL, big, previous_at)
@@ -189,7 +187,7 @@ def test_new_since_the_previous_digest_stored_or_published(
 
 
 def test_a_digest_that_never_reached_the_channel_is_not_the_previous_one(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     paper = matching_ids(world, catalog, big)[0]
     set_times(world, paper, NOW - timedelta(days=2))
@@ -204,7 +202,7 @@ def test_a_digest_that_never_reached_the_channel_is_not_the_previous_one(
 
 
 def test_a_paper_stored_in_the_second_a_digest_was_built_is_in_the_next(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     """Stamps are to the second: a paper stored just after a digest's query, in the same
     second, has `added_at == built_at`. It was not in that digest; it must be in the next
@@ -225,7 +223,7 @@ def test_a_paper_stored_in_the_second_a_digest_was_built_is_in_the_next(
 
 
 def test_the_backlog_fills_empty_slots_with_marked_archive_papers(
-    world: Database, catalog: Catalog, settings: Settings
+    world: Store, catalog: Catalog, settings: Settings
 ) -> None:
     small = replace(settings, digest_size=2)
     ensure_channel(world, CHANNEL, small, NOW)
@@ -303,7 +301,7 @@ def test_an_empty_digest_is_one_short_line_or_nothing() -> None:
 
 
 def test_changing_cadence_mid_week_neither_repeats_a_period_nor_skips_papers(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     monday = NOW  # Monday 30 Nov 2026, 09:00 UTC
     a, b, c = matching_ids(world, catalog, big)[:3]
@@ -340,7 +338,7 @@ def test_changing_cadence_mid_week_neither_repeats_a_period_nor_skips_papers(
 
 
 def test_a_daily_digest_is_built_once_in_a_repeated_dst_hour(
-    world: Database, catalog: Catalog, big: Settings
+    world: Store, catalog: Catalog, big: Settings
 ) -> None:
     ensure_channel(world, CHANNEL, big, LONG_AGO)
     store.set_schedule(
@@ -656,7 +654,7 @@ async def test_discord_backlog_needs_manage_channels(bot: Any, fake_discord: Any
 
 
 def test_list_and_preview_tell_the_cadence_and_backlog(
-    seeded_db: Database, settings: Settings, catalog: Catalog
+    seeded_db: Store, settings: Settings, catalog: Catalog
 ) -> None:
     ctx = Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
     handle("subscribe offline-rl", ctx)

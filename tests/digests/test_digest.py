@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from sqlite_utils import Database
 
 from bench.digest import naive_items
 from config.settings import Settings
 from db import channels as store
 from db import open_db
 from db.papers import decode
+from db.store import Store
 from digests import digest as digest_module
 from digests.digest import FEW_TOPICS, _Window, build_digest, ensure_channel
 from digests.ingest import ingest_files
@@ -37,7 +37,7 @@ from tests.fakes.digest import (
 from tests.fakes.digest_world import LONG_AGO, follow, picks, world  # noqa: F401
 
 
-def subscribe_text(db: Database, settings: Settings, text: str, channel: str = CHANNEL) -> None:
+def subscribe_text(db: Store, settings: Settings, text: str, channel: str = CHANNEL) -> None:
     from digests.topics import custom_topic
 
     ensure_channel(db, channel, settings, NOW)
@@ -50,7 +50,7 @@ def subscribe_text(db: Database, settings: Settings, text: str, channel: str = C
     ["subscribe offline reinforcement learning", 'subscribe "offline reinforcement learning"'],
 )
 def test_offline_rl_picks_the_offline_rl_papers_not_dpo(
-    seeded_db: Database, catalog: Catalog, settings: Settings, command: str
+    seeded_db: Store, catalog: Catalog, settings: Settings, command: str
 ) -> None:
     from digests.commands import Context, handle
 
@@ -68,7 +68,7 @@ def test_offline_rl_picks_the_offline_rl_papers_not_dpo(
 
 
 def test_free_text_topics_pick_their_papers(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     subscribe_text(seeded_db, settings, "diffusion policy")
     digest = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings, preview=True)
@@ -78,7 +78,7 @@ def test_free_text_topics_pick_their_papers(
 
 
 def test_top_n_per_topic_and_one_entry_per_paper(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     subscribe(seeded_db, settings, "diffusion-models", "exploration")
     small = replace(settings, digest_size=2)
@@ -98,7 +98,7 @@ def test_top_n_per_topic_and_one_entry_per_paper(
 
 
 def test_a_real_digest_is_recorded_once_and_never_repeats(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     subscribe(seeded_db, settings, "rlhf", "llm-reasoning-agents")
     first = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
@@ -127,7 +127,7 @@ def test_a_real_digest_is_recorded_once_and_never_repeats(
 
 
 def test_papers_count_as_delivered_only_once_sent(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     from bot.delivery import queue_digest
     from db.outbox import mark_failed, messages_for_digest
@@ -164,9 +164,7 @@ def test_papers_count_as_delivered_only_once_sent(
     assert ids(retried) == ids(first)
 
 
-def test_a_preview_records_nothing(
-    seeded_db: Database, catalog: Catalog, settings: Settings
-) -> None:
+def test_a_preview_records_nothing(seeded_db: Store, catalog: Catalog, settings: Settings) -> None:
     subscribe(seeded_db, settings, "robotics")
     preview = build_digest(
         seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings, preview=True
@@ -178,7 +176,7 @@ def test_a_preview_records_nothing(
 
 
 def test_channels_never_see_each_other(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     subscribe(seeded_db, settings, "robotics", channel="slack:T1/C1")
     subscribe(seeded_db, settings, "robotics", channel="slack:T2/C1")
@@ -190,7 +188,7 @@ def test_channels_never_see_each_other(
     assert ids(one) == ids(two)  # T2 is not affected by T1's deliveries
 
 
-def test_an_empty_week(seeded_db: Database, catalog: Catalog, settings: Settings) -> None:
+def test_an_empty_week(seeded_db: Store, catalog: Catalog, settings: Settings) -> None:
     subscribe(seeded_db, settings, "quantum-ml")
     deliver_all(
         seeded_db, build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=settings)
@@ -202,7 +200,7 @@ def test_an_empty_week(seeded_db: Database, catalog: Catalog, settings: Settings
 
 
 def test_the_week_is_the_channels_own(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     ensure_channel(seeded_db, CHANNEL, settings, NOW)
     store.set_schedule(seeded_db, CHANNEL, "mon", "09:00", "Pacific/Auckland", "t", NOW.isoformat())
@@ -214,7 +212,7 @@ def test_the_week_is_the_channels_own(
 
 
 def test_papers_added_later_are_not_in_an_earlier_digest(
-    seeded_db: Database, catalog: Catalog, settings: Settings
+    seeded_db: Store, catalog: Catalog, settings: Settings
 ) -> None:
     subscribe(seeded_db, settings, "robotics")
     earlier = build_digest(
@@ -246,7 +244,7 @@ def test_a_text_is_not_taken_from_another_paper_with_the_same_id_and_stamp() -> 
     assert PaperText.of({**paper, "abstract": OFFLINE, "keywords": ["offline RL"]}) is second
 
 
-def merge_in_place(db: Database, paper_id: str, abstract: str) -> None:
+def merge_in_place(db: Store, paper_id: str, abstract: str) -> None:
     """A merge as an ingest running with one clock makes it: new text, same updated_at
     (the paper's stamp is that of an earlier merge in the same run)."""
     db.execute(
@@ -311,7 +309,7 @@ def test_the_scorers_for_many_topics_give_the_scores_of_score(
 
 
 def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
-    world: Database,
+    world: Store,
     catalog: Catalog,
     settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
@@ -344,7 +342,7 @@ def test_the_backlog_goes_on_past_the_archive_papers_a_channel_already_had(
 
 
 def test_the_backlog_reads_at_most_its_pages_when_a_topics_archive_runs_dry(
-    world: Database,
+    world: Store,
     catalog: Catalog,
     settings: Settings,
     monkeypatch: pytest.MonkeyPatch,

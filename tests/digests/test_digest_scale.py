@@ -4,17 +4,18 @@ the backlog reads a bounded number of archive papers, not the store."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from bench.digest import naive_items
 from config.settings import Settings
 from db import channels as store
 from db.papers import decode
+from db.store import Store
 from digests import digest as digest_module
 from digests.digest import build_digest, build_digests, ensure_channel
 from digests.ingest import ingest_files
@@ -28,15 +29,15 @@ from tests.fakes.digest_world import FREE_TEXTS, LONG_AGO, follow, picks, world 
 NOW_MERGED = stamp(NOW - timedelta(hours=5, seconds=17))
 
 
-def copy_of(db: Database) -> Database:
-    copy = Database(memory=True)
+def copy_of(db: Store) -> Store:
+    copy = Store(sqlite3.connect(":memory:", check_same_thread=False))
     db.conn.backup(copy.conn)
     return copy
 
 
 @pytest.mark.parametrize("size", [1, 2, 50])
 def test_many_channels_built_at_once_get_what_the_old_code_picked_for_each(
-    world: Database, catalog: Catalog, settings: Settings, size: int
+    world: Store, catalog: Catalog, settings: Settings, size: int
 ) -> None:
     settings = replace(settings, digest_size=size)
     week_ago = NOW - timedelta(days=7)
@@ -71,7 +72,7 @@ def test_many_channels_built_at_once_get_what_the_old_code_picked_for_each(
 
 
 def test_the_backlog_reads_a_bounded_number_of_archive_papers(
-    world: Database, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    world: Store, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world.execute("update papers set added_at = ?", [stamp(LONG_AGO)])  # nothing is new
     follow(world, settings, "local:d", "offline-rl")
@@ -91,7 +92,7 @@ def test_the_backlog_reads_a_bounded_number_of_archive_papers(
 
 
 def test_one_scorer_for_many_topics_gives_the_scores_of_score(
-    seeded_db: Database, catalog: Catalog
+    seeded_db: Store, catalog: Catalog
 ) -> None:
     topics = {topic.id: topic.terms for topic in catalog.topics}
     for text in (*FREE_TEXTS, "a a", "???", "learning learning"):
@@ -156,7 +157,7 @@ def test_a_window_read_for_one_digest_serves_the_next_only_while_its_papers_are_
 
 
 def test_a_recorded_digest_is_returned_as_get_digest_reads_it(
-    world: Database, settings: Settings
+    world: Store, settings: Settings
 ) -> None:
     """insert_digest returns the row it wrote without reading it back: the same values,
     of the same types, as get_digest reads (an int score is a REAL, a str paper id)."""
@@ -186,14 +187,14 @@ def test_a_recorded_digest_is_returned_as_get_digest_reads_it(
 
 
 def test_a_batch_reads_each_picked_papers_row_once(
-    world: Database, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    world: Store, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The channels of a batch share papers: each picked paper's row is read once per
     build, not once per channel, and every digest still shows the whole row."""
     read: list[str] = []
     real = digest_module._rows
 
-    def counting(db: Database, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
+    def counting(db: Store, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
         read.extend(paper_ids)
         return real(db, paper_ids)
 
@@ -206,12 +207,14 @@ def test_a_batch_reads_each_picked_papers_row_once(
     assert shown and sorted(read) == sorted(shown)  # each once, though 4 channels show it
     for digest in built:
         for item in digest.items:
-            row = decode(next(world.query("select * from papers where id = ?", [item.paper["id"]])))
+            row = decode(
+                next(world.iterate("select * from papers where id = ?", [item.paper["id"]]))
+            )
             assert item.paper == row
 
 
 def test_the_archive_ranks_a_topics_matches_once_for_all_its_pages(
-    world: Database, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    world: Store, catalog: Catalog, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages past the first come from the same full-text query (ranking every match is
     its cost), and hold what a query per page held."""

@@ -7,11 +7,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from bot.services import Services
 from config.settings import SettingsError, load_settings
 from db import open_db
+from db.store import Store
 from digests.commands import Context, handle
 from digests.digest import Digest, DigestItem
 from digests.enrich.paper import build_row
@@ -56,7 +56,7 @@ def test_many_people_subscribing_at_once(
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings, catalog: Catalog) -> Context:  # type: ignore[no-untyped-def]
+def ctx(seeded_db: Store, settings, catalog: Catalog) -> Context:  # type: ignore[no-untyped-def]
     return Context(seeded_db, "slack:T1/C1", "@alice", NOW, settings, catalog)
 
 
@@ -103,7 +103,7 @@ def test_a_digest_with_many_long_escaped_topics_still_fits() -> None:
     ],
 )
 def test_malformed_values_are_one_line_errors(
-    fresh_db: Database, tmp_path: Path, name: str, content: str, words: str
+    fresh_db: Store, tmp_path: Path, name: str, content: str, words: str
 ) -> None:
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
@@ -112,7 +112,7 @@ def test_malformed_values_are_one_line_errors(
     assert str(caught.value).startswith(f"{path}:") and words in str(caught.value)
 
 
-def test_absurd_latex_still_ingests(fresh_db: Database, tmp_path: Path) -> None:
+def test_absurd_latex_still_ingests(fresh_db: Store, tmp_path: Path) -> None:
     path = tmp_path / "deep.txt"
     path.write_text(
         "ICML 2025\n\nWe propose Deep, with $" + "{" * 2000 + "x" + "}" * 2000 + "$ inside.\n"
@@ -156,7 +156,7 @@ INVISIBLE = ("\u202e", "\u2066", "\u200b", "\u200f", "\ufeff", "\x1b", "\x07", "
 
 
 def test_topics_with_invisible_or_control_characters_are_refused(
-    ctx: Context, seeded_db: Database
+    ctx: Context, seeded_db: Store
 ) -> None:
     for text in (
         'subscribe "\u202eLR enilffO"',
@@ -296,7 +296,7 @@ def test_joiners_and_flag_tags_in_people_s_text_are_kept(ctx: Context) -> None:
 
 
 def test_tag_characters_and_stray_joiners_are_invisible_tricks(
-    ctx: Context, seeded_db: Database
+    ctx: Context, seeded_db: Store
 ) -> None:
     from digests.safe_text import json_safe, strip_unsafe
 

@@ -10,10 +10,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db
 from db.papers import add_alias, count_papers, get_paper, insert_paper, resolve_paper
+from db.store import Store
 from digests.enrich.paper import build_row
 from digests.identity import fingerprint_hash, legacy_id, paper_id
 from digests.ingest import IngestError, ingest_files, pipeline
@@ -78,7 +78,7 @@ def count_enrichments(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return enriched
 
 
-def stored(db: Database) -> list[dict[str, object]]:
+def stored(db: Store) -> list[dict[str, object]]:
     return list(db.query("select id, abstract, fingerprint from papers order by id"))
 
 
@@ -94,7 +94,7 @@ def test_new_ids_have_64_bits_and_extend_the_legacy_id() -> None:
 
 
 def test_colliding_ids_store_every_paper_and_a_reingest_adds_and_merges_nothing(
-    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+    fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
 ) -> None:  # type: ignore[no-untyped-def]
     short_ids(monkeypatch, 2)  # 256 ids for 50 papers
     texts = abstracts(50)
@@ -121,7 +121,7 @@ def test_colliding_ids_store_every_paper_and_a_reingest_adds_and_merges_nothing(
 
 
 def test_a_paper_with_a_taken_id_is_found_again_from_another_file(
-    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the full path (a new author makes the record not yet absorbed): the
     probe sequence leads to the paper, which is merged into, not duplicated."""
@@ -138,7 +138,7 @@ def test_a_paper_with_a_taken_id_is_found_again_from_another_file(
 
 
 def test_when_every_id_is_taken_the_ingest_stops_and_stores_nothing(
-    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     short_ids(monkeypatch, 1)  # 16 ids: the 17th paper has none
     path = write_jsonl(tmp_path / "papers.jsonl", abstracts(17))
@@ -148,7 +148,7 @@ def test_when_every_id_is_taken_the_ingest_stops_and_stores_nothing(
 
 
 def test_an_abstract_merged_into_another_paper_is_no_alias_for_its_id_twin(
-    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record merged by title leaves its abstract's alias; a different abstract with the
     same id must not follow that alias into the paper."""
@@ -170,7 +170,7 @@ def test_an_abstract_merged_into_another_paper_is_no_alias_for_its_id_twin(
     assert (other.added, other.merged, count_papers(fresh_db)) == (1, 0, 2)
 
 
-def insert_legacy(db: Database, abstract: str, **fields: object) -> str:
+def insert_legacy(db: Store, abstract: str, **fields: object) -> str:
     """A paper as stored with a legacy id: 10 digits, no fingerprint."""
     record = PaperRecord(abstract=abstract, source="papers.jsonl", line=1, **fields)  # type: ignore[arg-type]
     row = build_row(record, NOW)
@@ -181,7 +181,7 @@ def insert_legacy(db: Database, abstract: str, **fields: object) -> str:
 
 
 def test_papers_stored_under_legacy_ids_are_found_by_a_reingest(
-    fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     texts = abstracts(20)
     old_ids = sorted(insert_legacy(fresh_db, text) for text in texts)
@@ -198,7 +198,7 @@ def test_papers_stored_under_legacy_ids_are_found_by_a_reingest(
 
 
 def test_a_legacy_id_shared_by_a_different_abstract_is_not_merged_into(
-    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     old = insert_legacy(fresh_db, TWIN_A)
     with caplog.at_level(logging.WARNING):
@@ -227,7 +227,7 @@ def test_a_legacy_paper_whose_abstract_was_replaced_needs_a_shared_author(
         assert count_papers(db) == 1 + added
 
 
-def test_a_64_bit_id_and_its_prefixes_resolve(fresh_db: Database, tmp_path: Path, run) -> None:  # type: ignore[no-untyped-def]
+def test_a_64_bit_id_and_its_prefixes_resolve(fresh_db: Store, tmp_path: Path, run) -> None:  # type: ignore[no-untyped-def]
     ingest_files(fresh_db, [write_jsonl(tmp_path / "p.jsonl", abstracts(5))], now=NOW)
     [row] = fresh_db.query("select id from papers where abstract like '%setting 3,%'")
     full = str(row["id"])
@@ -242,7 +242,7 @@ def test_a_64_bit_id_and_its_prefixes_resolve(fresh_db: Database, tmp_path: Path
 
 
 def test_fetched_papers_with_colliding_ids_are_stored_apart_and_found_again(
-    fresh_db: Database, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A source's page takes the same path (`fetched.store_page` -> `store_row`)."""
     short_ids(monkeypatch, 2)
@@ -266,7 +266,7 @@ V1 = "Version one: we bound the spectral gap of sparsified random walks on graph
 V2 = "Version two: tight spectral bounds for sparsifiers of random walks, with proofs."
 
 
-def replaced_legacy_paper(db: Database, authors: list[str]) -> str:
+def replaced_legacy_paper(db: Store, authors: list[str]) -> str:
     """As the legacy-id code left a paper whose arXiv v2 replaced its abstract: the
     row keeps the id of v1 (10 digits), holds v2's text, and v2's old id is its alias."""
     old = insert_legacy(db, V1, authors=authors)
@@ -280,7 +280,7 @@ def id_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_the_text_a_legacy_paper_holds_now_is_found_whatever_its_authors_look_like(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     """v2's text again, its authors written surname first: the alias's paper holds that
     very text, so it is that paper (the author rule is for what cannot be checked)."""
@@ -294,7 +294,7 @@ def test_the_text_a_legacy_paper_holds_now_is_found_whatever_its_authors_look_li
 
 
 def test_a_merge_only_the_author_rule_allows_is_logged_once_then_certain(
-    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """v1's text again: the stored row no longer holds it, so its 40-bit id and a shared
     surname decide. That is said (never silent), once: the merge leaves v1's `fp:`
@@ -315,7 +315,7 @@ def test_a_merge_only_the_author_rule_allows_is_logged_once_then_certain(
 
 
 def test_a_merge_through_an_old_alias_that_only_authors_allow_is_logged(
-    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """TWIN_B's old id is an alias (an older Paperboy merged TWIN_B into a titled paper, whose
     text is another now): TWIN_B's text again can only be matched by id and authors."""
@@ -331,7 +331,7 @@ def test_a_merge_through_an_old_alias_that_only_authors_allow_is_logged(
     assert target in line and legacy_id(fingerprint_hash(TWIN_B)) in line
 
 
-def test_a_name_suffix_or_et_al_is_no_shared_author(fresh_db: Database, tmp_path: Path) -> None:
+def test_a_name_suffix_or_et_al_is_no_shared_author(fresh_db: Store, tmp_path: Path) -> None:
     """ "Jr." and "et al." are no surnames: two papers with one real title and only those
     in common are two papers (a shared surname lets a title match merge them)."""
     title = "Learning to Rank Graphs with Spectral Sparsifiers"
@@ -349,7 +349,7 @@ def test_a_name_suffix_or_et_al_is_no_shared_author(fresh_db: Database, tmp_path
 
 
 def test_an_authorless_list_merges_into_its_replaced_legacy_paper_and_says_so(
-    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A plain list of abstracts (no authors) ingested again: v1's text finds the paper
     whose arXiv v2 replaced it. Nothing contradicts the 40-bit id, so it merges (a
@@ -365,7 +365,7 @@ def test_an_authorless_list_merges_into_its_replaced_legacy_paper_and_says_so(
 
 
 def test_another_abstract_under_a_known_external_id_is_merged_not_skipped(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     """A record that names a stored paper by its external id but brings another abstract
     is not 'stored unchanged': it merges, leaving its `fp:` alias, so a later title-less
@@ -394,7 +394,7 @@ def write_tsv(path: Path, rows: list[tuple[str, str, str]]) -> Path:
 
 
 def test_files_that_number_their_rows_alike_are_not_merged_by_that_number(
-    fresh_db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two exports whose `id` column is the row number: "1" of one file is no paper of
     the other (merged, the second file's abstracts would be lost). The number still merges
@@ -424,7 +424,7 @@ def test_files_that_number_their_rows_alike_are_not_merged_by_that_number(
 
 
 def test_one_boilerplate_abstract_under_two_arxiv_ids_is_two_papers(
-    fresh_db: Database, caplog: pytest.LogCaptureFixture
+    fresh_db: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Withdrawn arXiv papers can share their whole abstract: the same words under two
     arXiv ids are two papers (as two titles are), the second under its next probe id."""

@@ -8,11 +8,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import channels as store
 from db import outbox
+from db.store import Store
 from digests import learning
 from digests.actions import VOTE_DOWN, VOTE_UP, apply_action, item_ref
 from digests.digest import Digest, build_digest, build_digests, ensure_channel
@@ -29,7 +29,7 @@ def big(settings: Settings) -> Settings:
     return replace(settings, digest_size=10)
 
 
-def first_week(db: Database, tmp_path: Path, catalog: Catalog, settings: Settings) -> Digest:
+def first_week(db: Store, tmp_path: Path, catalog: Catalog, settings: Settings) -> Digest:
     """Both channels follow offline-rl and get this week's ten papers."""
     for channel in (CHANNEL, QUIET):
         ensure_channel(db, channel, settings, NOW)
@@ -45,13 +45,13 @@ def first_week(db: Database, tmp_path: Path, catalog: Catalog, settings: Setting
     return digests[CHANNEL]
 
 
-def deliver(db: Database, digest: Digest) -> None:
+def deliver(db: Store, digest: Digest) -> None:
     assert digest.digest_id is not None
     ids = [str(item.paper["id"]) for item in digest.items]
     outbox.enqueue(db, digest.channel, digest.digest_id, [({"text": "x"}, ids)], NOW.isoformat())
 
 
-def vote_all(db: Database, digest: Digest) -> tuple[set[str], set[str]]:
+def vote_all(db: Store, digest: Digest) -> tuple[set[str], set[str]]:
     """👍 the robot papers, 👎 the recommender ones, through the buttons' path."""
     assert digest.digest_id is not None
     liked, disliked = set(), set()
@@ -79,7 +79,7 @@ def order(digest: Digest, ids: dict[str, str]) -> list[str]:
 
 
 def test_feedback_reranks_the_next_digest(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     digest = first_week(fresh_db, tmp_path, catalog, big)
     deliver(fresh_db, digest)
@@ -105,7 +105,7 @@ def test_feedback_reranks_the_next_digest(
 
 
 def test_a_disliked_paper_never_comes_back_even_if_its_digest_never_arrived(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     """A digest that reached no channel leaves its papers new for the next one (nothing
     picked is lost), except those the channel voted 👎."""
@@ -132,7 +132,7 @@ def test_a_disliked_paper_never_comes_back_even_if_its_digest_never_arrived(
 
 
 def test_topics_without_feedback_stay_the_same_objects(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     digest = first_week(fresh_db, tmp_path, catalog, big)
     topic = catalog.get(TOPIC)
@@ -151,7 +151,7 @@ def test_topics_without_feedback_stay_the_same_objects(
 
 
 def test_a_refined_topic_searches_the_backlog_as_its_original(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     from db import feedback
     from digests.topics import custom_topic
@@ -171,7 +171,7 @@ def test_a_refined_topic_searches_the_backlog_as_its_original(
 
 
 def test_feedback_never_makes_the_backlog_pick_a_paper_below_the_topics_own_line(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     """The backlog is gated as the window is: an archive paper like the 👍 ones that the
     full-text search finds (it says "offline") but that the topic's own terms score far
@@ -201,7 +201,7 @@ def test_feedback_never_makes_the_backlog_pick_a_paper_below_the_topics_own_line
 
 
 def test_feedback_never_lists_a_carried_paper_under_a_topic_that_does_not_reach_it(
-    fresh_db: Database, tmp_path: Path, catalog: Catalog, big: Settings
+    fresh_db: Store, tmp_path: Path, catalog: Catalog, big: Settings
 ) -> None:
     """Papers an undelivered digest picked come back as new; a refined topic takes one
     only if its original reaches it (here: a robot paper picked for robotics, like the

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db.papers import decode
+from db.store import Store
 from digests.commands import Context, handle
 from digests.ingest import ingest_files
 from digests.lookup import FindQuery, find, format_results, parse_find, short_authors
@@ -25,7 +25,7 @@ DPO, BETA_DPO, SMAUG = "2305.18290", "2407.08639", "2402.13228"
 
 
 @pytest.fixture
-def store(fresh_db: Database) -> Database:
+def store(fresh_db: Store) -> Store:
     return search_store(fresh_db)
 
 
@@ -36,13 +36,13 @@ def _jsonl(tmp_path: Path, *papers: dict[str, object]) -> Path:
 
 
 @pytest.mark.parametrize("query", ["levine", "Sergey Levine", "S. Levine", "sergey levine"])
-def test_an_author_s_name_finds_the_papers_by_that_author(store: Database, query: str) -> None:
+def test_an_author_s_name_finds_the_papers_by_that_author(store: Store, query: str) -> None:
     found = arxiv_ids(find(store, query, 5))
     assert set(found) == BY_LEVINE, query
 
 
 def test_a_paper_by_the_author_ranks_above_one_that_names_him(
-    tmp_path: Path, fresh_db: Database
+    tmp_path: Path, fresh_db: Store
 ) -> None:
     mention = {
         "id": "mention",
@@ -58,19 +58,19 @@ def test_a_paper_by_the_author_ranks_above_one_that_names_him(
         assert len(titles) == len(BY_LEVINE) + 1
 
 
-def test_author_words_must_all_be_in_one_paper_s_authors(store: Database) -> None:
+def test_author_words_must_all_be_in_one_paper_s_authors(store: Store) -> None:
     # "Sergey" and "Finn" are both authors, never of one paper: no author match.
     assert find(store, "Sergey Finn", 5) == []
 
 
-def test_an_exact_acronym_beats_a_compound_that_contains_it(store: Database) -> None:
+def test_an_exact_acronym_beats_a_compound_that_contains_it(store: Store) -> None:
     # AlphaDPO's names hold "DPO" (AlphaDPO split); the DPO paper introduces DPO itself.
     for query in ("dpo", "DPO"):
         assert arxiv_ids(find(store, query, 5))[0] == "2305.18290", query
     assert arxiv_ids(find(store, "direct preference optimization", 5))[0] == "2305.18290"
 
 
-def test_a_method_name_beats_a_title_that_contains_it(tmp_path: Path, fresh_db: Database) -> None:
+def test_a_method_name_beats_a_title_that_contains_it(tmp_path: Path, fresh_db: Store) -> None:
     """IQL's abstract only dubs the method, so no method name is derived for it, while
     IDQL's title puts "Implicit Q-Learning" behind its own method name."""
     iql = {
@@ -92,7 +92,7 @@ def test_a_method_name_beats_a_title_that_contains_it(tmp_path: Path, fresh_db: 
         assert find(db, query, 5)[0]["title"] == iql["title"], query
 
 
-def test_the_method_name_itself_stays_first(store: Database) -> None:
+def test_the_method_name_itself_stays_first(store: Store) -> None:
     assert arxiv_ids(find(store, "implicit q-learning", 5))[:2] == ["2110.06169", "2304.10573"]
     assert arxiv_ids(find(store, "IDQL", 5))[0] == "2304.10573"
     assert arxiv_ids(find(store, "alphadpo", 5))[0] == "2410.10148"
@@ -118,7 +118,7 @@ def test_minus_words_are_cut_from_the_query(query: str, parsed: FindQuery) -> No
     assert parse_find(query) == parsed
 
 
-def test_a_minus_word_leaves_out_the_papers_that_mention_it(store: Database) -> None:
+def test_a_minus_word_leaves_out_the_papers_that_mention_it(store: Store) -> None:
     with_it = find(store, "offline rl", 10)
     without = find(store, "offline rl -diffusion", 10)
     assert any("iffusion" in result["abstract"] for result in with_it)
@@ -128,12 +128,12 @@ def test_a_minus_word_leaves_out_the_papers_that_mention_it(store: Database) -> 
     ][: len(without)]
 
 
-def test_a_minus_word_leaves_out_an_author_s_papers(store: Database) -> None:
+def test_a_minus_word_leaves_out_an_author_s_papers(store: Store) -> None:
     found = arxiv_ids(find(store, "offline reinforcement learning -levine", 10))
     assert found and not set(found) & BY_LEVINE
 
 
-def test_a_minus_phrase_leaves_out_only_the_phrase(tmp_path: Path, fresh_db: Database) -> None:
+def test_a_minus_phrase_leaves_out_only_the_phrase(tmp_path: Path, fresh_db: Store) -> None:
     apart = {
         "id": "apart",
         "title": "Offline RL policies that never need a diffusion model",
@@ -150,7 +150,7 @@ def test_a_minus_phrase_leaves_out_only_the_phrase(tmp_path: Path, fresh_db: Dat
 def _on_fts5(monkeypatch: pytest.MonkeyPatch) -> None:
     from db import text_index
 
-    def unavailable(db: Database) -> text_index.TextIndex:
+    def unavailable(db: Store) -> text_index.TextIndex:
         raise text_index.IndexUnavailable("a test")
 
     monkeypatch.setattr(text_index, "ready", unavailable)
@@ -171,7 +171,7 @@ SAME_ON_FTS5 = [
 
 
 def test_the_fts5_lookup_leaves_out_the_same_and_finds_authors(
-    store: Database, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     indexed = {query: arxiv_ids(find(store, query, 10)) for query in SAME_ON_FTS5}
     _on_fts5(monkeypatch)
@@ -184,11 +184,11 @@ def test_the_fts5_lookup_leaves_out_the_same_and_finds_authors(
     assert "2208.06193" not in arxiv_ids(find(store, "offline rl -diffusion", 10))
 
 
-def _ctx(db: Database, settings: Settings) -> Context:
+def _ctx(db: Store, settings: Settings) -> Context:
     return Context(db, "local:lab", "@a", NOW, settings, load_catalog())
 
 
-def test_the_reply_says_what_was_left_out(store: Database, settings: Settings) -> None:
+def test_the_reply_says_what_was_left_out(store: Store, settings: Settings) -> None:
     reply = handle("find offline rl -diffusion", _ctx(store, settings))
     assert reply.text.startswith("Top 3 for “offline rl” without “diffusion”:")
     reply = handle('find offline rl -"diffusion policies" -kostrikov', _ctx(store, settings))
@@ -197,7 +197,7 @@ def test_the_reply_says_what_was_left_out(store: Database, settings: Settings) -
     assert reply.text.startswith("No papers match “offline rl” without “diffusion” and “offline”.")
 
 
-def test_only_minus_words_get_a_message_and_no_lookup(store: Database, settings: Settings) -> None:
+def test_only_minus_words_get_a_message_and_no_lookup(store: Store, settings: Settings) -> None:
     for query in ("-diffusion", '-"diffusion policies" -rl'):
         reply = handle(f"find {query}", _ctx(store, settings))
         assert reply.papers == ()
@@ -205,9 +205,7 @@ def test_only_minus_words_get_a_message_and_no_lookup(store: Database, settings:
         assert "\n" not in reply.text.split("\n")[0]
 
 
-def test_find_results_list_the_authors_on_every_platform(
-    store: Database, settings: Settings
-) -> None:
+def test_find_results_list_the_authors_on_every_platform(store: Store, settings: Settings) -> None:
     reply = handle("find direct preference optimization", _ctx(store, settings))
     shown = "Rafael Rafailov, Archit Sharma, Eric Mitchell et al."
     assert reply.papers[0]["authors"][:3] == ["Rafael Rafailov", "Archit Sharma", "Eric Mitchell"]
@@ -219,7 +217,7 @@ def test_find_results_list_the_authors_on_every_platform(
 
 
 def test_find_by_an_author_names_that_author_on_every_platform(
-    store: Database, settings: Settings
+    store: Store, settings: Settings
 ) -> None:
     """IDQL's fifth author is Sergey Levine: `find levine` shows him, not only "et al."."""
     reply = handle("find sergey levine", _ctx(store, settings))
@@ -230,7 +228,7 @@ def test_find_by_an_author_names_that_author_on_every_platform(
     assert shown in discord
 
 
-def test_show_lists_the_authors_on_every_platform(store: Database, settings: Settings) -> None:
+def test_show_lists_the_authors_on_every_platform(store: Store, settings: Settings) -> None:
     reply = handle("show 2110.06169", _ctx(store, settings))
     assert "Authors: Ilya Kostrikov, Ashvin Nair, Sergey Levine" in reply_text(reply)
     shown = "Ilya Kostrikov, Ashvin Nair, Sergey Levine"
@@ -240,7 +238,7 @@ def test_show_lists_the_authors_on_every_platform(store: Database, settings: Set
 
 @pytest.mark.parametrize("fts5", [False, True])
 def test_an_acronym_joined_by_a_hyphen_is_not_the_paper_s_own(
-    store: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+    store: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool
 ) -> None:
     """β-DPO and Smaug "with DPO-Positive" name DPO in their titles, joined to a word: it is
     not their own acronym, and `find dpo` puts the DPO paper first."""
@@ -281,7 +279,7 @@ ACCENTS = {
 
 
 @pytest.fixture
-def names(tmp_path: Path, fresh_db: Database) -> Database:
+def names(tmp_path: Path, fresh_db: Store) -> Store:
     return search_store(fresh_db, _jsonl(tmp_path, NAMES, KAN, APOSTROPHES, ACCENTS))
 
 
@@ -299,7 +297,7 @@ def _ids(results: list[dict[str, object]]) -> list[str]:
 
 @pytest.mark.parametrize("fts5", [False, True])
 def test_an_initial_with_a_surname_is_asked_for_only_by_an_initial(
-    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+    names: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool
 ) -> None:
     if fts5:
         _on_fts5(monkeypatch)
@@ -314,7 +312,7 @@ def test_an_initial_with_a_surname_is_asked_for_only_by_an_initial(
 @pytest.mark.parametrize("fts5", [False, True])
 @pytest.mark.parametrize("query", ["S. Levine", "Levine, S.", "Levine S", "S Levine"])
 def test_citation_forms_find_the_author(
-    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool, query: str
+    names: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool, query: str
 ) -> None:
     if fts5:
         _on_fts5(monkeypatch)
@@ -324,7 +322,7 @@ def test_citation_forms_find_the_author(
 
 @pytest.mark.parametrize("fts5", [False, True])
 def test_a_dotted_initial_is_not_searched_as_a_word(
-    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+    names: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool
 ) -> None:
     # As a word, "s" would find the paper of apostrophes (and "levine's") after his own.
     if fts5:
@@ -338,7 +336,7 @@ def test_a_dotted_initial_is_not_searched_as_a_word(
 
 @pytest.mark.parametrize("fts5", [False, True])
 def test_accents_are_folded_in_authors_names(
-    names: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool
+    names: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool
 ) -> None:
     if fts5:
         _on_fts5(monkeypatch)
@@ -349,7 +347,7 @@ def test_accents_are_folded_in_authors_names(
 
 
 def test_the_fts5_author_scan_reads_only_the_newest_rows(
-    names: Database, monkeypatch: pytest.MonkeyPatch
+    names: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from db import search
 
@@ -362,7 +360,7 @@ def test_the_fts5_author_scan_reads_only_the_newest_rows(
 
 
 def test_no_author_scan_for_a_query_that_is_no_name(
-    names: Database, monkeypatch: pytest.MonkeyPatch
+    names: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from db import search
 
@@ -382,7 +380,7 @@ def test_no_author_scan_for_a_query_that_is_no_name(
     assert scans == ["zz"]
 
 
-def test_the_own_tier_is_asked_of_the_index(store: Database) -> None:
+def test_the_own_tier_is_asked_of_the_index(store: Store) -> None:
     # BM25 alone puts AlphaDPO first (its names hold "DPO" as a camel-case part); one hit
     # read leaves the sort in `find` nothing to reorder.
     from db.search import search_papers
@@ -392,7 +390,7 @@ def test_the_own_tier_is_asked_of_the_index(store: Database) -> None:
     ]
 
 
-def test_the_fts5_lookup_sorts_by_tier(store: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fts5_lookup_sorts_by_tier(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     from db.search import search_papers
 
     _on_fts5(monkeypatch)
@@ -401,7 +399,7 @@ def test_the_fts5_lookup_sorts_by_tier(store: Database, monkeypatch: pytest.Monk
     ]
 
 
-def test_semantic_results_keep_the_tiers(store: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_semantic_results_keep_the_tiers(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """With meaning fused in, the tiers still decide: the DPO paper first for `find dpo`,
     whatever order the fused ranking gave."""
     from db.search import Hit
@@ -412,7 +410,7 @@ def test_semantic_results_keep_the_tiers(store: Database, monkeypatch: pytest.Mo
         key=lambda paper: (paper["title"].startswith("Direct"), str(paper["title"])),
     )  # AlphaDPO first, DPO last
 
-    def fused(db: Database, query: str, limit: int) -> list[Hit]:
+    def fused(db: Store, query: str, limit: int) -> list[Hit]:
         return [Hit(paper, 1.0) for paper in papers[-limit:]]
 
     monkeypatch.setattr(semantic, "hybrid_hits", fused)
@@ -420,7 +418,7 @@ def test_semantic_results_keep_the_tiers(store: Database, monkeypatch: pytest.Mo
     assert found[0] == DPO and found[-1] != DPO
 
 
-def _crowded(tmp_path: Path, fresh_db: Database, count: int) -> Database:
+def _crowded(tmp_path: Path, fresh_db: Store, count: int) -> Store:
     """A store where the `count` best papers for "offline critics" all hold the phrase
     "diffusion policies", then three that do not (synthetic records)."""
     crowd = [
@@ -445,7 +443,7 @@ def _crowded(tmp_path: Path, fresh_db: Database, count: int) -> Database:
 
 @pytest.mark.parametrize(("fts5", "count"), [(False, 12), (True, 60)])
 def test_a_minus_phrase_reads_deeper_until_enough_are_left(
-    tmp_path: Path, fresh_db: Database, monkeypatch: pytest.MonkeyPatch, fts5: bool, count: int
+    tmp_path: Path, fresh_db: Store, monkeypatch: pytest.MonkeyPatch, fts5: bool, count: int
 ) -> None:
     # More than the first read (`limit`; FTS5: FTS_DEPTH rows) all hold the phrase.
     db = _crowded(tmp_path, fresh_db, count)
@@ -475,9 +473,7 @@ def test_dashes_and_single_quotes_are_minus_words_too(query: str, parsed: FindQu
 
 
 @pytest.mark.parametrize("query", ["--", '-"', "-'", "-?!", "—diffusion", "-- —x"])
-def test_an_empty_remainder_says_what_to_add(
-    store: Database, settings: Settings, query: str
-) -> None:
+def test_an_empty_remainder_says_what_to_add(store: Store, settings: Settings, query: str) -> None:
     reply = handle(f"find {query}", _ctx(store, settings))
     assert reply.papers == ()
     assert reply.text == (
@@ -492,7 +488,7 @@ def test_a_query_empty_as_typed_is_no_query_of_minus_words() -> None:
     assert parse_find("--").only_excludes() and parse_find("-x").only_excludes()
 
 
-def test_more_than_eight_minus_words_are_refused(store: Database, settings: Settings) -> None:
+def test_more_than_eight_minus_words_are_refused(store: Store, settings: Settings) -> None:
     eight = " ".join(f"-w{n}" for n in range(8))
     assert handle(f"find offline rl {eight}", _ctx(store, settings)).papers
     reply = handle(f"find offline rl {eight} -w8", _ctx(store, settings))
@@ -503,7 +499,7 @@ def test_more_than_eight_minus_words_are_refused(store: Database, settings: Sett
 
 
 def test_each_row_s_fields_are_cut_once_for_all_the_minus_phrases(
-    store: Database, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from db import search, text_index
 
@@ -526,7 +522,7 @@ def test_each_row_s_fields_are_cut_once_for_all_the_minus_phrases(
     assert len(calls) <= len(papers) * per_row + 50
 
 
-def test_the_terminal_shows_the_author_found_past_the_first_three(store: Database) -> None:
+def test_the_terminal_shows_the_author_found_past_the_first_three(store: Store) -> None:
     idql = "Philippe Hansen-Estruch, Ilya Kostrikov, Michael Janner, …, Sergey Levine"
     for query in ("levine", "S. Levine", "Sergey Levine -kumar"):
         assert f"    {idql}\n" in format_results(find(store, query, 5), query), query

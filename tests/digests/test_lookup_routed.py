@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db.search import Hit, search_papers
+from db.store import Store
 from digests import lookup
 from digests.commands import Context, handle
 from digests.ingest import ingest_files
@@ -39,16 +39,14 @@ WORDY = {
 }
 
 
-def _store(tmp_path: Path, fresh_db: Database, papers: list[dict[str, str]]) -> Database:
+def _store(tmp_path: Path, fresh_db: Store, papers: list[dict[str, str]]) -> Store:
     path = tmp_path / "papers.jsonl"
     path.write_text("".join(json.dumps(paper) + "\n" for paper in papers), encoding="utf-8")
     ingest_files(fresh_db, [path], now=NOW)
     return fresh_db
 
 
-def test_a_query_naming_a_catalog_topic_ranks_by_the_topic(
-    tmp_path: Path, fresh_db: Database
-) -> None:
+def test_a_query_naming_a_catalog_topic_ranks_by_the_topic(tmp_path: Path, fresh_db: Store) -> None:
     db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
     on_topic, wordy = ON_TOPIC["title"], WORDY["title"]
     for query in ("offline RL", "offline-rl", "Offline rl"):
@@ -89,7 +87,7 @@ def _widget_catalog() -> Catalog:
 
 
 def test_find_routes_by_the_callers_catalog(
-    tmp_path: Path, fresh_db: Database, settings: Settings
+    tmp_path: Path, fresh_db: Store, settings: Settings
 ) -> None:
     db = _store(tmp_path, fresh_db, [WIDGET_ON_TOPIC, WIDGET_WORDY])
     catalog = _widget_catalog()
@@ -102,7 +100,7 @@ def test_find_routes_by_the_callers_catalog(
     assert [paper["title"] for paper in reply.papers] == [on_topic, wordy]
 
 
-def test_find_keeps_at_most_limit_on_the_routed_path(tmp_path: Path, fresh_db: Database) -> None:
+def test_find_keeps_at_most_limit_on_the_routed_path(tmp_path: Path, fresh_db: Store) -> None:
     db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
     assert catalog_topic("offline RL") is not None
     assert find(db, "offline RL", 1) == find(db, "offline RL", 10)[:1]
@@ -111,7 +109,7 @@ def test_find_keeps_at_most_limit_on_the_routed_path(tmp_path: Path, fresh_db: D
 
 
 def test_a_routed_find_reads_a_few_times_its_limit(
-    tmp_path: Path, fresh_db: Database, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fresh_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading and scoring the hits is a routed find's cost: at 100 hits for a command's
     10, `/papers find` p99 at 1M papers goes past the 300 ms goal (docs/dev/relevance.md
@@ -119,7 +117,7 @@ def test_a_routed_find_reads_a_few_times_its_limit(
     db = _store(tmp_path, fresh_db, [ON_TOPIC, WORDY])
     asked: list[int] = []
 
-    def spy(db: Database, query: str, limit: int = 10, exclude: Sequence[str] = ()) -> list[Hit]:
+    def spy(db: Store, query: str, limit: int = 10, exclude: Sequence[str] = ()) -> list[Hit]:
         asked.append(limit)
         return search_papers(db, query, limit, exclude)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlite_utils import Database
 
 from db import open_db
 from db.papers import decode
+from db.store import Store
 from digests import lookup, semantic, similar
 from digests.ingest import ingest_files
 from digests.semantic import HashingEncoder, embed, fuse, load
@@ -25,21 +25,21 @@ SEEDS = [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"]
 
 
 @pytest.fixture
-def seeded() -> Database:
+def seeded() -> Store:
     db = open_db(":memory:")
     ingest_files(db, SEEDS, now=NOW)
     return db
 
 
-def _paper(db: Database, method: str) -> dict[str, object]:
+def _paper(db: Store, method: str) -> dict[str, object]:
     return decode(next(iter(db.query("select * from papers where method = ?", [method]))))
 
 
-def _ids(db: Database) -> list[str]:
+def _ids(db: Store) -> list[str]:
     return [row["id"] for row in db.query("select id from papers order by id")]
 
 
-def test_embed_encodes_each_paper_once_and_again_when_its_text_changes(seeded: Database) -> None:
+def test_embed_encodes_each_paper_once_and_again_when_its_text_changes(seeded: Store) -> None:
     model = HashingEncoder()
     first = embed(seeded, model)
     assert first.encoded == first.papers == len(_ids(seeded)) == 38
@@ -103,7 +103,7 @@ def test_an_interrupted_pass_keeps_what_it_encoded(tmp_path: Path) -> None:
     assert embed(db, model).encoded == 38 - semantic.BATCH
 
 
-def test_similar_uses_meaning_when_there_are_vectors(seeded: Database) -> None:
+def test_similar_uses_meaning_when_there_are_vectors(seeded: Store) -> None:
     model = HashingEncoder()
     target = _paper(seeded, "AlphaDPO")
     lexical = [h.paper["id"] for h in similar_papers(seeded, target, 5, model)]  # no vectors
@@ -118,7 +118,7 @@ def test_similar_uses_meaning_when_there_are_vectors(seeded: Database) -> None:
     assert target["id"] not in {h.paper["id"] for h in hits}
 
 
-def test_without_the_extra_similar_and_find_stay_lexical(seeded: Database) -> None:
+def test_without_the_extra_similar_and_find_stay_lexical(seeded: Store) -> None:
     if semantic.installed():
         pytest.skip("the semantic extra is installed here")
     assert semantic.similar_hits(seeded, _paper(seeded, "AlphaDPO"), 5) is None
@@ -146,7 +146,7 @@ class _Misleading(HashingEncoder):
         ]
 
 
-def test_hybrid_find_keeps_an_exact_method_name_first(seeded: Database) -> None:
+def test_hybrid_find_keeps_an_exact_method_name_first(seeded: Store) -> None:
     model = _Misleading()
     embed(seeded, model)
     hits = semantic.hybrid_hits(seeded, "Flow of Options", 5, model)
@@ -170,7 +170,7 @@ class _Broken(HashingEncoder):
         return super().encode(texts)
 
 
-def test_a_failing_model_leaves_lookups_lexical(seeded: Database) -> None:
+def test_a_failing_model_leaves_lookups_lexical(seeded: Store) -> None:
     model = _Broken()
     embed(seeded, model)  # vectors are stored, then the model breaks
     model.broken = True
@@ -180,7 +180,7 @@ def test_a_failing_model_leaves_lookups_lexical(seeded: Database) -> None:
 
 
 def test_a_failing_model_warns_once_and_is_not_asked_again(
-    seeded: Database, caplog: pytest.LogCaptureFixture
+    seeded: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     model = _Broken()
     embed(seeded, model)
@@ -195,7 +195,7 @@ def test_a_failing_model_warns_once_and_is_not_asked_again(
 
 
 def test_status_counts_papers_with_embeddings(
-    seeded: Database, monkeypatch: pytest.MonkeyPatch
+    seeded: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(semantic, "installed", lambda: True)
     assert "0 of 38 papers have embeddings" in semantic.status_line(seeded)
@@ -303,7 +303,7 @@ def test_vectors_of_another_dimension_are_never_compared(tmp_path: Path) -> None
 
 
 def test_similar_skips_papers_deleted_since_embed_and_still_fills_the_limit(
-    seeded: Database,
+    seeded: Store,
 ) -> None:
     model = HashingEncoder()
     embed(seeded, model)
@@ -316,7 +316,7 @@ def test_similar_skips_papers_deleted_since_embed_and_still_fills_the_limit(
     assert hits[:2] == first[3:]
 
 
-def test_hybrid_find_skips_deleted_papers_and_still_fills_the_limit(seeded: Database) -> None:
+def test_hybrid_find_skips_deleted_papers_and_still_fills_the_limit(seeded: Store) -> None:
     model = HashingEncoder()
     embed(seeded, model)
     before = semantic.hybrid_hits(seeded, "preference optimization", 30, model)
@@ -329,7 +329,7 @@ def test_hybrid_find_skips_deleted_papers_and_still_fills_the_limit(seeded: Data
 
 
 def test_similar_does_not_use_the_vector_of_a_paper_whose_text_changed(
-    seeded: Database,
+    seeded: Store,
 ) -> None:
     model = HashingEncoder()
     embed(seeded, model)
@@ -448,14 +448,14 @@ def test_starting_paperboy_does_not_import_numpy_when_it_is_installed(tmp_path: 
 
 
 def test_embed_saves_at_most_every_save_seconds(
-    seeded: Database, monkeypatch: pytest.MonkeyPatch
+    seeded: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each save rewrites the whole file (1.5 GB at 1M papers): a fast encoder must not
     # trigger one every SAVE_EVERY papers if those take a second.
     saves: list[int] = []
     real_save = semantic.save
 
-    def counting(db: Database, vectors: semantic.Vectors) -> None:
+    def counting(db: Store, vectors: semantic.Vectors) -> None:
         saves.append(len(vectors))
         real_save(db, vectors)
 

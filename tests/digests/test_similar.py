@@ -6,10 +6,10 @@ import csv
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db, text_index
 from db.papers import decode
+from db.store import Store
 from digests import similar
 from digests.ingest import ingest_files
 from digests.similar import Frequencies, similar_papers, term_counts, vector
@@ -84,7 +84,7 @@ FILLER = [
 ]
 
 
-def _store(tmp_path: Path) -> Database:
+def _store(tmp_path: Path) -> Store:
     rows = [TARGET, *NAME_SHARERS, *CONTENT_SHARERS, *FILLER]
     path = tmp_path / "papers.tsv"
     with path.open("w", encoding="utf-8", newline="") as out:
@@ -97,17 +97,17 @@ def _store(tmp_path: Path) -> Database:
     return db
 
 
-def _paper(db: Database, title: str) -> dict[str, object]:
+def _paper(db: Store, title: str) -> dict[str, object]:
     row = next(iter(db.query("select * from papers where title = ?", [title])))
     return decode(row)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Database:
+def store(tmp_path: Path) -> Store:
     return _store(tmp_path)
 
 
-def test_papers_sharing_the_subject_outrank_papers_sharing_the_name(store: Database) -> None:
+def test_papers_sharing_the_subject_outrank_papers_sharing_the_name(store: Store) -> None:
     target = _paper(store, TARGET[0])
     titles = [hit.paper["title"] for hit in similar_papers(store, target, 5)]
     assert set(titles[:2]) == {title for title, _ in CONTENT_SHARERS}
@@ -123,11 +123,11 @@ def test_papers_sharing_the_subject_outrank_papers_sharing_the_name(store: Datab
     assert not set(old[:2]) & {title for title, _ in CONTENT_SHARERS}
 
 
-def test_the_fts5_fallback_ranks_the_same(store: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fts5_fallback_ranks_the_same(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     target = _paper(store, TARGET[0])
     on_index = [(h.paper["id"], h.score) for h in similar_papers(store, target, 5)]
 
-    def unavailable(db: Database) -> text_index.TextIndex:
+    def unavailable(db: Store) -> text_index.TextIndex:
         raise text_index.IndexUnavailable("busy")
 
     monkeypatch.setattr(text_index, "ready", unavailable)
@@ -138,7 +138,7 @@ def test_the_fts5_fallback_ranks_the_same(store: Database, monkeypatch: pytest.M
     assert on_fts[0][1] == pytest.approx(on_index[0][1], rel=0.25)
 
 
-def test_scores_are_cosines_best_first_and_limited(store: Database) -> None:
+def test_scores_are_cosines_best_first_and_limited(store: Store) -> None:
     target = _paper(store, TARGET[0])
     hits = similar_papers(store, target, 3)
     assert len(hits) == 3
@@ -147,7 +147,7 @@ def test_scores_are_cosines_best_first_and_limited(store: Database) -> None:
     assert similar_papers(store, target, 0) == []
 
 
-def test_a_paper_without_content_words_finds_nothing(store: Database) -> None:
+def test_a_paper_without_content_words_finds_nothing(store: Store) -> None:
     assert similar_papers(store, {"id": "x", "title": "The", "abstract": "of and 42"}, 5) == []
 
 
@@ -176,11 +176,11 @@ def test_a_huge_abstract_is_read_only_as_far_as_a_real_one_goes() -> None:
 
 
 def test_on_fts5_only_the_paper_s_own_words_are_counted(
-    store: Database, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # FTS5 counts a word's papers by reading its document list: counting every candidate's
     # words too cost 5-7 CPU s per similar on a 1M store (while the index is being built).
-    def unavailable(db: Database) -> text_index.TextIndex:
+    def unavailable(db: Store) -> text_index.TextIndex:
         raise text_index.IndexUnavailable("busy")
 
     monkeypatch.setattr(text_index, "ready", unavailable)

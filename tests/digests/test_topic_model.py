@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
+from db.store import Store
 from digests.digest import select_items
 from digests.matching import Matcher, PaperText, Term, normalise, score
 from digests.topic_model import MODELS_PATH, features, hand_key, load_models, refine
@@ -338,7 +338,7 @@ def test_free_text_that_follows_a_learned_topic_searches_its_hand_phrases() -> N
 
 
 def test_the_archive_searches_a_learned_topic_by_its_hand_and_strongest_learned_terms(
-    seeded_db: Database, monkeypatch: pytest.MonkeyPatch
+    seeded_db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Learned terms include words common enough to match much of a store ("cooperative",
     "execution"): the archive's full-text query asks for the hand-written phrases and the
@@ -367,7 +367,7 @@ def test_the_archive_searches_a_learned_topic_by_its_hand_and_strongest_learned_
 
 
 def test_the_archive_finds_a_paper_its_strongest_learned_term_brings_up(
-    folder: Path, fresh_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, fresh_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The archive reads a topic's best full-text matches only: searching the hand
     phrases alone, papers that repeat a hand word (bm25 ranks them first) but stay under

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db.papers import decode, get_paper
+from db.store import Store
 from digests.matching import PaperText, Term, normalise, score
 from digests.relevance import calibrate, load_labels, measure, score_table
 from digests.topics import Catalog, CatalogError, custom_topic, load_catalog
@@ -83,7 +83,7 @@ def test_score_counts_terms_with_diminishing_returns() -> None:
     )  # three in the abstract, one in the title
 
 
-def test_custom_topics_use_telling_words(seeded_db: Database, catalog: Catalog) -> None:
+def test_custom_topics_use_telling_words(seeded_db: Store, catalog: Catalog) -> None:
     topic = custom_topic("diffusion policy")
     assert topic.is_custom and topic.id == "custom:diffusion-policy"
     maxent = PaperText.of(get_paper(seeded_db, seed_paper_id(seeded_db, "named MaxEnt RL")))  # type: ignore[arg-type]
@@ -98,12 +98,12 @@ def test_custom_topics_use_telling_words(seeded_db: Database, catalog: Catalog) 
 
 
 @pytest.fixture
-def table(seeded_db: Database, catalog: Catalog):  # type: ignore[no-untyped-def]
+def table(seeded_db: Store, catalog: Catalog):  # type: ignore[no-untyped-def]
     papers = [decode(row) for row in seeded_db.query("select * from papers")]
     return score_table(load_labels(LABELS, papers), catalog)
 
 
-def test_labels_cover_all_38_seed_papers(seeded_db: Database) -> None:
+def test_labels_cover_all_38_seed_papers(seeded_db: Store) -> None:
     papers = [decode(row) for row in seeded_db.query("select * from papers")]
     labelled = load_labels(LABELS, papers)
     assert len(labelled) == 38
@@ -116,7 +116,7 @@ def test_selection_meets_the_precision_and_recall_goal(table, catalog: Catalog) 
     assert result.recall >= 0.8, result
 
 
-def test_threshold_is_the_calibrated_one(seeded_db: Database) -> None:
+def test_threshold_is_the_calibrated_one(seeded_db: Store) -> None:
     # Edit the terms, and this fails until config/topics.toml's threshold is re-calibrated
     # (python3 tasks.py relevance prints the new value). The catalog's threshold is the
     # hand terms' line, calibrated on the seeds; topics with a learned model have their
@@ -162,7 +162,7 @@ def test_adversarial_robustness_names_the_word_forms_the_stemmer_keeps_apart() -
 
 
 def test_channels_following_one_text_share_one_topic_made_once(
-    seeded_db: Database, catalog: Catalog
+    seeded_db: Store, catalog: Catalog
 ) -> None:
     """A batch reads every channel's free-text subscriptions: a text is made into a
     topic once (`stored_custom_topic`), the same topic `custom_topic` makes."""
@@ -172,7 +172,7 @@ def test_channels_following_one_text_share_one_topic_made_once(
 
     text = "diffusion policy for robot arms"
     for channel in ("local:a", "local:b"):
-        seeded_db["channels"].insert(
+        seeded_db.sqlite["channels"].insert(
             {"id": channel, "platform": "local", "created_at": "2026-01-01T00:00:00+00:00"},
             alter=False,
         )

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db.papers import decode
+from db.store import Store
 from digests.commands import Context, handle
 from digests.matching import PaperText, normalise
 from digests.topics import Catalog, custom_topic
@@ -47,7 +47,7 @@ def test_two_word_free_text_keeps_its_phrase_weight(catalog: Catalog) -> None:
 
 
 def test_diffusion_policy_selects_only_the_diffusion_policy_seed(
-    seeded_db: Database, catalog: Catalog
+    seeded_db: Store, catalog: Catalog
 ) -> None:
     topic = custom_topic("diffusion policy", catalog)
     papers = [decode(row) for row in seeded_db.query("select * from papers")]
@@ -58,7 +58,7 @@ def test_diffusion_policy_selects_only_the_diffusion_policy_seed(
 
 @pytest.mark.parametrize(("text", "topic_id"), NAMING.items())
 def test_free_text_naming_a_catalog_topic_carries_its_terms(
-    text: str, topic_id: str, seeded_db: Database, catalog: Catalog
+    text: str, topic_id: str, seeded_db: Store, catalog: Catalog
 ) -> None:
     topic = custom_topic(text, catalog)
     named = catalog.get(topic_id)
@@ -89,7 +89,7 @@ def test_other_free_text_stays_its_own(text: str, catalog: Catalog) -> None:
 
 
 def test_subscribe_says_which_catalog_topic_free_text_follows(
-    seeded_db: Database, settings: Settings, catalog: Catalog
+    seeded_db: Store, settings: Settings, catalog: Catalog
 ) -> None:
     ctx = Context(seeded_db, "slack:T0001/C0001", "alice", NOW, settings, catalog)
     reply = handle('subscribe "continual learning and catastrophic forgetting"', ctx)
@@ -165,7 +165,7 @@ CHANNEL = "slack:T0001/C0001"
 
 @pytest.mark.parametrize("text", ["the", "and", "we", "what is this", "😀 the", "It Is"])
 def test_subscribe_refuses_text_of_function_words_only(
-    text: str, seeded_db: Database, settings: Settings, catalog: Catalog
+    text: str, seeded_db: Store, settings: Settings, catalog: Catalog
 ) -> None:
     """Such text matched nearly every paper ("the" selected 36 of the 38 seeds): refused
     with one line, nothing stored."""
@@ -179,7 +179,7 @@ def test_subscribe_refuses_text_of_function_words_only(
 
 
 def test_a_function_word_subscription_stored_earlier_still_lists_and_unsubscribes(
-    seeded_db: Database, settings: Settings, catalog: Catalog
+    seeded_db: Store, settings: Settings, catalog: Catalog
 ) -> None:
     """Data stored before the check: `list` shows it and `unsubscribe` removes it."""
     from db.channels import active_subscriptions, add_subscription

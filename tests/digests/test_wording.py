@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import channels as channel_store
 from db import feedback as feedback_store
+from db.store import Store
 from digests.commands import Context, handle
 from digests.digest import build_digest, ensure_channel
 from digests.render.text import reply_text
@@ -76,7 +76,7 @@ def _flat(text: str) -> str:
 
 @pytest.fixture(params=[CHANNEL, PERSONAL])
 def ctx(
-    request: pytest.FixtureRequest, seeded_db: Database, settings: Settings, catalog: Catalog
+    request: pytest.FixtureRequest, seeded_db: Store, settings: Settings, catalog: Catalog
 ) -> Context:
     return Context(seeded_db, request.param, "@alice", NOW, settings, catalog, "slack:T1/U01")
 

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from bot.delivery import ChannelResult, deliver_channel
 from bot.ratelimits import SendLimits
 from config.settings import load_settings
 from db import digests as digest_store
 from db import open_db, outbox
+from db.store import Store
 from digests.channels import ChannelRef
 from digests.digest import ensure_channel
 from digests.timestamps import stamp
@@ -61,7 +61,7 @@ class VirtualTime:
         return list(await asyncio.gather(*(one(job) for job in work)))
 
 
-def queue(db: Database, channels: list[str], parts: int, payload: Any) -> None:
+def queue(db: Store, channels: list[str], parts: int, payload: Any) -> None:
     settings = load_settings({}, dotenv=None)
     for channel in channels:
         ensure_channel(db, channel, settings, NOW)
@@ -71,12 +71,12 @@ def queue(db: Database, channels: list[str], parts: int, payload: Any) -> None:
 
 
 async def deliver_all(
-    db: Database, poster: Any, channels: list[str], time: VirtualTime, **kwargs: Any
+    db: Store, poster: Any, channels: list[str], time: VirtualTime, **kwargs: Any
 ) -> list[ChannelResult]:
     return await time.run([deliver_channel(db, poster, c, NOW, **kwargs) for c in channels])
 
 
-def states(db: Database) -> Counter[str]:
+def states(db: Store) -> Counter[str]:
     return Counter(row["state"] for row in db.query("select state from outbox"))
 
 
@@ -85,7 +85,7 @@ def slack_payload(channel: str, part: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
+def db(tmp_path: Path) -> Store:
     return open_db(tmp_path / "outbox.db")
 
 

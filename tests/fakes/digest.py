@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import channels as store
+from db.store import Store
 from digests.digest import ensure_channel
 from digests.matching import Term
 from tests.conftest import NOW
@@ -14,7 +14,7 @@ from tests.conftest import NOW
 CHANNEL = "local:lab"
 
 
-def subscribe(db: Database, settings: Settings, *topics: str, channel: str = CHANNEL) -> None:
+def subscribe(db: Store, settings: Settings, *topics: str, channel: str = CHANNEL) -> None:
     ensure_channel(db, channel, settings, NOW)
     for topic in topics:
         store.add_subscription(db, channel, topic, None, "tester", NOW.isoformat())
@@ -24,7 +24,7 @@ def ids(digest) -> set[str]:  # type: ignore[no-untyped-def]
     return {str(item.paper["id"]) for item in digest.items}
 
 
-def deliver_all(db: Database, digest) -> None:  # type: ignore[no-untyped-def]
+def deliver_all(db: Store, digest) -> None:  # type: ignore[no-untyped-def]
     """Queue the digest as one message and mark it sent, as a platform would."""
     from bot.delivery import queue_digest
     from db.outbox import mark_sent, messages_for_digest

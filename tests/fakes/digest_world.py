@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import channels as store
+from db.store import Store
 from digests.digest import ensure_channel
 from digests.ingest import ingest_files
 from digests.timestamps import stamp
@@ -23,7 +23,7 @@ FREE_TEXTS = ("diffusion policy", "graph neural network", "language model", "rob
 
 
 @pytest.fixture
-def world(fresh_db: Database, seed_paths: list[Any]) -> Database:
+def world(fresh_db: Store, seed_paths: list[Any]) -> Store:
     """The 38 seed papers stored long ago; every other one new (stored two days ago)."""
     ingest_files(fresh_db, seed_paths, now=LONG_AGO)
     ids = [row["id"] for row in fresh_db.query("select id from papers order by id")]
@@ -35,7 +35,7 @@ def world(fresh_db: Database, seed_paths: list[Any]) -> Database:
     return fresh_db
 
 
-def follow(db: Database, settings: Settings, channel: str, *topics: str, at: Any = NOW) -> None:
+def follow(db: Store, settings: Settings, channel: str, *topics: str, at: Any = NOW) -> None:
     ensure_channel(db, channel, settings, at)
     for topic in topics:
         if topic in FREE_TEXTS:

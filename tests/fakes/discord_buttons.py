@@ -58,9 +58,9 @@ def paper_of(message: dict[str, Any], row: int = 0) -> str:
 def stored(bot: PaperboyClient) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     db = open_db(bot.services.db_path)
     votes = db.execute(
-        "select channel, topic_id, paper_id, user, vote from feedback order by id"
+        'select channel, topic_id, paper_id, "user", vote from feedback order by id'
     ).fetchall()
-    saved = db.execute("select user, paper_id, channel from saved").fetchall()
+    saved = db.execute('select "user", paper_id, channel from saved').fetchall()
     return [tuple(v) for v in votes], [tuple(s) for s in saved]
 
 

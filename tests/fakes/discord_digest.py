@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
+from db.store import Store
 from digests.digest import Digest, build_digest
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -15,7 +15,7 @@ from tests.fakes.digest import CHANNEL, subscribe
 
 
 @pytest.fixture
-def recorded(seeded_db: Database, catalog: Catalog, settings: Settings) -> Digest:
+def recorded(seeded_db: Store, catalog: Catalog, settings: Settings) -> Digest:
     subscribe(seeded_db, settings, *catalog.ids)
     big = replace(settings, digest_size=50)
     digest = build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=big)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlite_utils import Database
-
 from bot.fetching import FetchConfig
 from bot.fetching.store import SourceFetcher
 from db import open_db
 from db import sources as source_store
+from db.store import Store
 from digests.ingest.fetched import prepare_page, store_page
 from digests.sources.records import FetchedPaper
 from digests.timestamps import stamp
@@ -72,7 +71,7 @@ def openreview_paper() -> FetchedPaper:
     )
 
 
-def store(db: Database, *found: FetchedPaper, now: datetime = NOW) -> tuple[int, int]:
+def store(db: Store, *found: FetchedPaper, now: datetime = NOW) -> tuple[int, int]:
     prepared, _ = prepare_page(list(found), now)
     summary = store_page(db, prepared, now)
     return summary.added, summary.merged
@@ -90,7 +89,7 @@ def entries(count: int) -> list[Entry]:
     ]
 
 
-def add(db: Database, name: str) -> None:
+def add(db: Store, name: str) -> None:
     from digests.sources.spec import parse_source
 
     spec = parse_source(name)

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
+from db.store import Store
 from digests.ingest.pipeline import prepare, read_file
 from tests.conftest import NOW
 
@@ -37,7 +36,7 @@ def papers_file(tmp_path: Path, count: int = 10, bad: dict[int, str] | None = No
     return path
 
 
-def snapshot(db: Database) -> list[dict[str, Any]]:
+def snapshot(db: Store) -> list[dict[str, Any]]:
     rows = list(db.query("select * from papers order by id"))
     aliases = list(db.query("select * from paper_aliases order by alias"))
     return rows + aliases

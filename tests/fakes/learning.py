@@ -6,8 +6,7 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlite_utils import Database
-
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 
@@ -49,7 +48,7 @@ NEXT = {
 }
 
 
-def ingest(db: Database, tmp_path: Path, papers: dict[str, str], at: datetime) -> dict[str, str]:
+def ingest(db: Store, tmp_path: Path, papers: dict[str, str], at: datetime) -> dict[str, str]:
     """Store papers titled by their key; {key: paper id}."""
     path = tmp_path / f"papers-{at:%Y%m%d}.jsonl"
     lines = [

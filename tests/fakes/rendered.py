@@ -6,10 +6,10 @@ import json
 from dataclasses import replace
 
 import pytest
-from sqlite_utils import Database
 
 from bot.send import platform_messages
 from config.settings import Settings
+from db.store import Store
 from digests.digest import Digest, build_digest
 from digests.render import discord as discord_render
 from digests.render import slack as slack_render
@@ -37,7 +37,7 @@ def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def channel_digests(seeded_db: Database, catalog: Catalog, settings: Settings) -> list[Digest]:
+def channel_digests(seeded_db: Store, catalog: Catalog, settings: Settings) -> list[Digest]:
     """Several channels' digests sharing papers, with different topics and archive marks."""
     subscribe(seeded_db, settings, *catalog.ids)
     big = replace(settings, digest_size=50)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sqlite_utils import Database
-
+from db.store import Store
 from digests.ingest import ingest_files
 from tests.conftest import NOW
 
@@ -15,7 +14,7 @@ PAPERS = Path(__file__).with_name("search_papers.jsonl")
 BY_LEVINE = {"2110.06169", "2304.10573", "2006.04779", "2005.01643"}  # arXiv ids
 
 
-def search_store(db: Database, *more: Path) -> Database:
+def search_store(db: Store, *more: Path) -> Store:
     """`db` with the papers of search_papers.jsonl, and the files `more`."""
     ingest_files(db, [PAPERS, *more], now=NOW)
     return db

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlite_utils import Database
-
 from db import text_index
 from db.search import search_papers
+from db.store import Store
 from tests.conftest import SAMPLES
 
 SEEDS = [SAMPLES / "icml2025.txt", SAMPLES / "iclr2025.txt"]
@@ -26,15 +25,15 @@ def write_papers(folder: Path, *papers: tuple[str, str, str]) -> Path:
     return path
 
 
-def titles(db: Database, query: str, limit: int = 10) -> list[str]:
+def titles(db: Store, query: str, limit: int = 10) -> list[str]:
     return [hit.paper["title"] for hit in search_papers(db, query, limit)]
 
 
-def forget(db: Database) -> None:
+def forget(db: Store) -> None:
     """What a new process sees: no index open in memory."""
     text_index._open.clear()
     text_index._memory.pop(db, None)
 
 
-def db_path(db: Database) -> Path:
+def db_path(db: Store) -> Path:
     return Path(str(db.execute("pragma database_list").fetchone()[2]))

@@ -133,7 +133,7 @@ def votes(services: Services) -> list[tuple[str, str, int]]:
     db = open_db(services.db_path)
     return [
         (str(r["paper_id"]), str(r["user"]), int(r["vote"]))
-        for r in db.query("select paper_id, user, vote from feedback order by id")
+        for r in db.query('select paper_id, "user", vote from feedback order by id')
     ]
 
 

@@ -159,7 +159,7 @@ def set_up(services: Services) -> dict[str, Any]:
     save(db, f"slack:{TEAM}/{OTHER}", papers[2], AT)
     items = [{"paper_id": papers[3], "topics": ["rlhf"], "score": 5.0}]
     insert_digest(db, MINE, "2026-W49", AT, ["rlhf"], items)
-    title = str(db.table("papers").get(papers[3])["title"])
+    title = str(db.sqlite.table("papers").get(papers[3])["title"])
     return {"papers": papers, "mine": mine, "theirs": theirs, "digest_title": title}
 
 

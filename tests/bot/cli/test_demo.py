@@ -44,12 +44,12 @@ def test_demo_leaves_the_production_store_as_it_was(  # type: ignore[no-untyped-
     assert run("demo", PAPERBOY_DB=str(store)).exit_code == 0
 
     db = open_db(store)
-    assert db["papers"].count == 0
+    assert db.sqlite["papers"].count == 0
     assert [row["id"] for row in db.query("select id from channels")] == ["local:lab"]
     db.close()
     assert set(scheduled_channels(Services(store, settings, catalog))) == {"local:lab"}
     demo = open_db(tmp_path / "db" / "demo.db")
-    assert demo["papers"].count == 38
+    assert demo.sqlite["papers"].count == 38
     assert set(scheduled_channels(Services(tmp_path / "db" / "demo.db", settings, catalog))) == {
         "local:demo"
     }

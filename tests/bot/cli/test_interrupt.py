@@ -128,7 +128,7 @@ def test_ctrl_c_never_removes_a_database_that_existed_before(
         assert result.exit_code == 130, result.output
         assert db_path.exists()
     db = open_db(empty)
-    assert count_papers(db) == 0 and db["_sqlite_migrations"].count > 0
+    assert count_papers(db) == 0 and db.sqlite["_sqlite_migrations"].count > 0
     db.close()
 
 

@@ -36,7 +36,7 @@ def test_saved_prints_bibtex_that_parses(run, tmp_path: Path, seed_paths) -> Non
     library = bibtexparser.parse_string(result.output)
     assert not library.failed_blocks
     store = open_db(db)
-    papers = [store["papers"].get(paper_id) for paper_id in ids[::-1]]  # newest first
+    papers = [store.sqlite["papers"].get(paper_id) for paper_id in ids[::-1]]  # newest first
     assert [e.key for e in library.entries] == [cite_key(dict(p)) for p in papers]
 
 

@@ -80,7 +80,7 @@ async def test_clicks_rerank_the_next_digest(
                 chosen = up if "robots-" in embed["title"] else down
                 await click(bot, fake_discord, message, chosen["custom_id"], user_id=ALICE)
         votes = db.execute(
-            "select vote, count(*) from feedback where channel = ? and user = ? group by vote",
+            'select vote, count(*) from feedback where channel = ? and "user" = ? group by vote',
             [CHANNEL, ALICE],
         ).fetchall()
         assert sorted(tuple(v) for v in votes) == [(-1, 5), (1, 5)]

@@ -166,14 +166,14 @@ def test_a_feed_redirecting_to_another_loopback_port_is_refused(  # type: ignore
         assert "s3cr3t" not in added.output + fetched.output
         assert len(servers.hits) == 2 and servers.internal.requests == []
         db = open_db(tmp_path / "db" / "paperboy.db")
-        assert db["papers"].count == 0
+        assert db.sqlite["papers"].count == 0
         assert db.execute("select last_error from sources").fetchone()[0] == refused
 
         allowed = run("fetch", **{OPT_OUT: "1"})
         assert allowed.exit_code == 0, allowed.output
         assert allowed.output.startswith(f"feed:{feed}: 2 papers read: 2 added"), allowed.output
         assert [r["path"] for r in servers.internal.requests] == ["/cs.LG.rss"]
-        assert db["papers"].count == 2
+        assert db.sqlite["papers"].count == 2
 
 
 async def test_a_name_that_resolves_to_a_private_address_is_refused() -> None:

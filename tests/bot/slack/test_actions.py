@@ -373,7 +373,7 @@ async def test_a_click_on_a_commands_ephemeral_digest_counts_and_is_answered(
             assert "Noted" in answer["text"]
         else:
             db = open_db(services.db_path)
-            rows = db.query("select paper_id from saved where user = ?", [f"slack:{TEAM}/U0001"])
+            rows = db.query('select paper_id from saved where "user" = ?', [f"slack:{TEAM}/U0001"])
             assert [r["paper_id"] for r in rows] == [paper]
 
 

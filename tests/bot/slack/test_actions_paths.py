@@ -138,7 +138,7 @@ async def test_clicks_rerank_the_next_digest(
     finally:
         await http.close()
     stored = db.execute(
-        "select vote, count(*) from feedback where channel = ? and user = 'U0001' group by vote",
+        "select vote, count(*) from feedback where channel = ? and \"user\" = 'U0001' group by vote",
         [CHANNEL],
     ).fetchall()
     assert sorted(tuple(row) for row in stored) == [(-1, 5), (1, 5)]

@@ -24,6 +24,7 @@ from bot.slack import endpoint as slack_endpoint
 from bot.slack.app import WORKING
 from db import open_db
 from db.channels import active_subscriptions
+from db.errors import Conflict
 from digests.topics import Catalog
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import (
@@ -248,7 +249,7 @@ def test_a_failed_commit_fails_every_change_of_its_batch(store: Path) -> None:
         return "ok too"
 
     for future in held_batch(writer, good, orphan):
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(Conflict):
             future.result(30)
     writer.shutdown()
     assert rows(store) == []
@@ -305,7 +306,7 @@ def test_a_failure_that_rolls_back_the_whole_transaction_fails_the_changes_befor
 
     try:
         futures = held_batch(writer, insert(1), insert(13), insert(2))
-        assert [outcome(future) for future in futures] == ["ChangeLost", "IntegrityError", 2]
+        assert [outcome(future) for future in futures] == ["ChangeLost", "Conflict", 2]
         assert probes == ["held"]
         assert rows(store) == [2]
     finally:
@@ -328,7 +329,7 @@ def test_a_change_that_commits_by_itself_is_done_with_those_before_it(store: Pat
 
     try:
         futures = held_batch(writer, insert(1), insert(5, commit=True), insert(13))
-        assert [outcome(future) for future in futures] == [1, 5, "IntegrityError"]
+        assert [outcome(future) for future in futures] == [1, 5, "Conflict"]
         assert rows(store) == [1, 5]
     finally:
         writer.shutdown()

@@ -246,7 +246,7 @@ async def test_my_digest_shown_to_me_alone_takes_my_clicks_wherever_it_is_shown(
     assert await click(http, saved) == 200
     await settle(http)
     assert "Saved" in fake_slack.responses[-1]["text"]
-    rows = db.execute("select paper_id from saved where user = ?", [f"slack:{TEAM}/{ME}"])
+    rows = db.execute('select paper_id from saved where "user" = ?', [f"slack:{TEAM}/{ME}"])
     assert [r[0] for r in rows] == [paper]
     before = tables(services)
     # Someone else's click carrying my digest's value: refused, nothing written.

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from slack_sdk.models.blocks import Block
-from sqlite_utils import Database
 
 from bot.slack import home
 from db import home as home_store
 from db.channels import active_subscriptions, add_subscription, set_schedule
 from db.digests import insert_digest
 from db.saved import is_saved, save, saved_papers
+from db.store import Store
 from digests.digest import ensure_channel
 from digests.timestamps import stamp
 from digests.topics import Catalog
@@ -57,19 +57,19 @@ def buttons(view: dict[str, Any], action_id: str) -> list[str]:
     ]
 
 
-def paper_ids(db: Database, count: int) -> list[str]:
+def paper_ids(db: Store, count: int) -> list[str]:
     return [
         str(row["id"]) for row in db.query("select id from papers order by id limit ?", [count])
     ]
 
 
-def subscribe(db: Database, channel: str, topic: str, by: str, settings: Any) -> int:
+def subscribe(db: Store, channel: str, topic: str, by: str, settings: Any) -> int:
     ensure_channel(db, channel, settings, NOW)
     return int(add_subscription(db, channel, topic, None, by, AT)["id"])
 
 
 def test_home_shows_topics_channels_saved_papers_and_last_digest(
-    seeded_db: Database, catalog: Catalog, settings: Any
+    seeded_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     db = seeded_db
     sub = subscribe(db, MINE, "rlhf", "@alice", settings)
@@ -92,14 +92,14 @@ def test_home_shows_topics_channels_saved_papers_and_last_digest(
     assert buttons(view, home.HOME_UNSAVE) == [second, first]  # newest save first
     assert "Saved papers (2)" in text
     assert "2026-W49" in text  # my last personal digest, with its paper
-    title = str(db.table("papers").get(third)["title"])[:30]
+    title = str(db.sqlite.table("papers").get(third)["title"])[:30]
     assert title in text
     for empty in (home.EMPTY_TOPICS, home.EMPTY_CHANNELS, home.EMPTY_SAVED, home.EMPTY_DIGEST):
         assert json.dumps(empty, ensure_ascii=False)[1:-1] not in text
 
 
 def test_a_user_with_nothing_sees_a_helpful_empty_home(
-    seeded_db: Database, catalog: Catalog, settings: Any
+    seeded_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     subscribe(seeded_db, THEIRS, "rlhf", "@bob", settings)  # another user's things
     save(seeded_db, key(OTHER), paper_ids(seeded_db, 1)[0], AT)
@@ -112,9 +112,9 @@ def test_a_user_with_nothing_sees_a_helpful_empty_home(
     assert buttons(view, home.HOME_UNSAVE) == buttons(view, home.HOME_UNSUBSCRIBE) == []
 
 
-def add_papers(db: Database, count: int, title: str = "Paper {n}") -> list[str]:
+def add_papers(db: Store, count: int, title: str = "Paper {n}") -> list[str]:
     ids = [f"p{n:016x}" for n in range(1, count + 1)]
-    db.table("papers").insert_all(
+    db.sqlite.table("papers").insert_all(
         {
             "id": paper,
             "title": title.format(n=n),
@@ -129,7 +129,7 @@ def add_papers(db: Database, count: int, title: str = "Paper {n}") -> list[str]:
 
 
 def test_limits_hold_for_500_saved_papers_and_long_lists(
-    fresh_db: Database, catalog: Catalog, settings: Any
+    fresh_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     db = fresh_db
     ids = add_papers(db, 500, title="A long title about offline reinforcement learning {n} " * 4)
@@ -173,7 +173,7 @@ def test_lines_are_cut_whole_with_a_count() -> None:
 
 
 def test_user_text_and_paper_titles_are_escaped(
-    fresh_db: Database, catalog: Catalog, settings: Any
+    fresh_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     db = fresh_db
     [paper] = add_papers(db, 1, title="<!channel> & <https://evil.example|click> *me*")
@@ -189,7 +189,7 @@ def test_user_text_and_paper_titles_are_escaped(
 
 
 def test_managed_channels_legacy_names_and_boundaries(
-    seeded_db: Database, catalog: Catalog, settings: Any
+    seeded_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     db = seeded_db
     subscribe(db, "slack:T0001/C0001", "rlhf", "@alice", settings)  # before user ids
@@ -219,7 +219,7 @@ def test_managed_channels_legacy_names_and_boundaries(
     assert "C0006" not in text
 
 
-def test_record_manager_is_one_row_per_user_and_channel(fresh_db: Database) -> None:
+def test_record_manager_is_one_row_per_user_and_channel(fresh_db: Store) -> None:
     home_store.record_manager(fresh_db, "slack:T0001/C0001", key(), "2026-11-29T00:00:00Z")
     home_store.record_manager(fresh_db, "slack:T0001/C0001", key(), AT)
     home_store.record_manager(fresh_db, "slack:T0001/C0002", key(ME + "X"), AT)  # U0001X
@@ -232,7 +232,7 @@ def test_record_manager_is_one_row_per_user_and_channel(fresh_db: Database) -> N
     assert since.fetchone()[0] == "2026-11-29T00:00:00Z"  # the first record's, kept
 
 
-def test_unsave_only_ever_touches_the_clickers_list(seeded_db: Database) -> None:
+def test_unsave_only_ever_touches_the_clickers_list(seeded_db: Store) -> None:
     db = seeded_db
     mine, theirs = paper_ids(db, 2)
     save(db, key(), mine, AT)
@@ -252,7 +252,7 @@ def test_unsave_only_ever_touches_the_clickers_list(seeded_db: Database) -> None
 
 
 def test_unsubscribe_only_ever_removes_the_clickers_own_topic(
-    seeded_db: Database, settings: Any
+    seeded_db: Store, settings: Any
 ) -> None:
     db = seeded_db
     mine = subscribe(db, MINE, "rlhf", "@alice", settings)
@@ -276,14 +276,14 @@ def test_unsubscribe_only_ever_removes_the_clickers_own_topic(
 
 @pytest.mark.parametrize(("team", "user"), [("T0001", "alice"), ("t1", ME), ("T0001", "U1/x")])
 def test_build_home_refuses_ids_that_are_not_slacks(
-    fresh_db: Database, catalog: Catalog, team: str, user: str
+    fresh_db: Store, catalog: Catalog, team: str, user: str
 ) -> None:
     with pytest.raises(ValueError):
         home.build_home(fresh_db, team, user, catalog=catalog)
 
 
 def test_long_lines_are_cut_with_the_right_counts(
-    fresh_db: Database, catalog: Catalog, settings: Any
+    fresh_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     """A digest whose 10 shown items do not fit one section must not count the "…and 90
     more" line as one item ("…and 5 more" for 94 left out); a channel following 25 long
@@ -313,21 +313,23 @@ def test_long_lines_are_cut_with_the_right_counts(
 
 
 def test_a_stored_channel_id_that_is_not_slacks_is_shown_as_text(
-    fresh_db: Database, catalog: Catalog, settings: Any
+    fresh_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     """The channel id goes into `<#…>` only once checked: one stored by a path that does
     not validate (the database is not checked) could close the link and ping."""
     db = fresh_db
     odd = "slack:T0001/C1>|x <!channel>"
     ensure_channel(db, "slack:T0001/C0001", settings, NOW)
-    db.table("channels").insert({**db.table("channels").get("slack:T0001/C0001"), "id": odd})
+    db.sqlite.table("channels").insert(
+        {**db.sqlite.table("channels").get("slack:T0001/C0001"), "id": odd}
+    )
     home_store.record_manager(db, odd, key(), AT)
     text = text_of(home.build_home(db, TEAM, ME, catalog=catalog))
     assert "C1&gt;|x &lt;!channel&gt;" in text and "<!channel>" not in text
 
 
 def test_a_cut_text_never_ends_inside_an_entity(
-    fresh_db: Database, catalog: Catalog, settings: Any
+    fresh_db: Store, catalog: Catalog, settings: Any
 ) -> None:
     """The Unsubscribe dialog of a free-text topic of 100 `<` (400 characters escaped)
     is cut to 300 outside an entity: cut inside one, Slack shows "&…" literally."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from bot.slack.client import make_client
 from db import home as home_store
 from db import open_db
 from db.channels import active_subscriptions, add_subscription
+from db.errors import Busy
 from db.saved import is_saved
 from digests.digest import ensure_channel
 from digests.topics import Catalog
@@ -166,13 +166,13 @@ async def test_a_forged_value_changes_nothing(
         "garbage": (home.HOME_UNSAVE, "<!channel>' or 1=1"),
     }[forged]
     before = [
-        list(db.query("select * from saved order by user, paper_id")),
+        list(db.query('select * from saved order by "user", paper_id')),
         list(db.query("select * from subscriptions order by id")),
     ]
     assert await post_click(http, home_click(action, value)) == 200
     assert await eventually(lambda: publishes(fake_slack))
     after = [
-        list(db.query("select * from saved order by user, paper_id")),
+        list(db.query('select * from saved order by "user", paper_id')),
         list(db.query("select * from subscriptions order by id")),
     ]
     assert after == before
@@ -347,7 +347,7 @@ async def test_a_failure_to_record_the_manager_never_fails_the_change(
     services = make_services(tmp_path, seed_paths, catalog, fake_slack)
 
     def locked(*args: Any) -> None:
-        raise sqlite3.OperationalError("database is locked")
+        raise Busy("database is locked")
 
     monkeypatch.setattr(app_module, "record_manager", locked)
     command = dict(parse_qsl(slash_body("subscribe rlhf", fake_slack.response_url())))

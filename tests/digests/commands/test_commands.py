@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
+from db.store import Store
 from digests.commands import VERBS, Context, ParseError, handle, parse, registry
 from digests.commands.grammar import help_lines
 from digests.render import discord, limits, slack
@@ -19,7 +19,7 @@ CHANNEL = "slack:T0001/C0001"
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+def ctx(seeded_db: Store, settings: Settings, catalog: Catalog) -> Context:
     return Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog)
 
 
@@ -158,7 +158,7 @@ def test_find_show_similar(ctx: Context) -> None:
     assert "No papers match" in handle("find ?!?", ctx).text
 
 
-def test_subscribe_unsubscribe_list(ctx: Context, seeded_db: Database) -> None:
+def test_subscribe_unsubscribe_list(ctx: Context, seeded_db: Store) -> None:
     reply = handle("subscribe offline-rl", ctx)
     assert not reply.error and not reply.ephemeral and reply.changed
     assert "alice subscribed this channel to Offline RL (`offline-rl`)" in reply.text
@@ -177,7 +177,7 @@ def test_subscribe_unsubscribe_list(ctx: Context, seeded_db: Database) -> None:
     assert rows == [{"created_by": "alice", "removed_by": "alice"}] * 2
 
 
-def test_unknown_topic_suggests_the_closest_ids(ctx: Context, seeded_db: Database) -> None:
+def test_unknown_topic_suggests_the_closest_ids(ctx: Context, seeded_db: Store) -> None:
     reply = handle("subscribe ofline-rl", ctx)
     assert reply.error
     assert "Did you mean `offline-rl`?" in reply.lines
@@ -219,7 +219,7 @@ def test_digest_preview_and_status(ctx: Context) -> None:
     assert "Delivery: active." in status.lines
 
 
-def test_paused_channels_say_so(ctx: Context, seeded_db: Database) -> None:
+def test_paused_channels_say_so(ctx: Context, seeded_db: Store) -> None:
     from db.channels import set_paused
 
     handle("subscribe robotics", ctx)
@@ -230,7 +230,7 @@ def test_paused_channels_say_so(ctx: Context, seeded_db: Database) -> None:
     assert any("Paused: channel_not_found" in line for line in handle("list", ctx).lines)
 
 
-def test_resume_lifts_a_pause_and_releases_held_messages(ctx: Context, seeded_db: Database) -> None:
+def test_resume_lifts_a_pause_and_releases_held_messages(ctx: Context, seeded_db: Store) -> None:
     from db.channels import set_paused
     from db.outbox import pause_channel
 
@@ -270,7 +270,7 @@ def test_every_reply_renders_within_limits_everywhere(ctx: Context, text: str) -
         assert limits.discord_problems(message.payload()) == []
 
 
-def test_show_of_a_long_abstract_renders_within_limits(ctx: Context, seeded_db: Database) -> None:
+def test_show_of_a_long_abstract_renders_within_limits(ctx: Context, seeded_db: Store) -> None:
     from digests.ingest import ingest_files
 
     path = ctx.settings.db_path.parent / "unused"  # noqa: F841 - settings stay untouched
@@ -324,7 +324,7 @@ def test_schedule_accepts_the_timezones_people_mean(ctx: Context, zone: str, sto
     ],
 )
 def test_schedule_refuses_timezones_nobody_means(
-    ctx: Context, seeded_db: Database, zone: str, hint: str | None
+    ctx: Context, seeded_db: Store, zone: str, hint: str | None
 ) -> None:
     reply = handle(f"schedule monday 09:00 {zone}", ctx)
     assert reply.error and "schedule monday 09:00" in reply.text
@@ -343,7 +343,7 @@ def test_the_default_timezone_setting_follows_the_same_rule() -> None:
 
 
 def test_list_numbers_from_one_and_unsubscribe_takes_those_numbers(
-    ctx: Context, seeded_db: Database
+    ctx: Context, seeded_db: Store
 ) -> None:
     from dataclasses import replace
 
@@ -367,7 +367,7 @@ def test_list_numbers_from_one_and_unsubscribe_takes_those_numbers(
     assert handle("unsubscribe 2048", ctx).changed
 
 
-def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Database) -> None:
+def test_an_ambiguous_id_prefix_lists_the_candidates(ctx: Context, seeded_db: Store) -> None:
     rows = list(seeded_db.query("select id, title from papers order by id limit 2"))
     prefix = "p3e9"
     for number, row in enumerate(rows):

@@ -9,7 +9,6 @@ from typing import Any
 
 import bibtexparser
 import pytest
-from sqlite_utils import Database
 
 from bot.discordbot.client import PaperboyClient
 from bot.discordbot.commands import NEEDS_MANAGE_CHANNELS
@@ -19,6 +18,7 @@ from db import feedback as feedback_store
 from db import open_db
 from db import saved as saved_store
 from db.papers import add_alias, get_paper
+from db.store import Store
 from digests.bibtex import cite_key, latex_text
 from digests.commands import Context, handle, parse
 from digests.commands.grammar import VERBS_BY_NAME
@@ -75,7 +75,7 @@ AT = "2026-11-30T08:00:00+00:00"
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+def ctx(seeded_db: Store, settings: Settings, catalog: Catalog) -> Context:
     return Context(seeded_db, CHANNEL, "@alice", NOW, settings, catalog, user_key=ALICE)
 
 
@@ -88,17 +88,17 @@ def picked(ctx: Context) -> list[str]:
     return [str(item.paper["id"]) for item in digest.items]
 
 
-def others(db: Database, picked: list[str], n: int) -> list[str]:
+def others(db: Store, picked: list[str], n: int) -> list[str]:
     """`n` stored papers not in the digest."""
     rows = db.query("select id from papers order by id")
     return [str(row["id"]) for row in rows if row["id"] not in picked][:n]
 
 
-def vote(db: Database, paper_id: str, user: str, value: int, channel: str = CHANNEL) -> None:
+def vote(db: Store, paper_id: str, user: str, value: int, channel: str = CHANNEL) -> None:
     feedback_store.record_vote(db, channel, "offline-rl", paper_id, user, value, None, AT)
 
 
-def feedback_rows(db: Database) -> list[tuple[Any, ...]]:
+def feedback_rows(db: Store) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in db.execute("select * from feedback order by id").fetchall()]
 
 
@@ -253,7 +253,7 @@ def test_help_says_which_sub_word_changes_the_channel(ctx: Context) -> None:
     assert "changes the channel" not in reply_text(handle("help saved", ctx))
 
 
-def save(db: Database, user: str, paper_id: str, at: str = AT) -> None:
+def save(db: Store, user: str, paper_id: str, at: str = AT) -> None:
     assert saved_store.save(db, user, paper_id, at)
 
 
@@ -499,7 +499,7 @@ def test_why_does_not_promise_a_pick_feedback_alone_cannot_make(ctx: Context) ->
     assert "(reaches the line)" in reply_text(handle(f"why {picked}", ctx))
 
 
-def _one_vote(services: Services, channel: str, subscriber: str, voter: str) -> Database:
+def _one_vote(services: Services, channel: str, subscriber: str, voter: str) -> Store:
     """`channel` follows offline-rl (`subscriber` subscribed it) and `voter` voted LoMAP
     up there; the services' database."""
     db = open_db(services.db_path)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
+from db.store import Store
 from digests.commands import Context, handle
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -22,7 +22,7 @@ HINT = (
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+def ctx(seeded_db: Store, settings: Settings, catalog: Catalog) -> Context:
     return Context(
         seeded_db, CHANNEL, "alice", NOW, settings, catalog, user_key="slack:T0001/U0001"
     )

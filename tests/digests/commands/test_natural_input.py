@@ -5,10 +5,10 @@ taken as meant and says so; nothing that only guesses is stored."""
 from __future__ import annotations
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import channels as channel_store
+from db.store import Store
 from digests.commands import Context, handle
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -18,11 +18,11 @@ ALICE = "slack:T0001/U0001"
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+def ctx(seeded_db: Store, settings: Settings, catalog: Catalog) -> Context:
     return Context(seeded_db, CHANNEL, "alice", NOW, settings, catalog, user_key=ALICE)
 
 
-def stored(db: Database) -> list[dict[str, object]]:
+def stored(db: Store) -> list[dict[str, object]]:
     return list(db.query("select id, weekday, time, timezone, cadence from channels"))
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from bot.discordbot import commands
 from bot.discordbot.client import PaperboyClient
@@ -28,6 +27,7 @@ from db import open_db
 from db.app_state import get_state
 from db.channels import active_subscriptions, get_channel
 from db.home import recorded_channels
+from db.store import Store
 from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.commands import Context, handle
 from digests.commands.grammar import ParseError, as_personal, parse, usage_hint
@@ -176,7 +176,7 @@ def test_the_usage_shows_me() -> None:
     assert "topics [--me]" not in hint
 
 
-def test_help_explains_me(seeded_db: Database, settings: Settings, catalog: Catalog) -> None:
+def test_help_explains_me(seeded_db: Store, settings: Settings, catalog: Catalog) -> None:
     ctx = Context(seeded_db, "slack:T0001/C0001", "alice", NOW, settings, catalog)
     reply = handle("help subscribe", ctx)
     assert "`/papers subscribe [--me] <topic>`" in reply.lines

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sqlite_utils import Database
 
 from config.settings import Settings
+from db.store import Store
 from digests.commands import Context, handle
 from digests.digest import build_digest
 from digests.render.text import digest_text, reply_text
@@ -18,7 +18,7 @@ MINE = "slack:T0001/@U0001"  # ALICE's personal digest
 
 
 @pytest.fixture
-def ctx(seeded_db: Database, settings: Settings, catalog: Catalog) -> Context:
+def ctx(seeded_db: Store, settings: Settings, catalog: Catalog) -> Context:
     return Context(seeded_db, CHANNEL, "@alice", NOW, settings, catalog, user_key=ALICE)
 
 

@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db.channels import add_subscription
+from db.store import Store
 from digests.digest import build_digest, ensure_channel
 from digests.enrich.titles import derive
 from digests.topics import load_catalog
@@ -117,7 +117,7 @@ def test_no_sample_tldr_points_back(abstract: str) -> None:
     assert not POINTS_BACK.search(tldr), tldr
 
 
-def _demo_items(db: Database, settings: Any) -> list[Any]:
+def _demo_items(db: Store, settings: Any) -> list[Any]:
     """The items of the demo's digest (its 12 papers), as `paperboy demo` previews it."""
     ensure_channel(db, "local:demo", settings, NOW)
     for topic in DEMO_TOPICS:
@@ -129,7 +129,7 @@ def _demo_items(db: Database, settings: Any) -> list[Any]:
     return list(digest.items)
 
 
-def test_the_demo_digest_tldrs_never_point_back(seeded_db: Database, settings: Any) -> None:
+def test_the_demo_digest_tldrs_never_point_back(seeded_db: Store, settings: Any) -> None:
     items = _demo_items(seeded_db, settings)
     tldrs = [item.paper["tldr"] for item in items]
     assert [tldr for tldr in tldrs if POINTS_BACK.search(tldr)] == []
@@ -304,7 +304,7 @@ def test_every_title_candidate_reads_as_a_headline(abstract: str, title: str) ->
     assert derive(abstract).title == title
 
 
-def test_no_sample_or_demo_tldr_reads_broken(seeded_db: Database, settings: Any) -> None:
+def test_no_sample_or_demo_tldr_reads_broken(seeded_db: Store, settings: Any) -> None:
     assert [t for t in (derive(a).tldr for a in ABSTRACTS) if BROKEN.search(t)] == []
     tldrs = [item.paper["tldr"] for item in _demo_items(seeded_db, settings)]
     assert [tldr for tldr in tldrs if BROKEN.search(tldr)] == []

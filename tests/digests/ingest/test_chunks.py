@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db
 from db.papers import count_papers, last_ingest
@@ -43,14 +42,14 @@ def test_a_large_ingest_commits_in_chunks_and_records_its_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     transactions = []
-    real = bulk.write_transaction
-
-    def counted(db: Database) -> Any:
-        transactions.append(count_papers(db))
-        return real(db)
-
-    monkeypatch.setattr(bulk, "write_transaction", counted)
     db = open_db(":memory:")
+    real = db.write
+
+    def counted() -> Any:
+        transactions.append(count_papers(db))
+        return real()
+
+    monkeypatch.setattr(db, "write", counted)
     summary = ingest_files(db, [papers_file(tmp_path)], now=NOW)
     assert (summary.added, summary.merged, summary.skipped) == (10, 0, 0)
     assert transactions == [0, 3, 6, 9]  # papers stored before each chunk

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from db import open_db
+from db.errors import Busy, StorageError
 from db.papers import count_papers, last_ingest
 from digests.ingest import bulk, ingest_files
 from tests.conftest import NOW, ROOT
@@ -71,7 +71,7 @@ def test_a_disk_full_in_the_first_chunk_says_so_and_the_status_says_stopped(
     db_path = tmp_path / "p.db"
     db = packed(db_path)
     no_room(db)
-    with pytest.raises(sqlite3.OperationalError) as caught:
+    with pytest.raises(StorageError) as caught:
         ingest_files(db, [source], now=NOW)
     assert str(caught.value) == (
         f"{FULL}; stopped there: 0 of 120 papers before it were stored "
@@ -80,7 +80,7 @@ def test_a_disk_full_in_the_first_chunk_says_so_and_the_status_says_stopped(
     assert count_papers(db) == 0
     row = last_ingest(db)
     assert row is not None and (row["status"], row["done"], row["total"]) == ("stopped", 0, PAPERS)
-    assert row["error"] == f"OperationalError: {FULL}"
+    assert row["error"] == f"StorageError: {FULL}"
     status = run("status", "--db", str(db_path)).output
     assert (
         "The last ingest (papers.jsonl, 2026-11-30 09:00 UTC) stopped part-way: 0 of 120 papers "
@@ -150,7 +150,7 @@ def test_a_disk_full_after_a_chunk_keeps_it_and_the_status_says_stopped(
     monkeypatch.setattr(bulk, "CHUNK_PAPERS", CHUNK)
     db_path = tmp_path / "p.db"
     db = packed(db_path)
-    with pytest.raises(sqlite3.OperationalError) as caught:
+    with pytest.raises(StorageError) as caught:
         ingest_files(db, [source], now=NOW, progress=full_after(CHUNK, db))
     assert str(caught.value) == (
         f"{FULL}; stopped there: 50 of 120 papers before it were stored "
@@ -172,11 +172,11 @@ def test_a_stop_that_cannot_be_written_in_full_is_still_said(
 
     def no_room_for_the_error(db: Any, ingest_id: int, changes: Any) -> None:
         if "error" in changes:
-            raise sqlite3.OperationalError("database or disk is full")
+            raise StorageError("database or disk is full")
         real_update(db, ingest_id, changes)
 
     monkeypatch.setattr(bulk.papers, "update_ingest", no_room_for_the_error)
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(StorageError):
         ingest_files(db, [source], now=NOW, progress=full_after(CHUNK, db))
     row = last_ingest(db)
     assert row is not None and (row["status"], row["done"]) == ("stopped", CHUNK)
@@ -207,10 +207,10 @@ def test_a_busy_database_in_the_first_chunk_records_no_stop(
     and recording it would wait for the busy lock a second time."""
 
     def locked(*args: Any) -> None:
-        raise sqlite3.OperationalError("database is locked")
+        raise Busy("database is locked")
 
     monkeypatch.setattr(bulk, "store_chunk", locked)
     db = open_db(tmp_path / "p.db")
-    with pytest.raises(sqlite3.OperationalError, match=r"^database is locked; stopped there: 0 of"):
+    with pytest.raises(Busy, match=r"^database is locked; stopped there: 0 of"):
         ingest_files(db, [source], now=NOW)
     assert last_ingest(db) is None

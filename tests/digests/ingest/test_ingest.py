@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db
 from db.papers import count_papers, get_paper, resolve_paper
+from db.store import Store
 from digests.identity import paper_id
 from digests.ingest import IngestError, bulk, ingest_files
 from digests.ingest.errors import FileChanged
@@ -36,7 +36,7 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     return path
 
 
-def snapshot(db: Database) -> list[dict[str, object]]:
+def snapshot(db: Store) -> list[dict[str, object]]:
     return list(db.query("select * from papers order by id"))
 
 
@@ -47,7 +47,7 @@ def test_seeds_give_19_papers_each_with_venue_and_year(seed_paths: list[Path]) -
     assert {(r.venue, r.year) for r in iclr} == {("ICLR", 2025)}  # "ICLR 2025 论文列表"
 
 
-def test_seeds_ingest_as_38_and_again_as_0(fresh_db: Database, seed_paths: list[Path]) -> None:
+def test_seeds_ingest_as_38_and_again_as_0(fresh_db: Store, seed_paths: list[Path]) -> None:
     first = ingest_files(fresh_db, seed_paths, now=NOW)
     assert (first.added, first.merged, first.skipped) == (38, 0, 0)
     again = ingest_files(fresh_db, seed_paths, now=NOW + timedelta(days=1))
@@ -57,7 +57,7 @@ def test_seeds_ingest_as_38_and_again_as_0(fresh_db: Database, seed_paths: list[
 
 
 def test_the_same_papers_in_a_file_of_another_name_are_already_stored_not_merged(
-    fresh_db: Database, seed_paths: list[Path], tmp_path: Path
+    fresh_db: Store, seed_paths: list[Path], tmp_path: Path
 ) -> None:
     # A copy of a file (or a second list of the same papers) said "19 merged", though
     # all it brought was its own file name.
@@ -74,7 +74,7 @@ def test_the_same_papers_in_a_file_of_another_name_are_already_stored_not_merged
     assert row == (0, 0, 19)  # what `paperboy status` reports of it
 
 
-def test_stored_paper_has_everything(fresh_db: Database, seed_paths: list[Path]) -> None:
+def test_stored_paper_has_everything(fresh_db: Store, seed_paths: list[Path]) -> None:
     ingest_files(fresh_db, seed_paths, now=NOW)
     [row] = fresh_db.query("select id from papers where method = 'ExpoComm'")
     paper = get_paper(fresh_db, row["id"])
@@ -88,7 +88,7 @@ def test_stored_paper_has_everything(fresh_db: Database, seed_paths: list[Path])
 
 
 def test_same_abstract_from_two_formats_is_one_paper_with_merged_metadata(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     seed = write(tmp_path, "list.txt", f"ICML 2025 Papers\n\n{ABSTRACT_A}\n\n{ABSTRACT_B}\n")
     jsonl = write(
@@ -122,7 +122,7 @@ def test_same_abstract_from_two_formats_is_one_paper_with_merged_metadata(
     assert resolve_paper(fresh_db, "abc123") == paper  # external id works as an alias
 
 
-def test_csv_tsv_and_header_aliases(fresh_db: Database, tmp_path: Path) -> None:
+def test_csv_tsv_and_header_aliases(fresh_db: Store, tmp_path: Path) -> None:
     csv_file = write(
         tmp_path,
         "papers.csv",
@@ -144,7 +144,7 @@ def test_csv_tsv_and_header_aliases(fresh_db: Database, tmp_path: Path) -> None:
     assert (b["title"], b["keywords"]) == ("T2", ["k1", "k2"])
 
 
-def test_arxiv_atom(fresh_db: Database, tmp_path: Path) -> None:
+def test_arxiv_atom(fresh_db: Store, tmp_path: Path) -> None:
     feed = write(tmp_path, "query.xml", ARXIV_FEED)
     assert ingest_files(fresh_db, [feed], now=NOW).added == 1
     paper = resolve_paper(fresh_db, "arXiv:2502.01234")
@@ -158,7 +158,7 @@ def test_arxiv_atom(fresh_db: Database, tmp_path: Path) -> None:
 
 
 def test_format_is_detected_without_extension_and_can_be_forced(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     feed = write(tmp_path, "download", ARXIV_FEED)
     lines = write(tmp_path, "stream", json.dumps({"abstract": ABSTRACT_B}) + "\n")
@@ -196,7 +196,7 @@ def test_venue_from_file_name_or_option(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_files_stop_the_run_and_change_nothing(
-    fresh_db: Database,
+    fresh_db: Store,
     tmp_path: Path,
     seed_paths: list[Path],
     name: str,
@@ -218,14 +218,14 @@ def test_malformed_files_stop_the_run_and_change_nothing(
 
 
 def test_a_failure_while_storing_rolls_everything_back(
-    fresh_db: Database, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An ingest that fits in one chunk (`bulk.CHUNK_PAPERS`) is one transaction."""
     from digests.ingest import bulk
 
     real = bulk.papers.insert_papers
 
-    def failing(db: Database, rows: list[dict[str, object]]) -> None:
+    def failing(db: Store, rows: list[dict[str, object]]) -> None:
         real(db, rows)  # some rows are in, then the disk fails
         raise RuntimeError("disk on fire")
 
@@ -247,7 +247,7 @@ def test_a_failure_while_storing_rolls_everything_back(
         "\ufeffICML 2025 Papers\n\n" + ABSTRACT_B,  # a byte-order mark
     ],
 )
-def test_odd_but_valid_input_ingests(fresh_db: Database, tmp_path: Path, content: str) -> None:
+def test_odd_but_valid_input_ingests(fresh_db: Store, tmp_path: Path, content: str) -> None:
     path = write(tmp_path, "odd.txt", content)
     summary = ingest_files(fresh_db, [path], now=NOW)
     assert summary.added >= 1
@@ -255,19 +255,19 @@ def test_odd_but_valid_input_ingests(fresh_db: Database, tmp_path: Path, content
         assert row["title"] and len(row["title"]) <= 120
 
 
-def test_utf16_with_bom_ingests(fresh_db: Database, tmp_path: Path) -> None:
+def test_utf16_with_bom_ingests(fresh_db: Store, tmp_path: Path) -> None:
     path = write(tmp_path, "wide.txt", ("ICML 2025\n\n" + ABSTRACT_A).encode("utf-16"))
     assert ingest_files(fresh_db, [path], now=NOW).added == 1
 
 
-def test_rows_without_abstract_are_counted_not_stored(fresh_db: Database, tmp_path: Path) -> None:
+def test_rows_without_abstract_are_counted_not_stored(fresh_db: Store, tmp_path: Path) -> None:
     path = write(tmp_path, "gaps.tsv", f"title\tabstract\nT1\t{ABSTRACT_A}\nT2\t \n")
     summary = ingest_files(fresh_db, [path], now=NOW)
     assert (summary.added, summary.without_abstract) == (1, 1)
     assert "1 without an abstract" in summary.describe()
 
 
-def test_iclr2021_corpus_ingests_as_2966(fresh_db: Database, iclr2021: Path) -> None:
+def test_iclr2021_corpus_ingests_as_2966(fresh_db: Store, iclr2021: Path) -> None:
     assert ingest_files(fresh_db, [iclr2021], now=NOW).added == 2966
     assert ingest_files(fresh_db, [iclr2021], now=NOW).added == 0
     paper = resolve_paper(fresh_db, "1Fqg133qRaI")
@@ -277,7 +277,7 @@ def test_iclr2021_corpus_ingests_as_2966(fresh_db: Database, iclr2021: Path) -> 
     assert "generative adversarial network" in paper["keywords"]
 
 
-def test_the_search_index_follows_merges(fresh_db: Database, tmp_path: Path) -> None:
+def test_the_search_index_follows_merges(fresh_db: Store, tmp_path: Path) -> None:
     from db.search import search_papers
 
     ingest_files(fresh_db, [write(tmp_path, "a.txt", f"ICML 2025\n\n{ABSTRACT_B}\n")], now=NOW)
@@ -325,7 +325,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     ],
 )
 def test_a_venue_that_carries_its_year_is_split(
-    fresh_db: Database, tmp_path: Path, venue: str, year: str, stored: tuple[str, int]
+    fresh_db: Store, tmp_path: Path, venue: str, year: str, stored: tuple[str, int]
 ) -> None:
     path = write(tmp_path, "papers.csv", f'abstract,venue,year\n"{ABSTRACT_B}",{venue},{year}\n')
     ingest_files(fresh_db, [path], now=NOW)
@@ -334,7 +334,7 @@ def test_a_venue_that_carries_its_year_is_split(
     assert (paper["venue"], paper["year"]) == stored
 
 
-def test_one_paper_is_one_paper_in_the_summary(fresh_db: Database, tmp_path: Path) -> None:
+def test_one_paper_is_one_paper_in_the_summary(fresh_db: Store, tmp_path: Path) -> None:
     path = write(tmp_path, "one.txt", f"ICML 2025\n\n{ABSTRACT_A}\n")
     assert ingest_files(fresh_db, [path], now=NOW).describe() == (
         "1 paper read from 1 file: 1 added, 0 merged, 0 skipped (already stored)"
@@ -358,7 +358,7 @@ def _counting_build_row(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_unchanged_records_are_skipped_before_enrichment(
-    fresh_db: Database, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, seed_paths: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ingest_files(fresh_db, seed_paths, now=NOW)
     calls = _counting_build_row(monkeypatch)
@@ -368,7 +368,7 @@ def test_unchanged_records_are_skipped_before_enrichment(
 
 
 def test_the_corpus_reingests_without_enrichment(
-    fresh_db: Database, iclr2021: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_db: Store, iclr2021: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ingest_files(fresh_db, [iclr2021], now=NOW)
     calls = _counting_build_row(monkeypatch)

@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from db import open_db
+from db.errors import StorageError
 from db.papers import count_papers, last_ingest
 from digests.ingest import bulk, ingest_files
 from tests.conftest import NOW
@@ -235,7 +235,7 @@ def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_err
     def fills_the_disk(db: Any, rows: Any) -> None:
         calls.append(len(rows))
         if len(calls) == 2:
-            raise sqlite3.OperationalError("database or disk is full")
+            raise StorageError("database or disk is full")
         real(db, rows)
 
     monkeypatch.setattr(bulk.papers, "insert_papers", fills_the_disk)
@@ -247,7 +247,7 @@ def test_a_full_disk_after_a_chunk_says_what_was_stored_and_stays_a_database_err
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     db = open_db(tmp_path / "p.db")
     # The inbox retries a file whose ingest failed on the database: the kind stays.
-    with pytest.raises(sqlite3.OperationalError) as caught:
+    with pytest.raises(StorageError) as caught:
         ingest_files(db, [source], now=NOW)
     assert str(caught.value) == (
         "database or disk is full; stopped there: 3 of 10 papers before it were stored "

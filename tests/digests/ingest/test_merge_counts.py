@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db.papers import count_papers, get_paper
+from db.store import Store
 from digests import lookup
 from digests.enrich.paper import MAX_OTHER_PAGES
 from digests.ingest import ingest_files
@@ -38,7 +38,7 @@ def jsonl(tmp_path: Path, name: str, **fields: Any) -> Path:
     return path
 
 
-def only_paper(db: Database) -> dict[str, Any]:
+def only_paper(db: Store) -> dict[str, Any]:
     assert count_papers(db) == 1
     (row,) = db.query("select id from papers")
     paper = get_paper(db, row["id"])
@@ -47,7 +47,7 @@ def only_paper(db: Database) -> dict[str, Any]:
 
 
 def test_another_sources_page_is_kept_among_the_links_and_counted_merged(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
     second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE, url=PMLR)], now=NOW)
@@ -67,7 +67,7 @@ def test_another_sources_page_is_kept_among_the_links_and_counted_merged(
 
 
 def test_a_feed_whose_links_change_each_time_adds_a_few_pages_at_most(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     """A tracking query that changes on every fetch must not grow the links for ever."""
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
@@ -79,7 +79,7 @@ def test_a_feed_whose_links_change_each_time_adds_a_few_pages_at_most(
 
 
 def test_a_file_read_again_with_another_page_is_not_skipped_unread(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     """The early skip of unchanged records (`is_absorbed`) knows another page is news."""
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
@@ -89,7 +89,7 @@ def test_a_file_read_again_with_another_page_is_not_skipped_unread(
 
 
 def test_the_whole_abstract_replaces_one_cut_short_and_the_id_stays(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=SHORT, url=OPENREVIEW)], now=NOW)
     before = only_paper(fresh_db)
@@ -118,7 +118,7 @@ def test_the_whole_abstract_replaces_one_cut_short_and_the_id_stays(
     ],
 )
 def test_only_a_cut_abstract_with_a_telling_head_is_completed(
-    fresh_db: Database, tmp_path: Path, stored: str, later: str
+    fresh_db: Store, tmp_path: Path, stored: str, later: str
 ) -> None:
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=stored)], now=NOW)
     second = ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=later)], now=NOW)
@@ -127,7 +127,7 @@ def test_only_a_cut_abstract_with_a_telling_head_is_completed(
 
 
 def test_a_title_derived_from_the_cut_abstract_is_derived_again(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     for name, abstract in (("a.jsonl", SHORT), ("b.jsonl", WHOLE)):
         record = {"id": "sparse-1", "authors": ["Ann Lee"], "abstract": abstract}
@@ -140,7 +140,7 @@ def test_a_title_derived_from_the_cut_abstract_is_derived_again(
     assert paper["title"] != cut_title and "forg" not in paper["title"].split()[-1]
 
 
-def test_a_feed_s_bracketed_cut_is_completed(fresh_db: Database, tmp_path: Path) -> None:
+def test_a_feed_s_bracketed_cut_is_completed(fresh_db: Store, tmp_path: Path) -> None:
     cut = SHORT.removesuffix("...") + " […]"
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=cut)], now=NOW)
     ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE)], now=NOW)
@@ -148,7 +148,7 @@ def test_a_feed_s_bracketed_cut_is_completed(fresh_db: Database, tmp_path: Path)
 
 
 def test_links_the_abstract_gives_leave_room_for_other_pages(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     bare = " ".join(f"https://example.org/extra{n}" for n in range(MAX_OTHER_PAGES))
     ingest_files(
@@ -161,7 +161,7 @@ def test_links_the_abstract_gives_leave_room_for_other_pages(
 
 
 def test_a_different_abstract_is_not_stored_and_the_summary_says_so(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE, url=OPENREVIEW)], now=NOW)
     before = only_paper(fresh_db)
@@ -181,7 +181,7 @@ def test_a_different_abstract_is_not_stored_and_the_summary_says_so(
     )
 
 
-def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Database, tmp_path: Path) -> None:
+def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Store, tmp_path: Path) -> None:
     ingest_files(
         fresh_db, [jsonl(tmp_path, "a.jsonl", title=f"SMA: {TITLE}", abstract=WHOLE)], now=NOW
     )
@@ -196,9 +196,7 @@ def test_a_new_name_of_the_method_is_counted_merged(fresh_db: Database, tmp_path
     assert [hit["id"] for hit in lookup.find(fresh_db, "SpaMix")] == [paper["id"]]
 
 
-def test_a_paper_with_no_page_gets_the_record_s_as_its_own(
-    fresh_db: Database, tmp_path: Path
-) -> None:
+def test_a_paper_with_no_page_gets_the_record_s_as_its_own(fresh_db: Store, tmp_path: Path) -> None:
     """No stored url: the record's page is the paper's url, not one more link."""
     ingest_files(fresh_db, [jsonl(tmp_path, "a.jsonl", abstract=WHOLE)], now=NOW)
     ingest_files(fresh_db, [jsonl(tmp_path, "b.jsonl", abstract=WHOLE, url=PMLR)], now=NOW)
@@ -208,7 +206,7 @@ def test_a_paper_with_no_page_gets_the_record_s_as_its_own(
 
 
 def test_a_paper_stored_without_a_fingerprint_keeps_its_cut_abstract(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     """A paper of an older store has no fingerprint to keep finding it by its first
     abstract: its abstract is never replaced."""

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlite_utils import Database
 
 from bot.cli import main
 from bot.inbox import ingest_inbox
 from db import open_db
 from db.papers import count_papers
 from db.search import search_papers
+from db.store import Store
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.decode import Limits
 from digests.ingest.pipeline import read_records
@@ -48,7 +48,7 @@ def refusal(path: Path, **kwargs: object) -> str:
     return message
 
 
-def nothing_found(db: Database) -> None:
+def nothing_found(db: Store) -> None:
     assert count_papers(db) == 0
     assert search_papers(db, "xoxb", 5) == []
 
@@ -143,7 +143,7 @@ def test_text_that_looks_like_a_secret_is_refused(
 
 
 def test_ordinary_abstracts_about_tokens_and_secrets_still_ingest(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     path = tmp_path / "fine.txt"
     path.write_text(
@@ -248,7 +248,7 @@ INVISIBLE = "\x1b\x07\u202e\u2066\u200b\ufeff\x9b\x00"
 
 
 def test_stored_text_has_no_control_bidi_or_invisible_characters(
-    fresh_db: Database, tmp_path: Path
+    fresh_db: Store, tmp_path: Path
 ) -> None:
     path = tmp_path / "dirty.jsonl"
     path.write_text(
@@ -372,9 +372,7 @@ def test_a_new_database_someone_started_using_is_kept(tmp_path: Path) -> None:
 # --- a file that changes while it is read ---------------------------------------------------
 
 
-def test_a_file_changed_between_the_two_passes_is_refused(
-    fresh_db: Database, tmp_path: Path
-) -> None:
+def test_a_file_changed_between_the_two_passes_is_refused(fresh_db: Store, tmp_path: Path) -> None:
     """The check pass and the store pass must see the same bytes: a file still being
     written (or edited) would otherwise be stored as a half that was never checked
     whole, e.g. a truncated last abstract stored as a paper of its own."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db
+from db.store import Store
 from digests.ingest import IngestError, ingest_files
 from digests.ingest.pipeline import read_records
 from digests.ingest.secrets import secret_kind
@@ -117,7 +117,7 @@ NEAR_MISSES = [
 
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_ordinary_text_near_the_split_forms_is_kept(
-    fresh_db: Database, tmp_path: Path, text: str
+    fresh_db: Store, tmp_path: Path, text: str
 ) -> None:
     for path in (csv_file(tmp_path, text), seed_file(tmp_path, text)):
         assert ingest_files(fresh_db, [path], now=NOW).added == 2

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_utils import Database
 
 from db import open_db
+from db.store import Store
 from digests.ingest import IngestError, bulk, ingest_files
 from digests.ingest.pipeline import read_file
 from digests.ingest.secrets import secret_kind
@@ -28,7 +28,7 @@ def papers_file(tmp_path: Path, count: int = 5) -> Path:
     return path
 
 
-def cache_size(db: Database) -> int:
+def cache_size(db: Store) -> int:
     return int(db.execute("PRAGMA cache_size").fetchone()[0])
 
 
@@ -36,7 +36,7 @@ def record_cache_while_storing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     store_chunk = bulk.store_chunk
 
-    def recording(db: Database, *args: Any) -> None:
+    def recording(db: Store, *args: Any) -> None:
         seen.append(cache_size(db))
         store_chunk(db, *args)
 

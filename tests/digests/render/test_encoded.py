@@ -10,10 +10,10 @@ import json
 from dataclasses import replace
 
 import pytest
-from sqlite_utils import Database
 
 from bot.send import platform_messages
 from db.outbox import EncodedPayload, enqueue, messages_for_digest
+from db.store import Store
 from digests.digest import Digest
 from digests.render import discord, slack
 from digests.render.escape import slack_escape
@@ -131,7 +131,7 @@ def test_a_recorded_digest_s_buttons_are_as_item_actions_makes_them(catalog: Cat
     "channel", ["slack:T0001/C0001", "discord:123456789012345678/987654321098765432"]
 )
 def test_the_outbox_stores_the_encoded_text(
-    catalog: Catalog, channel: str, fresh_db: Database
+    catalog: Catalog, channel: str, fresh_db: Store
 ) -> None:
     digest_id = digest_row(fresh_db, channel)
     digest = replace(
@@ -149,7 +149,7 @@ def test_the_outbox_stores_the_encoded_text(
     assert decoded == [payload for payload, _ in parts]
 
 
-def test_the_outbox_stores_what_an_encoded_payload_carries(fresh_db: Database) -> None:
+def test_the_outbox_stores_what_an_encoded_payload_carries(fresh_db: Store) -> None:
     channel, other = "slack:T0001/C0001", "slack:T0001/C0002"
     first, second = digest_row(fresh_db, channel), digest_row(fresh_db, other)
     # Stored as given, not encoded again.

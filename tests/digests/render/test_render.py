@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from slack_sdk.models.blocks import Block
-from sqlite_utils import Database
 
 from config.settings import Settings
 from db import open_db
 from db.papers import decode
+from db.store import Store
 from digests.digest import Digest, build_digest
 from digests.ingest import ingest_files
 from digests.render import discord, limits, slack
@@ -44,7 +44,7 @@ def item_sections(message: slack.SlackMessage) -> list[str]:
 
 
 @pytest.fixture
-def seed_digest(seeded_db: Database, catalog: Catalog, settings: Settings) -> Digest:
+def seed_digest(seeded_db: Store, catalog: Catalog, settings: Settings) -> Digest:
     subscribe(seeded_db, settings, *catalog.ids)
     big = replace(settings, digest_size=50)
     return build_digest(seeded_db, CHANNEL, NOW, catalog=catalog, settings=big, preview=True)
