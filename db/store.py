@@ -148,12 +148,20 @@ class Store:
         SQLite's busy timeout before it is `Busy`. Needs the `postgresql` extra. A server that
         cannot be reached is `Unavailable` (try again); an unknown database, role or a
         wrong password is a plain `StorageError` whose message says what to fix."""
-        import psycopg
-
+        try:
+            import psycopg
+        except ImportError:
+            raise StorageError(
+                "PostgreSQL needs the postgresql extra: pip install 'paperboy[postgresql]'"
+            ) from None
         try:
             conn = psycopg.connect(url, autocommit=True)
-            # A writer waits for a row lock as long as SQLite's waits for its lock, then Busy.
-            conn.execute(f"set lock_timeout = {int(BUSY_TIMEOUT_MS)}")
+            try:
+                # A writer waits for a row lock as long as SQLite's for its lock, then Busy.
+                conn.execute(f"set lock_timeout = {int(BUSY_TIMEOUT_MS)}")
+            except BaseException:
+                conn.close()
+                raise
             return cls(conn)
         except psycopg.Error as exc:
             refused = _PG_MISCONFIGURED.search(str(exc))
@@ -433,7 +441,7 @@ def _raise_postgresql(exc: psycopg.Error) -> NoReturn:
     import psycopg
 
     state = exc.sqlstate or ""
-    message = str(exc).strip()
+    message = " ".join(str(exc).split())  # libpq's hints come on lines of their own
     if state in _PG_BUSY:
         raise Busy(message) from exc
     if state in _PG_UNAVAILABLE or state.startswith("08"):

@@ -155,6 +155,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     monkeypatch.chdir(tmp_path)
     for name in (
         "PAPERBOY_DB",
+        "PAPERBOY_DATABASE_URL",
         "PAPERBOY_DEMO_DB",
         "PAPERBOY_ARXIV_URL",
         "PAPERBOY_FETCH_CRON",

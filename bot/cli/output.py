@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from db.errors import StorageError
+from db.errors import StorageError, Unavailable
 from digests.safe_text import json_safe, strip_unsafe
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ class PaperboyGroup(click.Group):
             ctx.exit(1)
         except user_errors() as exc:
             raise UserError(str(exc)) from None
+        except Unavailable as exc:
+            raise UserError(f"database unavailable, try again ({exc})") from None
         except StorageError as exc:
             log.debug("database error", exc_info=True)
             if "readonly" in str(exc):

@@ -12,7 +12,7 @@ from typing import Any, cast
 import aiohttp
 import discord
 
-from bot.discordbot.commands import ACK_BUDGET_SECONDS, FAILURE, channel_of, key_of, user_id_of
+from bot.discordbot.commands import ACK_BUDGET_SECONDS, channel_of, key_of, user_id_of
 from digests.actions import (
     CUSTOM_ID_TEMPLATE,
     ActionResult,
@@ -22,6 +22,7 @@ from digests.actions import (
     parse_item_ref,
 )
 from digests.channels import personal_channel
+from digests.failures import failure_text, log_failure
 from digests.render.discord import LINK, with_counts
 
 log = logging.getLogger(__name__)
@@ -272,9 +273,9 @@ async def handle_click(
                 await _defer(interaction)  # "working on it": the update comes when done
             try:
                 result, counts = await task
-            except Exception:
-                log.exception("discord: a click on %s in %s failed", custom, channel)
-                await _say(interaction, FAILURE)
+            except Exception as exc:
+                log_failure(log, exc, "discord: a click on %s in %s failed", custom, channel)
+                await _say(interaction, failure_text(exc))
                 return
             if counts is not None and rows:
                 await _show_counts(interaction, view_of(with_counts(rows, counts)))

@@ -26,6 +26,7 @@ from digests.commands.grammar import (
     field_text,
     parse,
 )
+from digests.failures import FAILURE, failure_text, log_failure
 from digests.render import discord as discord_render
 from digests.replies import Reply, error
 from digests.safe_text import has_unsafe
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 ACK_BUDGET_SECONDS = 2.0
 MAX_CHOICES = 25  # n.b. Discord caps autocomplete at 25 choices
-FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 NEEDS_MANAGE_CHANNELS = (
     "Sorry, you need the Manage Channels permission to change this channel's topics, "
     "schedule or delivery. You can still use `/papers find`, `show`, `topics` and `list`."
@@ -239,9 +239,9 @@ class PapersGroup(app_commands.Group):
             await interaction.response.defer(ephemeral=not public, thinking=True)
         try:
             reply = await task
-        except Exception:
-            log.exception("/papers %s failed", verb)
-            reply = error(FAILURE)
+        except Exception as exc:
+            log_failure(log, exc, "/papers %s failed", verb)
+            reply = error(failure_text(exc))
         if reply.changed:
             # e.g. the scheduler picks up a new schedule at once. With `me` the change was
             # to the user's own digest (`handle` reads `--me` so), not the channel's.

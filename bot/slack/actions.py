@@ -37,6 +37,7 @@ from digests.actions import (
     user_key,
 )
 from digests.channels import ChannelError, parse_channel, personal_channel
+from digests.failures import failure_text, log_failure
 from digests.lookup import paper_links
 from digests.render.slack import LINK_ACTIONS, item_actions, item_paper
 
@@ -46,7 +47,6 @@ Handler = Callable[
     [Services, AsyncWebClient, dict[str, Any], dict[str, Any], Executor | None], Awaitable[None]
 ]
 
-FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 NOT_UPDATED = " (The message could not show the new count; your vote counts.)"
 RESPONSE_TIMEOUT = 10.0
 MAX_ACTIONS = 5  # a click sends one; Slack never sends many
@@ -206,9 +206,9 @@ async def handle_block_actions(
                 await handler(services, client, payload, action, executor)
             else:
                 log.debug("ignored a Slack click on %r", action_id[:40])
-        except Exception:
-            log.exception("a Slack click on %r failed", action_id[:40])
-            await respond(services, payload, FAILURE)
+        except Exception as exc:
+            log_failure(log, exc, "a Slack click on %r failed", action_id[:40])
+            await respond(services, payload, failure_text(exc))
 
 
 def click_channel(team: str, channel_id: str, user: str) -> str | None:

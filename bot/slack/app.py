@@ -33,6 +33,7 @@ from digests.actions import user_key
 from digests.channels import ChannelError, parse_channel, personal_channel
 from digests.commands import handle
 from digests.commands.grammar import ParseError, as_personal, parse
+from digests.failures import failure_text, log_failure
 from digests.render import slack as slack_render
 from digests.replies import Reply, error
 from digests.safe_text import strip_unsafe
@@ -47,7 +48,6 @@ REFUSAL = (
     "Sorry, only {who} can change this channel's topics, schedule or delivery. "
     "You can still use `/papers find`, `show`, `topics` and `list`."
 )
-FAILURE = "Sorry, something went wrong on my side. It is logged; please try again later."
 
 SENT_FILE = "I sent `{name}` to your direct messages with Paperboy."
 FILE_FAILED = "Sorry, I could not send you `{name}` ({why}). Please try again later."
@@ -269,9 +269,9 @@ async def answer_payloads(
     """The reply messages for a command; a polite failure instead of any exception."""
     try:
         return payloads(await answer(services, client, command, executor))
-    except Exception:  # in the command or in rendering its answer: never a stack trace
-        log.exception("/papers %r failed", str(command.get("text"))[:80])
-        return payloads(error(FAILURE))
+    except Exception as exc:  # in the command or in rendering its answer: never a stack trace
+        log_failure(log, exc, "/papers %r failed", str(command.get("text"))[:80])
+        return payloads(error(failure_text(exc)))
 
 
 def click_handlers() -> ClickHandlers:

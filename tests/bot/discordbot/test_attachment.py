@@ -6,9 +6,10 @@ from __future__ import annotations
 import discord
 
 from bot.discordbot.client import PaperboyClient
-from bot.discordbot.commands import FAILURE, send_reply, shown_size
+from bot.discordbot.commands import send_reply, shown_size
 from db import open_db, saved
 from digests.actions import user_key
+from digests.failures import FAILURE
 from digests.replies import Attachment, Reply
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_interactions import dispatch, interaction

@@ -13,7 +13,9 @@ from bot.discordbot.client import PaperboyClient
 from bot.discordbot.commands import NEEDS_MANAGE_CHANNELS, matching_zones
 from db import open_db
 from db.channels import active_subscriptions
+from db.errors import Busy
 from digests.commands import VERBS
+from digests.failures import BUSY
 from digests.topics import Catalog
 from tests.fakes.discord_api import APP_ID, FakeDiscord
 from tests.fakes.discord_interactions import (
@@ -153,6 +155,20 @@ async def test_a_crash_is_a_polite_reply(
     [callback] = fake_discord.callbacks()
     assert callback["data"]["content"].startswith("Sorry, something went wrong")
     assert "secret internals" not in str(callback)
+
+
+async def test_a_busy_database_is_said_as_such(
+    bot: PaperboyClient, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.discordbot import commands
+
+    def busy(text: str, ctx: Any) -> Any:
+        raise Busy("database is locked")
+
+    monkeypatch.setattr(commands, "handle", busy)
+    await dispatch(bot, fake_discord, interaction("list"))
+    [callback] = fake_discord.callbacks()
+    assert callback["data"]["content"] == BUSY
 
 
 async def test_topic_autocomplete(bot: PaperboyClient, fake_discord: FakeDiscord) -> None:

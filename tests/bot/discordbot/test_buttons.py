@@ -13,10 +13,10 @@ import pytest
 from bot.discordbot import buttons
 from bot.discordbot.buttons import view_of
 from bot.discordbot.client import PaperboyClient
-from bot.discordbot.commands import FAILURE
 from db import open_db
 from digests.actions import SAVE, VOTE_DOWN, VOTE_UP, custom_id, user_key
 from digests.digest import build_digest
+from digests.failures import FAILURE
 from digests.render import discord as discord_render
 from digests.render import limits
 from tests.conftest import NOW

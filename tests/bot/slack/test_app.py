@@ -15,7 +15,9 @@ from bot.services import Services
 from bot.slack.app import WORKING
 from db import open_db
 from db.channels import active_subscriptions, add_subscription
+from db.errors import Unavailable
 from digests.digest import ensure_channel
+from digests.failures import UNAVAILABLE
 from digests.ingest import ingest_files
 from digests.topics import Catalog
 from tests.conftest import NOW
@@ -203,6 +205,20 @@ async def test_a_crash_in_a_command_is_a_polite_reply(
     assert status == 200
     assert body["text"].startswith("Sorry, something went wrong")
     assert "Traceback" not in json.dumps(body) and "on fire" not in json.dumps(body)
+
+
+async def test_a_database_outage_is_said_as_such(
+    http: HttpClient, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.slack import app as slack_app
+
+    def down(text: str, ctx: Any) -> Any:
+        raise Unavailable("connection refused: is the server running on host db5?")
+
+    monkeypatch.setattr(slack_app, "handle", down)
+    status, body = await post(http, fake_slack, "subscribe rlhf")
+    assert status == 200 and body["text"] == UNAVAILABLE
+    assert "db5" not in json.dumps(body)
 
 
 async def test_a_large_digest_preview_fits_one_response_url(
