@@ -51,14 +51,10 @@ def insert_digest(
     a second `paperboy run` on the same database, won the race), that one stands and is
     returned: losing the race is normal, not an error."""
     with db.write():
-        taken = db.execute(
-            "select 1 from digests where channel = ? and week = ?", [channel, week]
-        ).fetchone()
-        if taken is None:
-            # Returned as written, not read back (a batch records thousands). Each value as
-            # SQLite stores it (the column's type), so it equals what `get_digest` reads.
-            return _insert(db, channel, week, built_at, topics, items, since)
-        log.info("digest %s %s: built meanwhile by another process; using that one", channel, week)
+        recorded = _insert(db, channel, week, built_at, topics, items, since)
+    if recorded is not None:
+        return recorded
+    log.info("digest %s %s: built meanwhile by another process; using that one", channel, week)
     found = get_digest(db, channel, week)
     assert found is not None
     return found
@@ -72,15 +68,21 @@ def _insert(
     topics: list[str],
     items: list[Row],
     since: str | None,
-) -> Row:
-    # Plain SQL: sqlite-utils' insert reads the table's schema on every call, most of the
-    # cost of recording a digest when ten thousand are built in one go.
+) -> Row | None:
+    """The digest as recorded, returned as written, not read back (a batch records
+    thousands); None if the channel's digest for that week is recorded already. Each value
+    as SQLite stores it (the column's type), so it equals what `get_digest` reads."""
     encoded = json.dumps(topics)
-    digest_id = db.execute(
+    # The unique (channel, week) decides between two writers: the second one waits for the
+    # first one's commit, then inserts nothing (on PostgreSQL as on SQLite).
+    found = db.execute(
         "insert into digests (channel, week, built_at, topics, empty, since) "
-        "values (?, ?, ?, ?, ?, ?) returning id",
+        "values (?, ?, ?, ?, ?, ?) on conflict (channel, week) do nothing returning id",
         [channel, week, built_at, encoded, 0 if items else 1, since],
-    ).fetchone()[0]
+    ).fetchone()
+    if found is None:
+        return None
+    digest_id = found[0]
     rows = [
         (
             digest_id,
@@ -214,22 +216,19 @@ def record_failure(
 ) -> int:
     """Record that building the channel's digest for `due_at` failed; returns the number
     of failed attempts so far (a failure for another moment starts again at 1)."""
-    with db.write():
-        rows = list(db.query("select * from digest_failures where channel = ?", [channel]))
-        same = rows[0] if rows and rows[0]["due_at"] == due_at else None
-        attempts = int(same["attempts"]) + 1 if same else 1
-        put_failure(
-            db,
-            {
-                "channel": channel,
-                "due_at": due_at,
-                "attempts": attempts,
-                "last_error": error,
-                "first_failed_at": same["first_failed_at"] if same else now,
-                "next_attempt_at": next_attempt_at,
-            },
-        )
-    return attempts
+    # One statement, so two processes failing the same build count two attempts.
+    (attempts,) = db.execute(
+        "insert into digest_failures (channel, due_at, attempts, last_error, first_failed_at, "
+        "next_attempt_at) values (?, ?, 1, ?, ?, ?) on conflict (channel) do update set "
+        "attempts = case when digest_failures.due_at = excluded.due_at "
+        "then digest_failures.attempts + 1 else 1 end, "
+        "first_failed_at = case when digest_failures.due_at = excluded.due_at "
+        "then digest_failures.first_failed_at else excluded.first_failed_at end, "
+        "due_at = excluded.due_at, last_error = excluded.last_error, "
+        "next_attempt_at = excluded.next_attempt_at returning attempts",
+        [channel, due_at, error, now, next_attempt_at],
+    ).fetchone()
+    return int(attempts)
 
 
 def put_failure(db: Store, row: Row) -> None:

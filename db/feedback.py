@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from db.outbox import json_values
 from db.store import Store
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,8 @@ def counts(db: Store, channel: str, paper_ids: Iterable[str]) -> dict[str, tuple
     rows = db.query(
         'select paper_id, count(distinct case when vote > 0 then "user" end) as up, '
         'count(distinct case when vote < 0 then "user" end) as down from feedback '
-        "where channel = ? and paper_id in (select value from json_each(?)) group by paper_id",
+        f"where channel = ? and paper_id in (select j.value from {json_values(db, '?', 'j')}) "
+        "group by paper_id",
         [channel, json.dumps(wanted)],
     )
     for row in rows:
@@ -90,7 +92,7 @@ def net_votes_of(db: Store, channels: Sequence[str]) -> dict[str, dict[str, dict
         return found
     rows = db.execute(
         "select channel, topic_id, paper_id, sum(vote) from feedback "
-        "where channel in (select value from json_each(?)) "
+        f"where channel in (select j.value from {json_values(db, '?', 'j')}) "
         "group by channel, topic_id, paper_id having sum(vote) != 0",
         [json.dumps(list(channels))],
     )

@@ -41,7 +41,8 @@ def record_manager(db: Store, channel: str, user_key: str, at: str) -> None:
             [_manager_key(user_key, channel), at, at],
         )
         db.execute(
-            "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
+            "insert into app_state (key, value, updated_at) values (?, ?, ?) "
+            "on conflict (key) do nothing",
             [RECORDED_SINCE, at, at],
         )
 
@@ -172,7 +173,8 @@ def record_home_opened(db: Store, user_key: str, at: str) -> bool:
     key = f"{HOME_OPENED_PREFIX}{user_key}"
     with db.write():
         inserted = db.execute(
-            "insert or ignore into app_state (key, value, updated_at) values (?, ?, ?)",
+            "insert into app_state (key, value, updated_at) values (?, ?, ?) "
+            "on conflict (key) do nothing",
             [key, at, at],
         ).rowcount
     return bool(inserted)

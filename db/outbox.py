@@ -117,12 +117,15 @@ def claim(db: Store, message: Row, sender: str, until: str) -> bool:
     The attempt is counted here, before the send, not once its outcome is known: a send
     cut off by a crash or a stop may have reached the platform, so `attempts` bounds the
     copies of a message that can exist, whatever happened to the process."""
+    # On PostgreSQL a row another sender is claiming is skipped, not waited for: it is theirs.
+    locked = " for update skip locked" if db.dialect == "postgresql" else ""
     cursor = db.execute(
         "update outbox set state = 'sending', claimed_by = ?, claimed_until = ?, "
-        "attempts = attempts + 1 "
+        "attempts = attempts + 1 where id = (select id from outbox "
         # Unchanged since it was read (a compare-and-swap): a sender whose `due` list is
         # stale never takes a message another sender has tried meanwhile.
-        "where id = ? and state = ? and coalesce(claimed_by, '') = ? and attempts = ?",
+        "where id = ? and state = ? and coalesce(claimed_by, '') = ? and attempts = ?"
+        f"{locked})",
         [
             sender,
             until,
@@ -148,11 +151,20 @@ def channels_with_due(db: Store, now: str) -> list[str]:
     ]
 
 
+def json_values(db: Store, array: str, alias: str) -> str:
+    """A table of the text values of the JSON array `array` (SQL: a column or `?`), one
+    column `value`, named `alias`, to use after `from` on either backend."""
+    if db.dialect == "postgresql":
+        return f"jsonb_array_elements_text(cast({array} as jsonb)) as {alias} (value)"
+    return f"json_each({array}) as {alias}"
+
+
 def claimed_paper_ids(db: Store, channel: str) -> set[str]:
     """Papers delivered to the channel, or queued to be: a new digest never repeats them."""
     placeholders = ", ".join("?" for _ in CLAIMED_STATES)
+    each = json_values(db, "outbox.paper_ids", "j")
     rows = db.query(
-        f"select distinct j.value as paper_id from outbox, json_each(outbox.paper_ids) as j "
+        f"select distinct j.value as paper_id from outbox, {each} "
         f"where outbox.channel = ? and outbox.state in ({placeholders})",
         [channel, *CLAIMED_STATES],
     )
@@ -225,7 +237,7 @@ def release(
     sets = ["state = 'pending'", "claimed_by = null", "claimed_until = null"]
     values: list[Any] = []
     if refund:
-        sets.append("attempts = max(attempts - 1, 0)")
+        sets.append("attempts = case when attempts > 0 then attempts - 1 else 0 end")
     if next_attempt_at is not None:
         sets += ["last_error = ?", "next_attempt_at = ?"]
         values += [error, next_attempt_at]
@@ -342,9 +354,12 @@ _PRUNABLE = "state = 'sent' and sent_at < ? and payload != '" + PRUNED_PAYLOAD +
 def prunable(db: Store, before: str) -> tuple[int, int]:
     """How many sent messages `prune_sent(db, before)` would empty, and how many bytes of
     payload they hold (UTF-8)."""
+    # SQLite before 3.43 has no octet_length; PostgreSQL has no blob.
+    size = (
+        "octet_length(payload)" if db.dialect == "postgresql" else "length(cast(payload as blob))"
+    )
     row = db.execute(
-        "select count(*), coalesce(sum(length(cast(payload as blob))), 0) "
-        f"from outbox where {_PRUNABLE}",
+        f"select count(*), coalesce(sum({size}), 0) from outbox where {_PRUNABLE}",
         [before],
     ).fetchone()
     return int(row[0]), int(row[1])
@@ -374,7 +389,10 @@ def prune_sent(
     Each row is deleted and written again, same id and columns, with the empty payload:
     an `update` in place shrinks the rows but SQLite leaves their pages as they were
     (a digest message's row fills most of a page), so a week at 10,000 channels keeps
-    34 MB of mostly empty pages; a delete merges them, 7 MB (docs/dev/benchmarks.md)."""
+    34 MB of mostly empty pages; a delete merges them, 7 MB (docs/dev/benchmarks.md).
+    PostgreSQL updates in place: its vacuum reuses the space."""
+    if db.dialect == "postgresql":
+        return _prune_in_place(db, before, batch, stop)
     names, emptied = working_table(db)
     # SQLite built with secure_delete on (Debian's build: this machine's) writes zeros over
     # every page a pruned payload frees, through the write-ahead log: 324 MB written to
@@ -390,6 +408,26 @@ def prune_sent(
     finally:
         if secure == 1:
             db.execute("PRAGMA secure_delete = ON")
+
+
+def _prune_in_place(db: Store, before: str, batch: int, stop: Callable[[], bool]) -> int:
+    """`prune_sent` on PostgreSQL: `batch` rows per statement, in id order."""
+    total, after = 0, 0
+    while not stop():
+        # Checked again as each row is written: one changed since it was picked is left.
+        picked, last, emptied = db.execute(
+            f"with picked as (select id from outbox where id > ? and {_PRUNABLE} "
+            "order by id limit ?), emptied as (update outbox set payload = ? "
+            f"where id in (select id from picked) and {_PRUNABLE} returning id) "
+            "select (select count(*) from picked), (select max(id) from picked), "
+            "(select count(*) from emptied)",
+            [after, before, batch, PRUNED_PAYLOAD, before],
+        ).fetchone()
+        total += int(emptied)
+        if picked < batch:
+            break
+        after = int(last)
+    return total
 
 
 def working_table(db: Store) -> tuple[str, str]:

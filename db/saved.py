@@ -45,11 +45,12 @@ def saved_papers(db: Store, user: str, limit: int | None = None) -> list[Row]:
     each the paper's row (list columns decoded, as `db.papers.get_paper`) with `saved_at`
     and `saved_from` (the channel it was saved from, or None). A saved paper no longer in
     the store is left out."""
+    bound = "" if limit is None else " limit ?"
     rows = db.query(
         "select p.*, s.saved_at as saved_at, s.channel as saved_from from saved s "
         "join papers p on p.id = s.paper_id where s.user = ? "
-        "order by s.saved_at desc, s.rowid desc limit ?",
-        [user, -1 if limit is None else limit],
+        f"order by s.saved_at desc, s.rowid desc{bound}",
+        [user, *([] if limit is None else [limit])],
     )
     return [decode(row) for row in rows]
 

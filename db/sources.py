@@ -25,11 +25,8 @@ def get_source(db: Store, name: str) -> Row | None:
 
 def add_source(db: Store, row: Row) -> bool:
     """Add a source; False (and nothing changed) when one of that name exists."""
-    with db.write():
-        if get_source(db, row["name"]) is not None:
-            return False
-        db.insert("sources", row)
-    return True
+    # One statement: of two processes adding the same name, one adds it, on both backends.
+    return db.insert("sources", row, ignore=True, returning="name") is not None
 
 
 def remove_source(db: Store, name: str) -> bool:
@@ -45,8 +42,8 @@ def claim(db: Store, name: str, holder: str, now: str, expected: str | None) -> 
     with db.write():
         cursor = db.execute(
             "update sources set fetching_by = ?, fetch_started_at = ? "
-            "where name = ? and fetching_by is ?",
-            [holder, now, name, expected],
+            "where name = ? and coalesce(fetching_by, '') = ?",
+            [holder, now, name, expected or ""],
         )
     return bool(cursor.rowcount)
 
