@@ -125,28 +125,10 @@ def connect(
         return
     server: postgres.Server = request.getfixturevalue("postgres_server")
     name = server.fresh_database()
-    first = Store.connect(server.url(name))
-    until_ported(first)
-    first.close()
     try:
         yield lambda: Store.connect(server.url(name))
     finally:
         server.drop(name)
-
-
-def until_ported(store: Store) -> None:
-    """Create m016's tables on PostgreSQL while db/migrations_pg.py has no m016 yet."""
-    found = store.one("select to_regclass('processes') as found")
-    if found is not None and found["found"] is None:
-        store.execute(
-            "create table processes (id text primary key, host text not null, "
-            "pid bigint not null, role text not null, started_at text not null, "
-            "heartbeat_at text not null, stopped_at text)"
-        )
-        store.execute(
-            "create table leases (name text primary key, holder text not null, "
-            "expires_at text not null)"
-        )
 
 
 @pytest.fixture

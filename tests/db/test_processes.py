@@ -23,28 +23,6 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def until_ported(store: Store) -> None:
-    """Create m016's tables on PostgreSQL while db/migrations_pg.py has no m016 yet."""
-    if store.dialect != "postgresql":
-        return
-    if store.one("select to_regclass('processes') as found")["found"] is None:  # type: ignore[index]
-        store.execute(
-            "create table processes (id text primary key, host text not null, "
-            "pid bigint not null, role text not null, started_at text not null, "
-            "heartbeat_at text not null, stopped_at text)"
-        )
-        store.execute(
-            "create table leases (name text primary key, holder text not null, "
-            "expires_at text not null)"
-        )
-
-
-@pytest.fixture
-def store(store: Store) -> Store:
-    until_ported(store)
-    return store
-
-
 def test_a_registered_process_is_live_until_its_heartbeat_is_stale(store: Store) -> None:
     processes.register(store, "p1", "host-a", 101, "all", at(0))
     processes.register(store, "p2", "host-b", 202, "worker", at(0))
@@ -182,7 +160,6 @@ def connect(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Connect]
         def new() -> Store:
             return keep(Store.connect(server.url(name)))
 
-        until_ported(new())
     try:
         yield new
     finally:
