@@ -171,7 +171,7 @@ class Member:
                     self.failures,
                     str(exc) or type(exc).__name__,
                 )
-                # A beat begun after the deadline let the clock go before its call.
+                # The call outlasted the deadline (one begun past it let the clock go before).
                 if self.holds_clock and isinstance(exc, ClockExpired):
                     await self._let_go()
                 return
