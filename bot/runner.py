@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from bot.cluster import Member
 from bot.delivery import Poster
 from bot.local import LocalPoster
 from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
 from config.settings import SettingsError
-from db.connection import Target
+from db.connection import Target, is_postgresql
 from db.errors import StorageError
 
 # Slack's libraries and Discord's are imported by the component that uses them, when it
@@ -169,6 +170,7 @@ class SlackComponent:
     services: Services
     http: bool = False
     port: int = 3000
+    listen: bool = True  # False: post only (`run --role worker`), no Socket Mode nor HTTP
     name: str = "slack"
     client: AsyncWebClient | None = field(default=None, init=False)
     _socket: AsyncSocketModeHandler | None = field(default=None, init=False)
@@ -178,6 +180,8 @@ class SlackComponent:
     def check(self) -> None:
         """Refuse to start on missing settings, naming the variable (never a value)."""
         settings = self.services.settings
+        if not self.listen:
+            return
         if self.http and not settings.slack_signing_secret:
             raise SettingsError(
                 "SLACK_SIGNING_SECRET is not set: HTTP mode (--slack-http) needs it "
@@ -220,6 +224,8 @@ class SlackComponent:
             ) from None
         self.client = client  # posting works from here on, with or without the websocket
         who = f"@{identity.get('user')} in team {identity.get('team_id')}"
+        if not self.listen:
+            return f"slack: posting as {who} (commands go to the web processes)"
         if self.http:
             assert settings.slack_signing_secret is not None
             if settings.slack_ack_seconds > MAX_ACK_SECONDS:
@@ -448,15 +454,91 @@ class SchedulerComponent:
             await self.scheduler.stop()
 
 
-def components(services: Services, *, slack_http: bool, port: int) -> list[Component]:
-    """The platforms whose tokens are set, then the scheduler (which posts through them)."""
+@dataclass
+class ClockComponent:
+    """With PostgreSQL, this process among its peers (bot/cluster.py): it heartbeats, and
+    runs `scheduler` only while it holds the clock, elected through the database; another
+    process takes the clock within `ttl` seconds after this one dies. Without a scheduler
+    (`run --role web`) it heartbeats and never takes the clock."""
+
+    services: Services
+    scheduler: SchedulerComponent | None
+    role: str = "all"
+    name: str = "cluster"
+    member: Member | None = field(default=None, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    async def start(self) -> str:
+        from db.connection import open_db
+
+        target = self.services.db_path
+        interval = self.services.settings.heartbeat_seconds
+        self.member = Member(
+            lambda: open_db(target),
+            role=self.role,
+            on_gain=self._gain,
+            on_lose=self._lose,
+            takes_clock=self.scheduler is not None,
+            interval=interval,
+            ttl=interval * BEATS_PER_LEASE,
+        )
+        self._task = asyncio.create_task(self.member.run(), name="heartbeat")
+        clock = "may keep the clock" if self.scheduler is not None else "never keeps the clock"
+        return f"cluster: process {self.member.id} ({self.role}) heartbeating; {clock}"
+
+    async def _gain(self) -> None:
+        assert self.scheduler is not None
+        log.info("%s (this process keeps the clock)", await self.scheduler.start())
+
+    async def _lose(self) -> None:
+        assert self.scheduler is not None
+        self.scheduler.halt()
+        await self.scheduler.stop()
+
+    def halt(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.halt()
+
+    async def stop(self) -> None:
+        if self.member is not None:
+            await self.member.stop()  # the scheduler first, then the lease, then the row
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+ROLES = ("all", "web", "worker")
+BEATS_PER_LEASE = 3  # the clock's lease outlives two missed heartbeats
+
+
+def components(
+    services: Services, *, slack_http: bool, port: int, role: str = "all"
+) -> list[Component]:
+    """The platforms whose tokens are set, then the scheduler (which posts through them).
+    With PostgreSQL the scheduler runs under the clock (`ClockComponent`); `role` "web"
+    answers commands only, "worker" builds and delivers only (its platforms post, never
+    listen). SQLite serves one process: its role is "all"."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}")
+    shared = is_postgresql(services.db_path)
+    if role != "all" and not shared:
+        raise SettingsError(
+            f"--role {role} needs PostgreSQL (PAPERBOY_DATABASE_URL): "
+            "a SQLite file serves one process, which has every role"
+        )
+    listen = role != "worker"
     found: list[Component] = []
     if services.settings.slack_bot_token:
-        found.append(SlackComponent(services, http=slack_http, port=port))
+        found.append(SlackComponent(services, http=slack_http, port=port, listen=listen))
     if services.settings.discord_token:
-        found.append(DiscordComponent(services))
+        found.append(DiscordComponent(services, gateway=listen))
     platforms = list(found)
-    found.append(SchedulerComponent(services, platforms))
+    scheduler = SchedulerComponent(services, platforms) if role != "web" else None
+    if shared:
+        found.append(ClockComponent(services, scheduler, role))
+    elif scheduler is not None:
+        found.append(scheduler)
     return found
 
 

@@ -237,6 +237,13 @@ class Settings:
         _postgresql_url,
         secret=True,
     )
+    heartbeat_seconds: float = setting(
+        "PAPERBOY_HEARTBEAT_SECONDS",
+        10.0,
+        "With PostgreSQL: how often each `paperboy run` process heartbeats. A process silent "
+        "for three beats is taken for gone: another takes over its clock and its claims.",
+        _positive_seconds,
+    )
     demo_db: Path = setting(  # noqa: RUF009
         "PAPERBOY_DEMO_DB",
         Path("db") / "demo.db",
