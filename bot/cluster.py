@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Callback = Callable[[], Awaitable[None]]
 
-CLOCK = "clock"
+CLOCK = processes.CLOCK
 INTERVAL = 10.0
 TTL = 30.0
 # A process silent for one lease's ttl is taken for dead: its clock is free by then too.

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from bot.ratelimits import MAX_WAIT_SECONDS, SendLimits, Throttled, pause_seconds
 from config.settings import Settings
 from db import channels as channel_store
-from db import outbox
+from db import outbox, processes
 from db.errors import StorageError
 from db.store import Store
 from digests.channels import ChannelRef, parse_channel
@@ -188,6 +188,14 @@ CLAIM_SECONDS = 600  # longer than any one send, retries of rate limits included
 SEND_TIMEOUT_SECONDS = 300.0
 
 
+def heartbeat_alive(db: Store, gone_after: timedelta) -> Callable[[str], bool]:
+    """`sender_alive`, where a sender on another machine is also dead once its process
+    (bot/cluster.py registers each `paperboy run` under its SENDER) stopped or has not
+    heartbeat for `gone_after`: its claims are taken over then, not when they run out."""
+    gone = {str(row["id"]) for row in processes.gone(db, processes.database_now(db), gone_after)}
+    return lambda sender: sender not in gone and sender_alive(sender)
+
+
 def sender_alive(sender: str) -> bool:
     """Whether the process that claimed a message may still be sending it. On this host,
     in this pid namespace, we can tell; elsewhere (another host, another container on
@@ -227,6 +235,7 @@ async def deliver_channel(
     stopping: Callable[[], bool] = lambda: False,
     send_timeout: float = SEND_TIMEOUT_SECONDS,
     rate: float | None = None,
+    gone_after: timedelta | None = None,
 ) -> ChannelResult:
     """Send the channel's due messages in order; stop at the first error.
 
@@ -249,7 +258,8 @@ async def deliver_channel(
     if row is not None and row["paused"]:
         return ChannelResult(channel, state="paused", reason=row["paused_reason"])
     ref = parse_channel(channel)
-    messages = outbox.due(db, channel, stamp(now), sender_alive)
+    alive = sender_alive if gone_after is None else heartbeat_alive(db, gone_after)
+    messages = outbox.due(db, channel, stamp(now), alive)
     if not messages:
         return ChannelResult(channel, state="nothing")
     limits: SendLimits | None = getattr(poster, "limits", None)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from bot.cluster import Member
-from bot.delivery import Poster
+from bot.delivery import SENDER, Poster
 from bot.local import LocalPoster
 from bot.scheduler import STOP_GRACE_SECONDS, DigestScheduler
 from bot.services import Services
@@ -480,7 +480,8 @@ class ClockComponent:
             on_lose=self._lose,
             takes_clock=self.scheduler is not None,
             interval=interval,
-            ttl=interval * BEATS_PER_LEASE,
+            ttl=self.services.settings.clock_ttl_seconds,
+            process_id=SENDER,  # the name its outbox and inbox claims carry
         )
         self._task = asyncio.create_task(self.member.run(), name="heartbeat")
         clock = "may keep the clock" if self.scheduler is not None else "never keeps the clock"
@@ -509,7 +510,6 @@ class ClockComponent:
 
 
 ROLES = ("all", "web", "worker")
-BEATS_PER_LEASE = 3  # the clock's lease outlives two missed heartbeats
 
 
 def components(

@@ -534,6 +534,7 @@ class DigestScheduler:
                 self.services.clock,
                 stopping=lambda: self.stopping,
                 rate=posting_rate(self.services.settings, poster.platform),
+                gone_after=timedelta(seconds=self.services.settings.clock_ttl_seconds),
             )
 
     async def deliver_due(self, now: datetime | None = None) -> list[ChannelResult]:

@@ -221,6 +221,12 @@ class Settings:
     """Every setting, declared once: its field, variable, default, meaning and parser."""
 
     @property
+    def clock_ttl_seconds(self) -> float:
+        """How long the clock's lease lasts unrenewed: it outlives two missed heartbeats, and
+        a process silent that long is taken for gone."""
+        return self.heartbeat_seconds * 3
+
+    @property
     def database(self) -> str | Path:
         """Where the store is: `database_url` when set, else the SQLite file `db_path`."""
         return self.database_url or self.db_path

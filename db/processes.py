@@ -13,6 +13,7 @@ from db.store import Row, Store
 log = logging.getLogger(__name__)
 
 ROLES = ("all", "web", "worker")
+CLOCK = "clock"  # the lease whose holder runs the scheduler
 
 _COLUMNS = "id, host, pid, role, started_at, heartbeat_at, stopped_at"
 

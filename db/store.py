@@ -152,7 +152,7 @@ class Store:
             import psycopg
         except ImportError:
             raise StorageError(
-                "PostgreSQL needs the postgresql extra: pip install 'paperboy[postgresql]'"
+                "PostgreSQL needs the postgresql extra: pip install '.[postgresql]'"
             ) from None
         try:
             conn = psycopg.connect(url, autocommit=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from config.settings import Settings
+from db import processes
 from db.channels import all_channels
 from db.digests import failures
 from db.errors import StorageError
@@ -36,6 +37,7 @@ def report(
         yield note
     yield semantic.status_line(db)
     yield from source_lines(db, settings, now)
+    yield from process_lines(db, settings)
     rows = all_channels(db)
     if not rows:
         yield 'No channels yet. Try: paperboy chat --channel local:lab "subscribe offline-rl"'
@@ -69,6 +71,32 @@ def source_lines(db: Store, settings: Settings, now: datetime) -> list[str]:
     if not rows:
         return ["Sources: none (papers come only from files; add one with paperboy sources add)."]
     return ["Sources:", *(f"  {describe(row, now, settings.fetch_cron)}" for row in rows)]
+
+
+def process_lines(db: Store, settings: Settings) -> list[str]:
+    """The `paperboy run` processes sharing a PostgreSQL store: each live one (host, pid,
+    role, last heartbeat), which keeps the clock, and those gone since the last day. None
+    for a store no process has registered in (SQLite: one process, no heartbeat)."""
+    now = processes.database_now(db)  # the clock the heartbeats were stamped with
+    stale = timedelta(seconds=settings.clock_ttl_seconds)
+    running, gone = processes.live(db, now, stale), processes.gone(db, now, stale)
+    if not running and not gone:
+        return []
+    clock = processes.holder(db, processes.CLOCK, now)
+    keeper = next((row for row in running if row["id"] == clock), None)
+    where = f"pid {keeper['pid']} on {keeper['host']}" if keeper else "no process (taken in turn)"
+    lines = [f"Processes: {len(running)} running; the clock is with {where}."]
+    for row in running:
+        age = max((now - row["heartbeat_at"]).total_seconds(), 0)
+        mark = ", keeps the clock" if row["id"] == clock else ""
+        lines.append(
+            f"  {row['host']} pid {row['pid']} ({row['role']}): heartbeat {age:.0f} s ago{mark}"
+        )
+    for row in gone:
+        how = "stopped" if row["stopped_at"] else "silent since"
+        when = (row["stopped_at"] or row["heartbeat_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
+        lines.append(f"  gone: {row['host']} pid {row['pid']} ({row['role']}), {how} {when}")
+    return lines
 
 
 def build_failures(db: Store, channel: str) -> list[str]:

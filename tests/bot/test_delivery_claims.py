@@ -4,6 +4,7 @@ stalled process) leaves the message to the one that has it now."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from bot.delivery import TransientError, deliver_channel
 from bot.ratelimits import SendLimits
-from db import open_db
+from db import open_db, processes
 from db.store import Store
 from digests.channels import ChannelRef
 from tests.conftest import NOW
@@ -93,3 +94,26 @@ async def test_the_claims_holder_records_its_outcome(db: Store) -> None:
     assert result.state == "failed"
     rows = db.query("select state from outbox where channel = ? order by part", [other])
     assert [r["state"] for r in rows] == ["failed", "failed"]
+
+
+@pytest.mark.parametrize("silent", [False, True], ids=["its process beats", "silent"])
+async def test_a_claim_of_a_process_on_another_machine_ends_when_its_heartbeat_does(
+    db: Store, silent: bool
+) -> None:
+    """A message claimed by a process on another machine (its pid means nothing here)
+    is taken over once that process stopped heartbeating, not when its claim runs out."""
+    time = VirtualTime()
+    queue(db, [CHANNEL], 1, slack_payload)
+    far = "far-host/pid:[4026531836]:7"
+    db.execute(
+        "update outbox set state = 'sending', claimed_by = ?, "
+        "claimed_until = '2999-01-01T00:00:00+00:00'",
+        [far],
+    )
+    beat = processes.database_now(db) - timedelta(minutes=5 if silent else 0)
+    processes.register(db, far, "far-host", 7, "all", beat)
+    poster = Poster(SendLimits(5.0, monotonic=time.monotonic, sleep=time.sleep))
+    gone_after = timedelta(seconds=30)
+    await time.run([deliver_channel(db, poster, CHANNEL, NOW, gone_after=gone_after)])
+    assert poster.posted == ([f"{CHANNEL} part 1"] if silent else [])
+    assert db.query("select state from outbox") == [{"state": "sent" if silent else "sending"}]

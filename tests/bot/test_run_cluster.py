@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -75,6 +76,18 @@ def live_pids(url: str) -> set[int]:
         db.close()
 
 
+def status(url: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "status", "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PAPERBOY_HEARTBEAT_SECONDS": str(HEARTBEAT)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def written(outbox: Path, name: str) -> list[dict[str, object]]:
     lines = outbox / f"{name}.jsonl"
     return [json.loads(line) for line in lines.read_text().splitlines()] if lines.exists() else []
@@ -95,17 +108,21 @@ def test_the_clock_moves_to_a_survivor_after_kill_9(
         assert wait_for(lambda: len(written(outbox, "first")) == 1, 60)
         holder = clock_holder(url)
         assert holder is not None
-        keeper = first if f":{first.pid}:" in holder else second
+        keeper = first if holder.endswith(f":{first.pid}") else second
         survivor = second if keeper is first else first
-        assert f":{third.pid}:" not in holder
+        assert not holder.endswith(f":{third.pid}")
         keeper.send_signal(signal.SIGKILL)
         keeper.wait(10)
         # Fallen due while nobody holds the clock: the survivor takes it, catches up, and
         # delivers it (and not the first channel's digest again).
         due_channel(url, "local:second", seed_paths, datetime.now(UTC) - timedelta(hours=1))
-        assert wait_for(lambda: f":{survivor.pid}:" in (clock_holder(url) or ""), 30)
+        assert wait_for(lambda: (clock_holder(url) or "").endswith(f":{survivor.pid}"), 30)
         assert wait_for(lambda: len(written(outbox, "second")) == 1, 60)
         assert live_pids(url) == {survivor.pid, third.pid}
+        shown = status(url)
+        assert f"Processes: 2 running; the clock is with pid {survivor.pid} on " in shown
+        assert f"pid {third.pid} (web): heartbeat" in shown
+        assert f"gone: {socket.gethostname()} pid {keeper.pid} (all), silent since" in shown
         survivor.send_signal(signal.SIGTERM)
         assert survivor.wait(20) == 0
         assert clock_holder(url) is None  # a graceful stop lets the clock go at once
