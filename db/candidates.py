@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from db.search import ranked_sql
 from db.store import Store
 
 log = logging.getLogger(__name__)
@@ -56,14 +57,9 @@ def window_keys(db: Store, since: str, stale: str, now: str) -> tuple[tuple[Any,
 
 def ranked_matches(db: Store, expression: str, limit: int) -> list[int]:
     """The rowids of the first `limit` papers matching the FTS5 `expression`, best rank
-    (bm25) first."""
-    return [
-        row[0]
-        for row in db.execute(
-            "select rowid from papers_fts where papers_fts match ? order by rank limit ?",
-            [expression, limit],
-        ).fetchall()
-    ]
+    first (`search.ranked_sql`)."""
+    sql, params = ranked_sql(db, "papers.rowid", expression, limit)
+    return [row[0] for row in db.execute(sql, params).fetchall()]
 
 
 def archive_rows(db: Store, rowids: list[int], built_at: str) -> Iterator[Row]:

@@ -28,6 +28,9 @@ def _encode(row: Row) -> Row:
 def decode(row: Row) -> Row:
     """A stored row with its JSON list columns decoded."""
     decoded = dict(row)
+    # PostgreSQL-only columns (the full-text vector, the rowid): rows read alike on both.
+    decoded.pop("search_vector", None)
+    decoded.pop("rowid", None)
     for key in JSON_COLUMNS:
         if isinstance(decoded.get(key), str):
             decoded[key] = json.loads(decoded[key])
@@ -53,12 +56,11 @@ TEXT_COLUMNS = "id, title, names, keywords, abstract, abstract_text, updated_at"
 def text_rows(db: Store, paper_ids: list[str]) -> Iterator[Row]:
     """TEXT_COLUMNS of the stored papers among `paper_ids`, in one query whatever their
     number (one JSON array parameter), in no set order."""
-    return iter(
-        db.query(
-            f"select {TEXT_COLUMNS} from papers where id in (select value from json_each(?))",
-            [json.dumps(paper_ids)],
-        )
+    each = (
+        "json_each(?)" if db.dialect == "sqlite" else "jsonb_array_elements_text(cast(? as jsonb))"
     )
+    sql = f"select {TEXT_COLUMNS} from papers where id in (select value from {each})"
+    return iter(db.query(sql, [json.dumps(paper_ids)]))
 
 
 def all_texts(db: Store) -> Iterator[Row]:
@@ -121,7 +123,10 @@ def resolve_paper(db: Store, ref: str) -> Row | None:
     if len(ref) >= MIN_PREFIX:
         escaped = ref.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = list(
-            db.query("select id from papers where id like ? escape '\\' limit 2", [escaped + "%"])
+            db.query(
+                "select id from papers where lower(id) like ? escape '\\' limit 2",
+                [escaped + "%"],
+            )
         )
         if len(rows) == 1:
             return get_paper(db, rows[0]["id"])

@@ -315,26 +315,33 @@ def _search_fts(db: Store, query: str, limit: int, excluded: Sequence[list[str]]
     """The same lookup on FTS5: every match is scored, so it is slow on a large store."""
     expression = match_expression(text_words(query))
     key = query_key(query)
-    weights = ", ".join(str(weight) for weight in WEIGHTS)
+    exact = (
+        "(papers.name_keys is not null and :key != '' "
+        "and ' ' || papers.name_keys || ' ' like '% ' || :key || ' %')"
+    )
+    if db.dialect == "sqlite":
+        weights = ", ".join(str(weight) for weight in WEIGHTS)
+        score, source, params = f"-bm25(papers_fts, {weights})", FTS5_SOURCE, dict[str, str]()
+    else:
+        tsquery, params = pg_tsquery(expression or "")
+        score = f"ts_rank('{PG_WEIGHTS}', search_vector, {tsquery})"
+        source = "papers"
+        source += f" where search_vector @@ {tsquery}"
     sql = f"""
-        select papers.*, -bm25(papers_fts, {weights}) as score,
-               (papers.name_keys is not null and :key != ''
-                and instr(' ' || papers.name_keys || ' ', ' ' || :key || ' ') > 0) as exact
-        from papers_fts join papers on papers.rowid = papers_fts.rowid
-        where papers_fts match :expression
-        order by exact desc, score desc
-        limit :limit
+        select papers.*, {score} as score, {exact} as exact from {source}
+        order by exact desc, score desc limit :limit
     """
     depth = max(limit, FTS_DEPTH)
     while True:
         rows: list[dict[str, Any]] = []
         if expression is not None:
-            rows = list(db.query(sql, {"expression": expression, "key": key, "limit": depth}))
+            query_params = {"expression": expression, "key": key, "limit": depth, **params}
+            rows = list(db.query(sql, query_params))
         hits = []
         for row in rows:
             row.pop("exact")
-            score = float(row.pop("score"))
-            hits.append(Hit(decode(row), round(score, 4)))
+            row.pop("rowid", None)
+            hits.append(Hit(decode(row), round(float(row.pop("score")), 4)))
         if len(hits) < depth:  # a paper by the author before one that only names him
             hits = _by_authors(db, query, {hit.paper["id"] for hit in hits}, limit) + hits
         hits = [hit for hit in hits if not mentions_any(hit.paper, excluded)]
@@ -373,7 +380,7 @@ def _by_authors(db: Store, query: str, seen: set[str], limit: int) -> list[Hit]:
     longest = max(words, key=len)
     sql = """
         select * from papers
-        where rowid > (select coalesce(max(rowid), 0) from papers) - ? and authors like ?
+        where rowid > (select coalesce(max(rowid), 0) from papers) - ? and lower(authors) like ?
         order by rowid desc
     """
     found = []
@@ -408,24 +415,64 @@ def matched_authors(authors: Sequence[Any], query: str) -> list[int]:
 
 def fts_count(db: Store, expression: str) -> int:
     """How many papers match the FTS5 `expression`."""
-    sql = "select count(*) from papers_fts where papers_fts match ?"
-    return int(db.execute(sql, [expression]).fetchone()[0])
+    if db.dialect == "sqlite":
+        sql, params = "select count(*) from papers_fts where papers_fts match :e", {"e": expression}
+    else:
+        tsquery, params = pg_tsquery(expression)
+        sql = f"select count(*) from papers where search_vector @@ {tsquery}"
+    return int(db.execute(sql, params).fetchone()[0])
 
 
 def fts_ids(db: Store, expression: str, limit: int) -> list[str]:
     """The ids of the first `limit` papers matching the FTS5 `expression`, by plain
-    (unweighted) bm25, best first."""
-    sql = """
-        select papers.id from papers_fts join papers on papers.rowid = papers_fts.rowid
-        where papers_fts match ? order by bm25(papers_fts) limit ?
-    """
-    return [row[0] for row in db.execute(sql, [expression, limit])]
+    (unweighted) bm25 (PostgreSQL: unweighted ts_rank), best first."""
+    return [row[0] for row in db.execute(*ranked_sql(db, "papers.id", expression, limit))]
+
+
+def ranked_sql(db: Store, column: str, expression: str, limit: int) -> tuple[str, dict[str, Any]]:
+    """A query of `column` of the first `limit` papers matching the FTS5 `expression`,
+    best unweighted rank first, with its parameters."""
+    if db.dialect == "sqlite":
+        sql = f"select {column} from {FTS5_SOURCE} order by bm25(papers_fts) limit :limit"
+        return sql, {"expression": expression, "limit": limit}
+    tsquery, params = pg_tsquery(expression)
+    sql = (
+        f"select {column} from papers where search_vector @@ {tsquery} "
+        f"order by ts_rank('{{1, 1, 1, 1}}', search_vector, {tsquery}) desc, rowid limit :limit"
+    )
+    return sql, {**params, "limit": limit}
+
+
+# The FTS5 lookup's rows; `:expression` is its MATCH expression.
+FTS5_SOURCE = (
+    "papers_fts join papers on papers.rowid = papers_fts.rowid where papers_fts match :expression"
+)
+# ts_rank's weights for labels D, C, B, A (abstract, keywords, title, names: the
+# migration's labels), in WEIGHTS' proportions.
+PG_WEIGHTS = "{0.1, 0.3, 0.6, 1.0}"
+_FTS5_TERM = re.compile(r'"((?:[^"]|"")*)"|(\S+)')
+
+
+def pg_tsquery(expression: str) -> tuple[str, dict[str, str]]:
+    """The PostgreSQL tsquery for an FTS5 expression of quoted phrases or bare words
+    joined by OR (what db/ callers build): SQL ORing one `phraseto_tsquery` per phrase,
+    each phrase a parameter (`:q0`, `:q1`...), never part of the SQL."""
+    phrases = []
+    for match in _FTS5_TERM.finditer(expression):
+        quoted, bare = match.groups()
+        if quoted is None and bare == "OR":
+            continue
+        phrases.append(quoted.replace('""', '"') if quoted is not None else bare)
+    params = {f"q{place}": phrase for place, phrase in enumerate(phrases)}
+    parts = [f"phraseto_tsquery('english', :{name})" for name in params]
+    joined = " || ".join(parts) or "''::tsquery"
+    return f"({joined})", params
 
 
 def papers_with_id_prefix(db: Store, prefix: str, limit: int = 10) -> list[dict[str, Any]]:
     """Id and title of the papers whose id starts with `prefix` (case-insensitive), by id."""
     escaped = prefix.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    sql = "select id, title from papers where id like ? escape '\\' order by id limit ?"
+    sql = "select id, title from papers where lower(id) like ? escape '\\' order by id limit ?"
     return list(db.query(sql, [escaped + "%", limit]))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import tantivy
 
 from db import connection
+from db.errors import StorageError
 from db.store import Store
 
 log = logging.getLogger(__name__)
@@ -413,8 +414,8 @@ def _open_for_reading(folder: Path) -> Any:
 
 def _last_seq(db: Store) -> int:
     row = db.execute("select max(seq) from search_changes").fetchone()
-    if row[0] is not None:
-        return int(row[0])
+    if row[0] is not None or db.dialect != "sqlite":
+        return int(row[0] or 0)
     row = db.execute("select seq from sqlite_sequence where name = 'search_changes'").fetchone()
     return int(row[0]) if row else 0
 
@@ -496,7 +497,12 @@ def _marks(db: Store, handle: TextIndex) -> tuple[int, int, tuple[int, int, int]
     count, the watermark file's identity (another process updated the index) and the
     handle's own watermark (another thread of this process updated it: the file's
     identity alone may repeat, as its inode is reused and timestamps can be coarse)."""
-    version = int(db.execute("pragma data_version").fetchone()[0])
+    # PostgreSQL has no data_version: the change log's last number moves on every commit.
+    version = (
+        int(db.execute("pragma data_version").fetchone()[0])
+        if db.dialect == "sqlite"
+        else _last_seq(db)
+    )
     meta = None
     if handle.folder is not None:
         stat = os.stat(handle.folder / META)  # FileNotFoundError: a folder removed
@@ -511,7 +517,7 @@ def _unchanged(db: Store, current: _Current) -> bool:
         return False
     try:
         return _marks(db, handle) == current.marks
-    except (OSError, sqlite3.Error):
+    except (OSError, StorageError):
         return False
 
 
@@ -706,7 +712,7 @@ def catch_up(db: Store) -> bool:
     except IndexUnavailable as exc:
         log.info("search index not brought up to date now: %s", exc)
         return False
-    except (OSError, ValueError, sqlite3.Error) as exc:
+    except (OSError, ValueError, StorageError) as exc:
         log.warning("search index not brought up to date now: %s", exc)
         return False
     return True
