@@ -58,6 +58,9 @@ def window_keys(db: Store, since: str, stale: str, now: str) -> tuple[tuple[Any,
 def ranked_matches(db: Store, expression: str, limit: int) -> list[int]:
     """The rowids of the first `limit` papers matching the FTS5 `expression`, best rank
     first (`search.ranked_sql`)."""
+    if db.dialect == "sqlite":  # FTS5's own rowid and rank: no join with papers
+        sql = "select rowid from papers_fts where papers_fts match ? order by rank limit ?"
+        return [row[0] for row in db.execute(sql, [expression, limit]).fetchall()]
     sql, params = ranked_sql(db, "papers.rowid", expression, limit)
     return [row[0] for row in db.execute(sql, params).fetchall()]
 
